@@ -1,0 +1,133 @@
+"""``ralp.profile(model)``: layer table -> skewness -> eligibility -> split -> byte model.
+
+Each stage is its own module; this one chains them and keeps the result in one value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ralp.profiler.bytes_model import StepTraffic, horovod_traffic, ps_traffic, ralp_traffic
+from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_table
+from ralp.profiler.ps_assignment import spread_layers
+from ralp.profiler.skewness import DEFAULT_THRESHOLD, is_eligible, parameter_skewness
+from ralp.profiler.split import SplitChoice, SplitLayer, cut_sources, find_split
+
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Profile:
+    table: LayerTable
+    skewness: float
+    threshold: float
+    eligible: bool
+    split: SplitChoice  # the best admissible split, whether or not the model is eligible
+    workers: int
+    ps: int
+    bytes_per_step: dict[str, StepTraffic]  # "ps", "horovod", "ralp"
+    boundary_layers: tuple[str, ...]  # layers whose outputs cross at the candidate split
+
+    @property
+    def model(self) -> str:
+        return self.table.model_name
+
+    @property
+    def batch_size(self) -> int:
+        return self.table.batch_size
+
+    @property
+    def params_total(self) -> int:
+        return self.table.params_total
+
+    @property
+    def candidate_split_after(self) -> str | None:
+        return None if self.split.index is None else self.table.rows[self.split.index].name
+
+    @property
+    def split_after(self) -> str | None:
+        """The layer after which RALP splits, or None when placement is not worth it."""
+        return self.candidate_split_after if self.eligible else None
+
+    @property
+    def offloaded_layers(self) -> list[str]:
+        if self.split_after is None:
+            return []
+        return [r.name for r in self.table.rows[self.split.index + 1 :]]
+
+    @property
+    def boundary_bytes(self) -> int:
+        """Activation bytes per step (one worker batch) crossing at the candidate split."""
+        return sum(self.table.row(name).output_bytes for name in self.boundary_layers)
+
+    @property
+    def offloaded_params(self) -> int:
+        return sum(self.table.row(name).params for name in self.offloaded_layers)
+
+    @property
+    def verdict(self) -> str:
+        """One honest sentence: whether placement pays off for this model, and why."""
+        s, k = self.skewness, self.threshold
+        if not self.eligible:
+            why = f"S = {s:.3f} > K = {k:g}: parameters are not concentrated in the late layers"
+            return f"not eligible ({why}); train with plain PS"
+        if self.split.index is None:
+            return f"S = {s:.3f} <= K = {k:g} but {self.split.reason}; train with plain PS"
+        share = self.offloaded_params / max(1, self.params_total)
+        ps, ralp = self.bytes_per_step["ps"].total, self.bytes_per_step["ralp"].total
+        return (
+            f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}, "
+            f"{len(self.offloaded_layers)} layers holding {share:.1%} of the parameters move to "
+            f"the PS; bytes per step {ralp / max(1, ps):.3f}x of plain PS"
+        )
+
+
+def profile(
+    model,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    workers: int = 1,
+    ps: int = 1,
+) -> Profile:
+    """Profile a Keras 3 Sequential or functional model from its shapes alone.
+
+    Returns the layer table, the skewness S of the parameter mass, whether S <= ``threshold``,
+    the split point and the bytes per step of plain PS, Horovod and RALP with ``workers``
+    workers and ``ps`` PS tasks. Raises :class:`ProfileError` for models it cannot profile.
+    """
+    if not isinstance(workers, int) or workers < 1:
+        raise ProfileError(f"workers must be a positive integer, got {workers!r}")
+    if not isinstance(ps, int) or ps < 1:
+        raise ProfileError(f"ps must be a positive integer, got {ps!r}")
+    table = build_layer_table(model, batch_size)
+    skew = parameter_skewness([r.params for r in table.rows])
+    split_layers = [
+        SplitLayer(r.name, r.kind, r.params, r.output_elements, r.inbound) for r in table.rows
+    ]
+    split = find_split(split_layers, batch_size)
+
+    # RALP bytes at the best admissible split (what mode "ralp" would move if forced), or
+    # plain PS traffic when there is nothing to offload.
+    if split.index is None:
+        ralp, boundary = ps_traffic(table, workers, ps), []
+    else:
+        moved = table.rows[split.index + 1 :]
+        offloaded = spread_layers([r.name for r in moved], [r.param_bytes for r in moved], ps)
+        ralp = ralp_traffic(table, offloaded, workers, ps)
+        boundary = cut_sources(split_layers, split.index)
+    return Profile(
+        table=table,
+        skewness=skew,
+        threshold=threshold,
+        eligible=is_eligible(skew, threshold),
+        split=split,
+        workers=workers,
+        ps=ps,
+        bytes_per_step={
+            "ps": ps_traffic(table, workers, ps),
+            "horovod": horovod_traffic(table.param_bytes_total, workers),
+            "ralp": ralp,
+        },
+        boundary_layers=tuple(boundary),
+    )

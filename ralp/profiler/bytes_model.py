@@ -1,0 +1,174 @@
+"""Bytes moved per training step, per link and in total, for plain PS, Horovod and RALP.
+
+A *step* is one batch on every worker. Each figure counts a transfer once: ``total`` is the
+sum of bytes sent between tasks, which equals the sum of bytes received. Per link, ``tx`` is
+what that task sends and ``rx`` what it receives.
+
+The PS and RALP figures come from one rule applied to a placement of the layer table:
+
+- A variable whose layer runs somewhere other than its home PS task is read (pulled) once per
+  execution and its gradient or update pushed once: 2 x its bytes per worker batch.
+- A tensor whose producer and consumer run on different tasks crosses once forward; its
+  gradient crosses back if anything upstream of it is trainable. A tensor goes to each
+  receiving task once, however many layers there consume it (TF's Send/Recv pairs).
+- Labels cross to the task that computes the loss, next to the model's output layer.
+
+Plain PS puts every layer on the workers (BRIEF §2: 2 x model bytes x W in total). RALP moves
+the offloaded layers onto their PS task, so only the kept layers' variables and the boundary
+activations cross. Horovod ring-allreduce sends and receives 2 x S x (W-1)/W per worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from ralp.profiler.layer_table import LayerTable
+from ralp.profiler.ps_assignment import round_robin
+
+WORKER = None  # the location of a layer that runs on the workers
+
+
+@dataclass(frozen=True)
+class LinkBytes:
+    tx: int = 0
+    rx: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.tx + self.rx
+
+
+@dataclass(frozen=True)
+class StepTraffic:
+    mode: str  # ps | horovod | ralp
+    workers: int
+    ps: int
+    worker_link: LinkBytes  # each worker's link (all workers are alike)
+    ps_links: tuple[LinkBytes, ...]  # one per PS task
+    total: int
+    breakdown: dict[str, int] = field(default_factory=dict)  # total by what crosses
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["worker_link"]["total"] = self.worker_link.total
+        for link, obj in zip(d["ps_links"], self.ps_links, strict=True):
+            link["total"] = obj.total
+        return d
+
+
+def _check_cluster(workers: int, ps: int) -> None:
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if not isinstance(ps, int) or ps < 0:
+        raise ValueError(f"ps must be a non-negative integer, got {ps!r}")
+
+
+def placed_traffic(
+    table: LayerTable,
+    location: Mapping[str, int | None],
+    variable_home: list[int],
+    workers: int,
+    ps: int,
+    *,
+    mode: str,
+    label_bytes_per_sample: int = 4,
+) -> StepTraffic:
+    """Traffic of one step when row ``r`` runs at ``location[r]`` (None = on each worker)
+    and variable ``k`` of ``table.variables`` lives on PS task ``variable_home[k]``."""
+    _check_cluster(workers, ps)
+    if ps < 1:
+        raise ValueError("a parameter-server placement needs at least one PS task")
+    if len(variable_home) != len(table.variables):
+        raise ValueError("variable_home must give a PS task for every variable of the table")
+    W = workers
+    worker_tx = worker_rx = 0
+    ps_tx, ps_rx = [0] * ps, [0] * ps
+    breakdown = {"variables": 0, "activations": 0, "labels": 0}
+
+    def send(src: int | None, dst: int | None, nbytes: int, what: str) -> None:
+        # One transfer per worker batch, i.e. W per step; a worker's own link sees one.
+        nonlocal worker_tx, worker_rx
+        if src == dst or nbytes == 0:
+            return
+        if src is WORKER:
+            worker_tx += nbytes
+        else:
+            ps_tx[src] += W * nbytes
+        if dst is WORKER:
+            worker_rx += nbytes
+        else:
+            ps_rx[dst] += W * nbytes
+        breakdown[what] += W * nbytes
+
+    for (row, _path, nbytes), home in zip(table.variables, variable_home, strict=True):
+        where = location.get(row, WORKER)
+        send(home, where, nbytes, "variables")  # pull
+        send(where, home, nbytes, "variables")  # gradient / update push
+
+    trainable_upstream: dict[str, bool] = {}
+    for r in table.rows:
+        trainable_upstream[r.name] = r.trainable_params > 0 or any(
+            trainable_upstream.get(src, False) for src in r.inbound
+        )
+    rows = {r.name: r for r in table.rows}
+    crossings: set[tuple[str, int | None]] = set()
+    for r in table.rows:
+        for src in r.inbound:
+            if location.get(src, WORKER) != location.get(r.name, WORKER):
+                crossings.add((src, location.get(r.name, WORKER)))
+    for src, dst in sorted(crossings, key=lambda c: (c[0], -1 if c[1] is None else c[1])):
+        here = location.get(src, WORKER)
+        send(here, dst, rows[src].output_bytes, "activations")
+        if trainable_upstream[src]:
+            send(dst, here, rows[src].output_bytes, "activations")
+
+    for out in table.output_names:
+        send(WORKER, location.get(out, WORKER), table.batch_size * label_bytes_per_sample, "labels")
+
+    return StepTraffic(
+        mode=mode,
+        workers=W,
+        ps=ps,
+        worker_link=LinkBytes(worker_tx, worker_rx),
+        ps_links=tuple(LinkBytes(t, r) for t, r in zip(ps_tx, ps_rx, strict=True)),
+        total=sum(breakdown.values()),
+        breakdown=breakdown,
+    )
+
+
+def ps_traffic(table: LayerTable, workers: int, ps: int) -> StepTraffic:
+    """Plain ParameterServerStrategy: everything runs on the workers, variables round-robin."""
+    _check_cluster(workers, ps)
+    homes = round_robin(len(table.variables), ps)
+    return placed_traffic(table, {}, homes, workers, ps, mode="ps")
+
+
+def ralp_traffic(
+    table: LayerTable, offloaded: Mapping[str, int], workers: int, ps: int
+) -> StepTraffic:
+    """RALP: ``offloaded`` maps each offloaded row to its PS task; the variables of the other
+    rows go round-robin over the PS tasks, those of an offloaded row live on its task."""
+    _check_cluster(workers, ps)
+    kept = [k for k, (row, _, _) in enumerate(table.variables) if row not in offloaded]
+    kept_home = dict(zip(kept, round_robin(len(kept), ps), strict=True))
+    homes = [
+        kept_home[k] if k in kept_home else offloaded[row]
+        for k, (row, _, _) in enumerate(table.variables)
+    ]
+    return placed_traffic(table, offloaded, homes, workers, ps, mode="ralp")
+
+
+def horovod_traffic(model_bytes: int, workers: int) -> StepTraffic:
+    """Ring allreduce of every gradient: each worker sends and receives 2 x S x (W-1)/W."""
+    _check_cluster(workers, 0)
+    per_worker = 2 * model_bytes * (workers - 1) // workers
+    return StepTraffic(
+        mode="horovod",
+        workers=workers,
+        ps=0,
+        worker_link=LinkBytes(per_worker, per_worker),
+        ps_links=(),
+        total=per_worker * workers,
+        breakdown={"gradients": per_worker * workers},
+    )

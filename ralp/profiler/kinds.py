@@ -1,0 +1,158 @@
+"""Layer-kind registry: what kind a Keras layer is and how many FLOPs it costs.
+
+The profiler sorts every layer into one of five kinds (BRIEF §2): ``conv``, ``pool``, ``fc``,
+``norm`` and ``other``. The kind drives the split rule (no split between two compute-demand
+layers, i.e. convolutions) and the placement plan (fc layers are what gets offloaded).
+
+Rules are looked up along the layer class's MRO, so a user's subclass of ``keras.layers.Dense``
+is an ``fc`` layer without registration. A user's own layer type can be registered with
+:func:`register_layer_kind`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import keras
+
+KINDS = ("conv", "pool", "fc", "norm", "other")
+
+# Kinds whose layers are compute-heavy: the split must never offload one of them (BRIEF §2).
+COMPUTE_DEMAND_KINDS = frozenset({"conv"})
+
+Shape = tuple[int, ...]
+# (layer, input shapes without batch dim, output shapes without batch dim) -> FLOPs per sample
+FlopsFn = Callable[[keras.layers.Layer, Sequence[Shape], Sequence[Shape]], int]
+
+
+@dataclass(frozen=True)
+class LayerRule:
+    kind: str
+    flops: FlopsFn
+
+
+def _prod(shape: Sequence[int]) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _elementwise_flops(layer, in_shapes, out_shapes) -> int:
+    # One operation per output element: activations, adds, dropout masks, norms (roughly).
+    return sum(_prod(s) for s in out_shapes)
+
+
+def _no_flops(layer, in_shapes, out_shapes) -> int:
+    return 0
+
+
+def _conv_flops(layer, in_shapes, out_shapes) -> int:
+    # 2 FLOPs (multiply + add) per MAC; each output value needs prod(kernel) * C_in / groups MACs.
+    in_channels = in_shapes[0][-1]
+    groups = getattr(layer, "groups", 1) or 1
+    macs_per_output = _prod(layer.kernel_size) * in_channels // groups
+    out = _prod(out_shapes[0])
+    bias = out if getattr(layer, "use_bias", False) else 0
+    return 2 * macs_per_output * out + bias
+
+
+def _conv_transpose_flops(layer, in_shapes, out_shapes) -> int:
+    # Every input value is scattered through the whole kernel into every output channel.
+    in_elems = _prod(in_shapes[0])
+    macs = in_elems * _prod(layer.kernel_size) * out_shapes[0][-1]
+    bias = _prod(out_shapes[0]) if getattr(layer, "use_bias", False) else 0
+    return 2 * macs + bias
+
+
+def _depthwise_flops(layer, in_shapes, out_shapes) -> int:
+    out = _prod(out_shapes[0])
+    bias = out if getattr(layer, "use_bias", False) else 0
+    return 2 * _prod(layer.kernel_size) * out + bias
+
+
+def _separable_flops(layer, in_shapes, out_shapes) -> int:
+    in_channels = in_shapes[0][-1]
+    spatial = _prod(out_shapes[0][:-1])
+    depth_mult = getattr(layer, "depth_multiplier", 1)
+    depthwise = 2 * _prod(layer.kernel_size) * spatial * in_channels * depth_mult
+    pointwise = 2 * spatial * in_channels * depth_mult * out_shapes[0][-1]
+    bias = _prod(out_shapes[0]) if getattr(layer, "use_bias", False) else 0
+    return depthwise + pointwise + bias
+
+
+def _dense_flops(layer, in_shapes, out_shapes) -> int:
+    # A matmul over the last axis, repeated over any leading (non-batch) axes.
+    fan_in = in_shapes[0][-1]
+    out = _prod(out_shapes[0])
+    bias = out if getattr(layer, "use_bias", False) else 0
+    return 2 * fan_in * out + bias
+
+
+def _einsum_dense_flops(layer, in_shapes, out_shapes) -> int:
+    # Each kernel weight is used once per output position it broadcasts over: approximate as
+    # 2 * kernel size * (output elements / kernel's output elements).
+    kernel = _prod(layer.kernel.shape)
+    out = _prod(out_shapes[0])
+    kernel_out = _prod(layer.full_output_shape[1:]) if hasattr(layer, "full_output_shape") else out
+    return 2 * kernel * max(1, out // max(1, kernel_out))
+
+
+def _pool_flops(layer, in_shapes, out_shapes) -> int:
+    window = getattr(layer, "pool_size", None)
+    if window is None:  # global pooling: every input value is read once
+        return _prod(in_shapes[0])
+    return _prod(window) * _prod(out_shapes[0])
+
+
+_RULES: dict[type, LayerRule] = {}
+
+
+def register_layer_kind(layer_class: type, kind: str, flops: FlopsFn | None = None) -> None:
+    """Declare what kind ``layer_class`` (and its subclasses) is, and how to count its FLOPs.
+
+    ``flops(layer, input_shapes, output_shapes)`` gets shapes without the batch dimension and
+    returns forward FLOPs for one sample; by default one FLOP per output element.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown layer kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not isinstance(layer_class, type):
+        raise TypeError(f"register_layer_kind expects a layer class, got {layer_class!r}")
+    _RULES[layer_class] = LayerRule(kind, flops or _elementwise_flops)
+
+
+def rule_for(layer: keras.layers.Layer) -> LayerRule:
+    """The most specific registered rule for ``layer``'s class (``other`` if none)."""
+    for cls in type(layer).__mro__:
+        rule = _RULES.get(cls)
+        if rule is not None:
+            return rule
+    return LayerRule("other", _elementwise_flops)
+
+
+def _register_builtin_rules() -> None:
+    L = keras.layers
+    for cls in (L.Conv1D, L.Conv2D, L.Conv3D):
+        register_layer_kind(cls, "conv", _conv_flops)
+    for cls in (L.Conv1DTranspose, L.Conv2DTranspose, L.Conv3DTranspose):
+        register_layer_kind(cls, "conv", _conv_transpose_flops)
+    for cls in (L.DepthwiseConv1D, L.DepthwiseConv2D):
+        register_layer_kind(cls, "conv", _depthwise_flops)
+    for cls in (L.SeparableConv1D, L.SeparableConv2D):
+        register_layer_kind(cls, "conv", _separable_flops)
+    register_layer_kind(L.Dense, "fc", _dense_flops)
+    register_layer_kind(L.EinsumDense, "fc", _einsum_dense_flops)
+    for cls in (
+        L.MaxPooling1D, L.MaxPooling2D, L.MaxPooling3D,
+        L.AveragePooling1D, L.AveragePooling2D, L.AveragePooling3D,
+        L.GlobalMaxPooling1D, L.GlobalMaxPooling2D, L.GlobalMaxPooling3D,
+        L.GlobalAveragePooling1D, L.GlobalAveragePooling2D, L.GlobalAveragePooling3D,
+    ):  # fmt: skip
+        register_layer_kind(cls, "pool", _pool_flops)
+    for cls in (L.BatchNormalization, L.LayerNormalization, L.GroupNormalization,
+                L.UnitNormalization):  # fmt: skip
+        register_layer_kind(cls, "norm")
+    for cls in (L.InputLayer, L.Flatten, L.Reshape, L.Permute):  # data movement only
+        register_layer_kind(cls, "other", _no_flops)
+
+
+_register_builtin_rules()

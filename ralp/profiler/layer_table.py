@@ -1,0 +1,252 @@
+"""The ordered layer table of a Keras model, computed from shapes alone (no forward pass).
+
+One :class:`LayerRow` per layer, in forward order. Nested Sequential/functional models are
+flattened: their layers appear in place, named ``outer/inner``. The table also records each
+row's producers (``inbound``), so later stages can compute exactly which tensors a split cuts,
+even in DAGs such as ResNet and Inception.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import keras
+import tensorflow as tf
+
+from ralp.profiler.kinds import rule_for
+
+
+class ProfileError(ValueError):
+    """The model cannot be profiled; the message says why and what to do instead."""
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    index: int
+    name: str  # qualified: "outer/inner" for layers of nested models
+    layer_type: str  # the Keras class name, e.g. "Conv2D"
+    kind: str  # conv | pool | fc | norm | other
+    params: int  # trainable + non-trainable (what a PS stores and serves)
+    trainable_params: int
+    param_bytes: int
+    output_shape: tuple[int, ...]  # first output, without the batch dimension
+    output_elements: int  # per sample, all outputs of the layer
+    output_bytes: int  # per step: output_elements * batch size * dtype size
+    flops: int  # forward FLOPs per sample
+    cumulative_params: int  # params of this row and every row before it
+    inbound: tuple[str, ...]  # names of the rows whose outputs this row consumes
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["output_shape"] = list(self.output_shape)
+        d["inbound"] = list(self.inbound)
+        return d
+
+
+@dataclass(frozen=True)
+class LayerTable:
+    model_name: str
+    batch_size: int
+    rows: tuple[LayerRow, ...]
+    output_names: tuple[str, ...]  # rows whose outputs are the model's outputs
+    variables: tuple[tuple[str, str, int], ...]  # (row name, variable path, bytes), build order
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def row(self, name: str) -> LayerRow:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    @property
+    def params_total(self) -> int:
+        return sum(r.params for r in self.rows)
+
+    @property
+    def param_bytes_total(self) -> int:
+        return sum(r.param_bytes for r in self.rows)
+
+
+def _dtype_size(dtype) -> int:
+    return tf.dtypes.as_dtype(keras.backend.standardize_dtype(dtype)).size
+
+
+def _is_graph_model(layer) -> bool:
+    """Functional and built Sequential models: the kinds whose layer graph is known statically."""
+    return isinstance(layer, keras.Model) and isinstance(
+        layer, keras.src.models.functional.Functional | keras.Sequential
+    )
+
+
+def _check_model(model, where: str) -> None:
+    if not isinstance(model, keras.Model):
+        raise ProfileError(
+            f"{where}: expected a keras.Model, got {type(model).__name__}. ralp profiles Keras 3 "
+            "Sequential and functional models."
+        )
+    if not _is_graph_model(model):
+        raise ProfileError(
+            f"{where}: {type(model).__name__} is a subclassed keras.Model. Its layer graph "
+            "exists only inside call(), so layers cannot be profiled or placed from shapes. "
+            "Rebuild it as a functional model (keras.Model(inputs, outputs)) or a "
+            "keras.Sequential, e.g. by calling your layers on a keras.Input."
+        )
+    if isinstance(model, keras.Sequential) and not model.built:
+        raise ProfileError(
+            f"{where}: the Sequential model {model.name!r} has no input shape yet. Start it "
+            "with keras.Input(shape=...) or call model.build((None, *input_shape)) first."
+        )
+
+
+def _static_shape(shape, where: str) -> tuple[int, ...]:
+    dims = tuple(shape)[1:]  # drop the batch dimension
+    if any(d is None for d in dims):
+        raise ProfileError(
+            f"{where} has an unknown dimension in its output shape {tuple(shape)}. The profiler "
+            "works from static shapes: build the model with a fixed input size, e.g. "
+            "keras.Input((224, 224, 3))."
+        )
+    return tuple(int(d) for d in dims)
+
+
+def _producer(tensor):
+    op, node_index, tensor_index = tensor._keras_history
+    return op, node_index, tensor_index
+
+
+class _Flattener:
+    """Walks a model's node graph from its outputs and emits rows in forward order."""
+
+    def __init__(self, batch_size: int):
+        self.batch_size = batch_size
+        self.order: list[tuple[str, keras.layers.Layer]] = []
+        self.inbound: dict[str, list[str]] = {}
+        self.out_shapes: dict[str, list[tuple[int, ...]]] = {}
+        self.in_shapes: dict[str, list[tuple[int, ...]]] = {}
+        self.out_itemsize: dict[str, int] = {}
+        self._tensor_source: dict[int, str] = {}  # id(KerasTensor) -> row producing it
+
+    def walk(self, model, prefix: str, bindings: dict[int, str]) -> list[str]:
+        """Emit rows for ``model``; returns the row names that produce its outputs.
+
+        ``bindings`` maps id(input KerasTensor of this model) -> the outer row feeding it.
+        """
+        _check_model(model, f"layer {prefix or model.name!r}")
+        visited: set[tuple[int, int]] = set()
+        # Iterative DFS post-order: inputs of a node are emitted before the node, in the order
+        # the node consumes them, which follows definition order for branchy models.
+        for output in model.outputs:
+            stack = [(_producer(output)[:2], False)]
+            while stack:
+                (op, node_index), expanded = stack.pop()
+                key = (id(op), node_index)
+                if expanded:
+                    if key not in visited:
+                        visited.add(key)
+                        self._emit(op, node_index, prefix, bindings)
+                    continue
+                if key in visited:
+                    continue
+                stack.append(((op, node_index), True))
+                node = op._inbound_nodes[node_index]
+                for t in reversed(node.input_tensors):
+                    if id(t) in bindings and id(t) not in self._tensor_source:
+                        continue  # an input of a nested model, fed from outside
+                    stack.append((_producer(t)[:2], False))
+        return [self._source_of(t, bindings) for t in model.outputs]
+
+    def _source_of(self, tensor, bindings: dict[int, str]) -> str:
+        if id(tensor) in self._tensor_source:
+            return self._tensor_source[id(tensor)]
+        if id(tensor) in bindings:
+            return bindings[id(tensor)]
+        raise ProfileError(f"internal: no producer recorded for tensor {tensor!r}")
+
+    def _emit(self, op, node_index: int, prefix: str, bindings: dict[int, str]) -> None:
+        node = op._inbound_nodes[node_index]
+        if isinstance(op, keras.layers.InputLayer) and any(
+            id(t) in bindings for t in node.output_tensors
+        ):
+            return  # the input of a nested model: its outer producer stands in for it
+        name = f"{prefix}{op.name}"
+        sources = [self._source_of(t, bindings) for t in node.input_tensors]
+        if isinstance(op, keras.Model):
+            inner_bindings = dict(bindings)
+            inner_inputs = op.inputs
+            if len(inner_inputs) != len(sources):
+                raise ProfileError(f"nested model {name!r}: input arity mismatch")
+            for t, src in zip(inner_inputs, sources, strict=True):
+                inner_bindings[id(t)] = src
+            out_rows = self.walk(op, f"{name}/", inner_bindings)
+            for t, src in zip(node.output_tensors, out_rows, strict=True):
+                self._tensor_source[id(t)] = src
+            return
+        if name in self.inbound:  # a shared layer called again: merge its edges and outputs
+            self.inbound[name].extend(s for s in sources if s not in self.inbound[name])
+        else:
+            self.order.append((name, op))
+            self.inbound[name] = list(dict.fromkeys(sources))
+            self.out_shapes[name] = []
+            self.in_shapes[name] = []
+        self.out_shapes[name] += [
+            _static_shape(t.shape, f"layer {name!r}") for t in node.output_tensors
+        ]
+        self.in_shapes[name] += [
+            _static_shape(t.shape, f"input of layer {name!r}") for t in node.input_tensors
+        ]
+        self.out_itemsize[name] = _dtype_size(node.output_tensors[0].dtype)
+        for t in node.output_tensors:
+            self._tensor_source[id(t)] = name
+
+
+def build_layer_table(model, batch_size: int) -> LayerTable:
+    """The ordered layer table of ``model`` at ``batch_size``, from static shapes only."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ProfileError(f"batch_size must be a positive integer, got {batch_size!r}")
+    _check_model(model, f"model {getattr(model, 'name', model)!r}")
+    flat = _Flattener(batch_size)
+    output_names = flat.walk(model, "", {})
+
+    rows: list[LayerRow] = []
+    variables: list[tuple[str, str, int]] = []
+    cumulative = 0
+    for index, (name, layer) in enumerate(flat.order):
+        rule = rule_for(layer)
+        weights = layer.weights
+        params = sum(math.prod(w.shape) for w in weights)
+        trainable = sum(math.prod(w.shape) for w in layer.trainable_weights)
+        var_bytes = [(w.path, math.prod(w.shape) * _dtype_size(w.dtype)) for w in weights]
+        variables += [(name, path, nbytes) for path, nbytes in var_bytes]
+        out_shapes, in_shapes = flat.out_shapes[name], flat.in_shapes[name]
+        elements = sum(math.prod(s) for s in out_shapes)
+        cumulative += params
+        rows.append(
+            LayerRow(
+                index=index,
+                name=name,
+                layer_type=type(layer).__name__,
+                kind=rule.kind,
+                params=params,
+                trainable_params=trainable,
+                param_bytes=sum(b for _, b in var_bytes),
+                output_shape=out_shapes[0],
+                output_elements=elements,
+                output_bytes=elements * batch_size * flat.out_itemsize[name],
+                flops=int(rule.flops(layer, in_shapes, out_shapes)) if in_shapes else 0,
+                cumulative_params=cumulative,
+                inbound=tuple(flat.inbound[name]),
+            )
+        )
+    return LayerTable(
+        model_name=model.name,
+        batch_size=batch_size,
+        rows=tuple(rows),
+        output_names=tuple(dict.fromkeys(output_names)),
+        variables=tuple(variables),
+    )

@@ -1,0 +1,182 @@
+"""Rendering a :class:`Profile`: a summary-style text table, JSON and CSV.
+
+Rows and decisions are typed values (``Profile``, ``LayerRow``); this module only formats them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from ralp.profiler.api import Profile
+from ralp.profiler.layer_table import LayerRow
+
+LAYER_COLUMNS = [f for f in LayerRow.__dataclass_fields__]
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def human_count(n: float) -> str:
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(n) < 1000 or unit == "T":
+            return f"{n:.0f}{unit}" if unit == "" else f"{n:.1f}{unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def to_dict(p: Profile) -> dict:
+    """The JSON contract of ``python -m ralp.profile --format json``."""
+    traffic = p.bytes_per_step
+    return {
+        "model": p.model,
+        "batch_size": p.batch_size,
+        "workers": p.workers,
+        "ps": p.ps,
+        "params_total": p.params_total,
+        "param_bytes_total": p.table.param_bytes_total,
+        "flops_per_sample": sum(r.flops for r in p.table.rows),
+        "skewness": p.skewness,
+        "threshold": p.threshold,
+        "eligible": p.eligible,
+        "split_after": p.split_after,
+        "candidate_split_after": p.candidate_split_after,
+        "offloaded_layers": p.offloaded_layers,
+        "offloaded_params": p.offloaded_params,
+        "boundary_layers": list(p.boundary_layers),
+        "boundary_bytes_per_step": p.boundary_bytes,
+        "verdict": p.verdict,
+        "bytes_per_step": {mode: t.total for mode, t in traffic.items()},
+        "traffic": {mode: t.to_dict() for mode, t in traffic.items()},
+        "layers": [r.to_dict() for r in p.table.rows],
+    }
+
+
+def to_json(p: Profile) -> str:
+    return json.dumps(to_dict(p), indent=2)
+
+
+def layers_csv(p: Profile) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["model", *LAYER_COLUMNS, "offloaded"])
+    offloaded = set(p.offloaded_layers)
+    for r in p.table.rows:
+        d = r.to_dict()
+        d["output_shape"] = "x".join(map(str, r.output_shape))
+        d["inbound"] = " ".join(r.inbound)
+        writer.writerow([p.model, *(d[c] for c in LAYER_COLUMNS), r.name in offloaded])
+    return out.getvalue()
+
+
+def to_text(p: Profile) -> str:
+    t = p.bytes_per_step
+    ps_total = max(1, t["ps"].total)
+    lines = [
+        f'Model "{p.model}"   batch {p.batch_size}   params {p.params_total:,} '
+        f"({human_bytes(p.table.param_bytes_total)})   "
+        f"forward {human_count(sum(r.flops for r in p.table.rows))}FLOPs/sample",
+        f"Skewness S = {p.skewness:.4f}   threshold K = {p.threshold:g}   "
+        f"-> {'ELIGIBLE' if p.eligible else 'not eligible'}",
+        f"Split after: {p.split_after or '-'}"
+        + (
+            f" (candidate: {p.candidate_split_after})"
+            if not p.eligible and p.candidate_split_after
+            else ""
+        ),
+        f"Bytes per step (W={p.workers} workers, M={p.ps} PS): "
+        f"ps {human_bytes(t['ps'].total)}   horovod {human_bytes(t['horovod'].total)}   "
+        f"ralp {human_bytes(t['ralp'].total)} ({t['ralp'].total / ps_total:.3f}x of ps)",
+        f"Verdict: {p.verdict}",
+        "",
+    ]
+    header = [
+        "#",
+        "layer",
+        "type",
+        "kind",
+        "params",
+        "output",
+        "out/step",
+        "FLOPs/sample",
+        "cum. params",
+    ]
+    body = []
+    for r in p.table.rows:
+        body.append([
+            str(r.index), r.name, r.layer_type, r.kind, f"{r.params:,}",
+            "x".join(map(str, r.output_shape)), human_bytes(r.output_bytes),
+            human_count(r.flops), f"{r.cumulative_params:,}",
+        ])  # fmt: skip
+    split_at = p.split.index if p.split_after is not None else None
+    lines += _grid(header, body, divider_after=split_at, divider="split: rows below run on the PS")
+    return "\n".join(lines)
+
+
+def summary_text(profiles: Sequence[Profile]) -> str:
+    """One row per model: the decision and what it buys (``--all``)."""
+    header = ["model", "batch", "params", "S", "eligible", "split after", "offloaded",
+              "ps B/step", "ralp B/step", "horovod B/step", "ralp/ps"]  # fmt: skip
+    body = []
+    for p in profiles:
+        t = p.bytes_per_step
+        share = p.offloaded_params / max(1, p.params_total)
+        body.append([
+            p.model, str(p.batch_size), human_count(p.params_total), f"{p.skewness:+.3f}",
+            "yes" if p.eligible else "no", p.split_after or "-",
+            f"{share:.1%}" if p.split_after else "-",
+            human_bytes(t["ps"].total), human_bytes(t["ralp"].total),
+            human_bytes(t["horovod"].total), f"{t['ralp'].total / max(1, t['ps'].total):.3f}",
+        ])  # fmt: skip
+    workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
+    note = (f"threshold K = {profiles[0].threshold:g}; bytes per step with W={workers} workers, "
+            f"M={ps} PS" if profiles else "")  # fmt: skip
+    return "\n".join([*_grid(header, body), "", note])
+
+
+def summary_csv(profiles: Sequence[Profile]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["model", "batch_size", "params_total", "skewness", "threshold", "eligible",
+                     "split_after", "offloaded_params", "ps_bytes", "ralp_bytes", "horovod_bytes"])  # fmt: skip
+    for p in profiles:
+        t = p.bytes_per_step
+        writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.threshold,
+                         p.eligible, p.split_after or "", p.offloaded_params,
+                         t["ps"].total, t["ralp"].total, t["horovod"].total])  # fmt: skip
+    return out.getvalue()
+
+
+def _grid(
+    header: list[str], body: list[list[str]], divider_after: int | None = None, divider: str = ""
+) -> list[str]:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body, strict=True)]
+    numeric = (
+        [all(_looks_numeric(row[k]) for row in body) for k in range(len(header))] if body else []
+    )
+
+    def fmt(row: list[str]) -> str:
+        cells = [
+            c.rjust(w) if numeric and numeric[k] else c.ljust(w)
+            for k, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+    out = [fmt(header), rule]
+    for k, row in enumerate(body):
+        out.append(fmt(row))
+        if divider_after is not None and k == divider_after:
+            out.append(f"{'-' * 4} {divider} ".ljust(len(rule), "-"))
+    return out
+
+
+def _looks_numeric(cell: str) -> bool:
+    return bool(cell) and (cell[0].isdigit() or cell[0] in "+-.") and cell not in ("-",)
