@@ -24,7 +24,15 @@ _EXPORTS = {
     "get_model_spec": "ralp.models",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "MODEL_NAMES",
+    "LayerRow",
+    "Profile",
+    "ProfileError",
+    "build_model",
+    "get_model_spec",
+    "profile",
+]
 
 
 def __getattr__(name: str) -> Any:
