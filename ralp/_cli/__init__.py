@@ -5,15 +5,43 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 
 class UsageError(Exception):
     """Bad input on the command line: printed to stderr, exit code 2."""
 
 
+# TensorFlow's start-up banners; they ignore TF_CPP_MIN_LOG_LEVEL in 2.21.
+_STARTUP_NOISE = (
+    "All log messages before absl::InitializeLog()",
+    "oneDNN custom operations are on",
+    "cpu_feature_guard",
+    "rebuild TensorFlow with the appropriate compiler flags",
+)
+
+
 def quiet_tensorflow() -> None:
-    """Hide TensorFlow's start-up chatter (CPU feature notes, oneDNN banner) in CLI output."""
+    """Import TensorFlow with its start-up banners filtered out of stderr.
+
+    Anything else TensorFlow prints while importing (a real error) is passed through.
+    """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured.read().decode(errors="replace").splitlines():
+                if not any(noise in line for noise in _STARTUP_NOISE):
+                    print(line, file=sys.stderr)
 
 
 def positive_int(text: str) -> int:

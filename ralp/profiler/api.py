@@ -8,12 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ralp.profiler.bytes_model import StepTraffic, horovod_traffic, ps_traffic, ralp_traffic
+from ralp.profiler.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PS,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WORKERS,
+)
 from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_table
 from ralp.profiler.ps_assignment import spread_layers
-from ralp.profiler.skewness import DEFAULT_THRESHOLD, is_eligible, parameter_skewness
+from ralp.profiler.skewness import is_eligible, parameter_skewness
 from ralp.profiler.split import SplitChoice, SplitLayer, cut_sources, find_split
-
-DEFAULT_BATCH_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -68,17 +72,20 @@ class Profile:
     def verdict(self) -> str:
         """One honest sentence: whether placement pays off for this model, and why."""
         s, k = self.skewness, self.threshold
-        if not self.eligible:
-            why = f"S = {s:.3f} > K = {k:g}: parameters are not concentrated in the late layers"
-            return f"not eligible ({why}); train with plain PS"
+        ratio = self.bytes_per_step["ralp"].total / max(1, self.bytes_per_step["ps"].total)
         if self.split.index is None:
-            return f"S = {s:.3f} <= K = {k:g} but {self.split.reason}; train with plain PS"
+            return f"nothing to offload ({self.split.reason}); train with plain PS"
+        if not self.eligible:
+            return (
+                f"not eligible: S = {s:.3f} > K = {k:g}, the parameter mass is not skewed "
+                f"towards the late layers; train with plain PS. (Forcing a split after "
+                f"{self.candidate_split_after!r} would move {ratio:.3f}x the bytes of plain PS.)"
+            )
         share = self.offloaded_params / max(1, self.params_total)
-        ps, ralp = self.bytes_per_step["ps"].total, self.bytes_per_step["ralp"].total
         return (
-            f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}, "
+            f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}; "
             f"{len(self.offloaded_layers)} layers holding {share:.1%} of the parameters move to "
-            f"the PS; bytes per step {ralp / max(1, ps):.3f}x of plain PS"
+            f"the PS; bytes per step {ratio:.3f}x of plain PS"
         )
 
 
@@ -87,8 +94,8 @@ def profile(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    workers: int = 1,
-    ps: int = 1,
+    workers: int = DEFAULT_WORKERS,
+    ps: int = DEFAULT_PS,
 ) -> Profile:
     """Profile a Keras 3 Sequential or functional model from its shapes alone.
 

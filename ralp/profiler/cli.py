@@ -9,6 +9,12 @@ import sys
 from collections.abc import Sequence
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp.profiler.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PS,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WORKERS,
+)
 
 PROG = "python -m ralp.profile"
 FORMATS = ("table", "json", "csv")
@@ -33,8 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=positive_int, help="scale the zoo model's input down")
     p.add_argument("--threshold", type=float, default=None,
                    help="skewness threshold K: eligible iff S <= K (default -0.5)")  # fmt: skip
-    p.add_argument("--workers", type=positive_int, default=1, help="workers W for the byte model")
-    p.add_argument("--ps", type=positive_int, default=1, help="PS tasks M for the byte model")
+    p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
+                   help=f"workers W for the byte model (default {DEFAULT_WORKERS})")  # fmt: skip
+    p.add_argument("--ps", type=positive_int, default=DEFAULT_PS,
+                   help=f"PS tasks M for the byte model (default {DEFAULT_PS})")  # fmt: skip
     p.add_argument("--format", choices=FORMATS, default="table")
     return p
 
@@ -73,7 +81,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     from ralp.models import MODEL_NAMES
     from ralp.profiler import render
     from ralp.profiler.layer_table import ProfileError
-    from ralp.profiler.skewness import DEFAULT_THRESHOLD
 
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     if args.list:
@@ -100,7 +107,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 p = _profile_zoo(args.model, args, threshold)
             else:
                 model = _load_keras_model(args.keras_model)
-                from ralp.profiler.api import DEFAULT_BATCH_SIZE, profile
+                from ralp.profiler.api import profile
 
                 p = profile(model, args.batch_size or DEFAULT_BATCH_SIZE, threshold=threshold,
                             workers=args.workers, ps=args.ps)  # fmt: skip

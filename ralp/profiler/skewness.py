@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-DEFAULT_THRESHOLD = -0.5  # "moderate skewness": eligible iff S <= K
+from ralp.profiler.defaults import DEFAULT_THRESHOLD
 
 
 def parameter_skewness(params: Sequence[int]) -> float:
