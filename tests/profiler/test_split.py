@@ -99,3 +99,17 @@ def test_nothing_to_offload():
     choice = find_split(fully_conv, 4)
     assert choice.index is None and "nothing to offload" in choice.reason
     assert find_split([SplitLayer("fc", "fc", 10, 1)], 1).index is None
+
+
+def test_ties_go_to_the_earliest_position():
+    # Flattening changes no sizes, so splitting before or after it costs the same.
+    layers = [
+        SplitLayer("c", "conv", 10, 50),
+        SplitLayer("pool", "pool", 0, 20, ("c",)),
+        SplitLayer("flatten", "other", 0, 20, ("pool",)),
+        SplitLayer("fc", "fc", 1000, 5, ("flatten",)),
+        SplitLayer("logits", "fc", 60, 2, ("fc",)),
+    ]
+    choice = find_split(layers, batch_size=2)
+    assert choice.costs[1] == choice.costs[2] == 50
+    assert choice.index == 1
