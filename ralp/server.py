@@ -14,6 +14,7 @@ is how ralp's local launcher makes sure no task outlives the run that started it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -75,10 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_PORT_BUSY
     print(f"{READY} {task_type} {task_index} {address} pid={os.getpid()}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.join()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
