@@ -1,0 +1,145 @@
+"""Per-batch training step functions, one plain PS and one RALP, with the same maths.
+
+Both are ``tf.function``s scheduled by ``ClusterCoordinator`` on a worker; both return the
+batch's mean loss and its number of correct predictions.
+
+Plain PS: forward, loss, backward and the update's inputs are all computed on the worker;
+every variable is read from and every gradient written to the PS tasks.
+
+RALP: the worker runs the head (kept layers) and sends the boundary activations and the labels
+to the PS. In one critical section on the PS that computes the loss, the PS runs the tail's
+forward pass, the loss, the tail's backward pass and the tail's update, and returns the
+boundary gradient. The worker finishes the backward pass through the head and updates it.
+
+Loss placement: the loss is computed on the PS, next to the output layer (as Stanza does):
+only the labels (4 bytes per sample) cross instead of the logits and their gradient (4 bytes
+x classes per sample, 87 KB per sample at 21,841 classes).
+
+Consistency: the critical section serialises the PS part of different workers' batches, so a
+batch's backward pass and update see the weights its forward pass used. The section's outputs
+depend on reads of every tail variable and optimizer slot taken after the update, so the lock
+is released only when the update is done.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from ralp.placement.plan import ps_device
+from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
+
+
+def count_correct(labels, logits):
+    labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
+    predicted = tf.argmax(logits, axis=-1, output_type=tf.int64)
+    return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
+
+
+def _device_of(variable) -> str:
+    return (variable.value if isinstance(variable, keras.Variable) else variable).device
+
+
+def _update_where_each_variable_lives(self, grads, trainable_variables, learning_rate):
+    for grad, var in zip(grads, trainable_variables, strict=True):
+        with tf.device(_device_of(var)):
+            self.update_step(grad, var, learning_rate)
+
+
+def _decay_where_each_variable_lives(self, variables):
+    if self.weight_decay is None:
+        return
+    for var in variables:
+        if self._use_weight_decay(var):
+            with tf.device(_device_of(var)):
+                lr = tf.cast(self.learning_rate, var.dtype)
+                wd = tf.cast(self.weight_decay, var.dtype)
+                var.assign(var - var * wd * lr)
+
+
+def ps_local(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    """Make a Keras 3 (TF backend) optimizer update each variable on that variable's task.
+
+    ``TFOptimizer._backend_update_step`` all-reduces the gradients in the replica context and
+    applies them through ``merge_call``. For the tail that is wrong twice: under PSS the
+    all-reduce result lands on the worker (the gradient would round-trip PS -> worker -> PS),
+    and a ``merge_call`` inside ``CriticalSection.execute`` deadlocks. With one replica per
+    worker the all-reduce is the identity, so applying each variable's update directly, under
+    its own device, computes the same thing where the variable and its slots live.
+    (Rebinds two methods of Keras' optimizer base class, as of the pinned Keras 3.15.1.)
+    """
+    optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
+    optimizer._apply_weight_decay = types.MethodType(_decay_where_each_variable_lives, optimizer)
+    return optimizer
+
+
+def plain_step(strategy, model: keras.Model, optimizer, loss_fn) -> Callable:
+    variables = model.trainable_variables
+
+    def replica_fn(x, y):
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            loss = loss_fn(y, logits)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        return loss, count_correct(y, logits)
+
+    @tf.function
+    def step(iterator):
+        x, y = next(iterator)
+        return strategy.run(replica_fn, args=(x, y))
+
+    return step
+
+
+def ralp_step(
+    strategy,
+    placed: PlacedModel,
+    split: Split,
+    head_optimizer,
+    tail_optimizer,
+    loss_fn,
+    critical_section: tf.CriticalSection,
+) -> Callable:
+    head, tail = split.head, split.tail
+    head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
+    loss_device = ps_device(placed.loss_task, placed.device_type)
+    device_fn = LayerDeviceFunction(placed.plan, loss_device, placed.device_type)
+    # Everything the PS section writes; reading them last orders the lock release after it.
+    written = [v.value for v in tail.variables] + [v.value for v in tail_optimizer.variables]
+
+    def replica_fn(x, y):
+        with tf.GradientTape() as tape:
+            boundary = head(x, training=True)
+        boundary = list(boundary) if isinstance(boundary, list | tuple) else [boundary]
+
+        def ps_section():
+            on_ps = [tf.identity(a) for a in boundary]  # one copy of each activation to the PS
+            labels = tf.identity(y)
+            with tf.GradientTape() as ps_tape:
+                ps_tape.watch(on_ps)
+                logits = tail(on_ps if len(on_ps) > 1 else on_ps[0], training=True)
+                logits = logits[0] if isinstance(logits, list | tuple) else logits
+                loss = loss_fn(labels, logits)
+            grads = ps_tape.gradient(loss, tail_vars + on_ps)
+            tail_optimizer.apply_gradients(zip(grads[: len(tail_vars)], tail_vars, strict=True))
+            correct = count_correct(labels, logits)
+            with tf.control_dependencies([v.read_value() for v in written]):
+                return (tf.identity(loss), tf.identity(correct),
+                        [tf.identity(g) for g in grads[len(tail_vars):]])  # fmt: skip
+
+        with tf.compat.v1.device(device_fn):
+            loss, correct, boundary_grads = critical_section.execute(ps_section)
+        head_grads = tape.gradient(boundary, head_vars, output_gradients=boundary_grads)
+        head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
+        return loss, correct
+
+    @tf.function
+    def step(iterator):
+        x, y = next(iterator)
+        return strategy.run(replica_fn, args=(x, y))
+
+    step.device_function = device_fn
+    return step

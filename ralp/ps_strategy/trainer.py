@@ -1,0 +1,377 @@
+"""``ralp.wrap(model, cluster)``: train an existing Keras model on a PS cluster, placed.
+
+The same trainer runs plain PS and RALP: the two differ only in the plan (empty for plain PS)
+and therefore in the step function. Modes:
+
+- ``"ps"``: plain ``ParameterServerStrategy``, no rewriting;
+- ``"ralp"``: offload the layers after the profiler's best split (or the given plan), even
+  if the skewness rule would not;
+- ``"auto"``: the profiler decides; a model with nothing worth offloading trains on plain PS
+  with a warning saying why.
+
+The user's model is never changed: ``wrap`` clones it into the strategy's scope and copies
+its weights; :meth:`Trainer.unwrap` gives back a plain Keras model with the trained weights.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ralp.placement.plan import Plan, PlanError, ps_device
+from ralp.placement.rewriter import (
+    PlacedModel,
+    colocating_creator,
+    placed_clone,
+    snapshot_state,
+    split_model,
+)
+from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
+from ralp.ps_strategy.connect import Connection, connect, probe
+from ralp.ps_strategy.steps import plain_step, ps_local, ralp_step
+
+MODES = ("auto", "ralp", "ps")
+
+
+class PlacementWarning(UserWarning):
+    """RALP was asked for (mode "auto") but the model trains on plain PS; says why."""
+
+
+@dataclass
+class History:
+    """What ``fit`` returns: per-epoch means (``history``) and every step's loss."""
+
+    history: dict[str, list[float]] = field(default_factory=lambda: {"loss": [], "accuracy": []})
+    step_losses: list[float] = field(default_factory=list)
+    epoch_seconds: list[float] = field(default_factory=list)
+    images_per_second: list[float] = field(default_factory=list)
+
+
+def _make_optimizer(template) -> keras.optimizers.Optimizer:
+    """A fresh optimizer like ``template`` (an instance, a name such as "adam", or None)."""
+    if template is None:
+        return keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    if isinstance(template, str):
+        return keras.optimizers.get(template)
+    if isinstance(template, keras.optimizers.Optimizer):
+        return template.__class__.from_config(template.get_config())
+    raise TypeError(
+        f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
+    )
+
+
+def _check_model(model) -> None:
+    from ralp.profiler.layer_table import ProfileError
+    from ralp.profiler.layer_table import _check_model as check
+
+    try:
+        check(model, f"model {getattr(model, 'name', model)!r}")
+    except ProfileError as e:
+        raise PlanError(str(e)) from None
+
+
+class Trainer:
+    """A Keras model placed on a PS cluster, with a Keras-like ``fit``.
+
+    Build it with :func:`wrap`. ``trainer.model`` is the placed clone; ``trainer.plan`` says
+    what runs where; ``trainer.step`` is the traced per-batch step (the audit reads it).
+    """
+
+    def __init__(
+        self,
+        model: keras.Model,
+        connection: Connection,
+        plan: Plan,
+        *,
+        mode: str,
+        optimizer=None,
+        loss=None,
+        device_type: str = "cpu",
+        step_timeout: float = 120.0,
+        state: list | None = None,
+    ):
+        self.original = model
+        self.connection = connection
+        self.plan = plan
+        self.mode = mode
+        self.device_type = device_type.upper()
+        self.step_timeout = step_timeout
+        self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self._optimizer_template = optimizer
+        strategy = connection.strategy
+        self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
+        self.model = self.placed.model
+        if plan.is_empty:
+            with strategy.scope():
+                self.optimizers = {"optimizer": _make_optimizer(optimizer)}
+                self.optimizers["optimizer"].build(self.model.trainable_variables)
+            self.split = None
+            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
+        else:
+            self.split = split_model(self.placed)
+            loss_task = self.placed.loss_task
+            with strategy.scope():
+                head_opt = _make_optimizer(optimizer)
+                head_opt.build(self.split.head.trainable_variables)
+                # The tail optimizer's own variables (iteration, learning rate; made in its
+                # constructor) go to the loss task, where its update runs. Its slots are made
+                # in build(), outside that creator: Keras colocates each with its variable.
+                with tf.variable_creator_scope(colocating_creator(self.placed.anchors[loss_task])):
+                    tail_opt = ps_local(_make_optimizer(optimizer))
+                tail_opt.build(self.split.tail.trainable_variables)
+            self.optimizers = {"head": head_opt, "tail": tail_opt}
+            with tf.device(ps_device(loss_task, self.device_type)):
+                self.critical_section = tf.CriticalSection(name="ralp_ps_section")
+            self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
+                                  self.loss_fn, self.critical_section)  # fmt: skip
+        self._checkpoint = tf.train.Checkpoint(model=self.model, **self.optimizers)
+        self._iterators: dict[int, Any] = {}
+
+    # ------------------------------------------------------------------ data
+
+    def _iterator(self, dataset_fn: Callable[[], tf.data.Dataset]):
+        key = id(dataset_fn)
+        if key not in self._iterators:
+            per_worker = self.connection.coordinator.create_per_worker_dataset(dataset_fn)
+            self._iterators[key] = (dataset_fn, iter(per_worker))  # keep fn alive: stable id
+        return self._iterators[key][1]
+
+    @staticmethod
+    def numpy_dataset_fn(x, y, batch_size: int, shuffle: bool = True, seed: int | None = None):
+        """A per-worker dataset function over in-memory arrays: repeated, batched, shuffled."""
+        x, y = np.asarray(x), np.asarray(y)
+        if len(x) != len(y):
+            raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
+        if len(x) < batch_size:
+            raise ValueError(f"{len(x)} samples are fewer than one batch of {batch_size}")
+
+        def dataset_fn(_context=None):
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            if shuffle:
+                ds = ds.shuffle(len(x), seed=seed, reshuffle_each_iteration=True)
+            return ds.repeat().batch(batch_size, drop_remainder=True).prefetch(2)
+
+        return dataset_fn
+
+    # ------------------------------------------------------------------ training
+
+    def fit(
+        self,
+        x=None,
+        y=None,
+        *,
+        batch_size: int = 32,
+        epochs: int = 1,
+        steps_per_epoch: int | None = None,
+        dataset_fn: Callable[[], tf.data.Dataset] | None = None,
+        callbacks: Sequence[keras.callbacks.Callback] = (),
+        shuffle: bool = True,
+        seed: int | None = None,
+        verbose: int = 1,
+    ) -> History:
+        """Train for ``epochs`` x ``steps_per_epoch`` batches (a batch runs on one worker).
+
+        Data: arrays ``x``, ``y`` (default ``steps_per_epoch`` = one pass over them), or a
+        ``dataset_fn`` returning an endless ``tf.data.Dataset`` of ``(images, labels)`` batches,
+        called on every worker. Callbacks get Keras' epoch and train hooks.
+        """
+        if dataset_fn is None:
+            if x is None or y is None:
+                raise ValueError("fit needs x and y arrays, or a dataset_fn")
+            dataset_fn = self.numpy_dataset_fn(x, y, batch_size, shuffle, seed)
+            steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
+            self._fit_fn = dataset_fn  # keep it alive while its iterator is cached
+        elif steps_per_epoch is None:
+            raise ValueError("with a dataset_fn, give steps_per_epoch")
+        iterator = self._iterator(dataset_fn)
+        history = History()
+        for cb in callbacks:
+            cb.set_model(self.model)
+        self.model.stop_training = False
+        _call(callbacks, "on_train_begin")
+        for epoch in range(epochs):
+            _call(callbacks, "on_epoch_begin", epoch)
+            start = time.perf_counter()
+            results = self._run_steps(
+                iterator, steps_per_epoch, verbose, f"epoch {epoch + 1}/{epochs}"
+            )
+            seconds = time.perf_counter() - start
+            losses = [float(loss) for loss, _ in results]
+            correct = sum(float(c) for _, c in results)
+            logs = {
+                "loss": float(np.mean(losses)),
+                "accuracy": correct / (len(results) * batch_size),
+            }
+            history.step_losses += losses
+            history.history["loss"].append(logs["loss"])
+            history.history["accuracy"].append(logs["accuracy"])
+            history.epoch_seconds.append(seconds)
+            history.images_per_second.append(len(results) * batch_size / seconds)
+            _call(callbacks, "on_epoch_end", epoch, logs)
+            if self.model.stop_training:
+                break
+        _call(callbacks, "on_train_end", {k: v[-1] for k, v in history.history.items() if v})
+        return history
+
+    def _run_steps(self, iterator, steps: int, verbose: int, label: str) -> list[tuple]:
+        coordinator = self.connection.coordinator
+        remotes = [coordinator.schedule(self.step, args=(iterator,)) for _ in range(steps)]
+        self._join(remotes, verbose, label)
+        return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
+
+    def _join(self, remotes, verbose: int, label: str) -> None:
+        """Wait for every scheduled step; fail with a clear error if a task dies or stalls.
+
+        ClusterCoordinator would wait for a lost worker to come back (forever, here); the
+        trainer instead probes every task while it waits and stops at the first one gone.
+        """
+        from tqdm import tqdm
+
+        coordinator = self.connection.coordinator
+        bar = tqdm(total=len(remotes), desc=label, unit="batch", disable=not verbose, leave=True)
+        done, last_progress, last_probe = 0, time.monotonic(), 0.0
+        try:
+            while True:
+                ready = sum(1 for r in remotes if _is_ready(r))
+                if ready > done:
+                    bar.update(ready - done)
+                    done, last_progress = ready, time.monotonic()
+                if ready == len(remotes) or coordinator.done():
+                    break
+                now = time.monotonic()
+                if now - last_probe > 2.0:
+                    last_probe = now
+                    try:
+                        probe(self.connection.spec, timeout=2.0)
+                    except ClusterError as e:
+                        raise ClusterError(
+                            f"a task of the cluster stopped during training: {e}"
+                        ) from None
+                if now - last_progress > self.step_timeout:
+                    raise ClusterError(f"no step finished for {self.step_timeout:.0f} s; the "
+                                       "cluster is stuck (a task may be hung)")  # fmt: skip
+                time.sleep(0.05)
+            coordinator.join()  # raises the first step error, if any
+        finally:
+            bar.close()
+
+    # ------------------------------------------------------------------ state
+
+    def save_checkpoint(self, path: str) -> str:
+        """Save every variable -- on workers' PS shards and offloaded on the PS -- and the
+        optimizers' state; returns the checkpoint's path prefix."""
+        return self._checkpoint.write(path)
+
+    def restore_checkpoint(self, path: str) -> None:
+        self._checkpoint.read(path).assert_consumed()
+
+    def get_weights(self) -> list[np.ndarray]:
+        return self.model.get_weights()
+
+    def unwrap(self) -> keras.Model:
+        """A plain Keras model (the user's architecture) holding the trained weights."""
+        plain = keras.models.clone_model(self.original)
+        plain.set_weights(self.model.get_weights())
+        return plain
+
+    def evaluate(self, x, y, batch_size: int = 256) -> dict[str, float]:
+        """Loss and accuracy of the current weights, computed on the coordinator."""
+        plain = self.unwrap()
+        logits = plain.predict(np.asarray(x), batch_size=batch_size, verbose=0)
+        loss = float(self.loss_fn(np.asarray(y), logits))
+        return {
+            "loss": loss,
+            "accuracy": float(np.mean(np.argmax(logits, -1) == np.asarray(y).reshape(-1))),
+        }
+
+    def __repr__(self) -> str:
+        return f"<ralp.Trainer mode={self.mode!r} workers={self.connection.num_workers} ps={self.connection.num_ps}>\n{self.plan}"
+
+
+def _is_ready(remote) -> bool:
+    # RemoteValue has no public status query; a fetched-or-failed value has its status set.
+    status = getattr(remote, "_status", None)
+    if status is None and hasattr(remote, "_values_remote_value"):
+        status = getattr(remote._values_remote_value, "_status", None)
+    return status is not None and getattr(status, "name", "") in ("READY", "ABORTED")
+
+
+def _call(callbacks, hook: str, *args) -> None:
+    for cb in callbacks:
+        getattr(cb, hook)(*args)
+
+
+def choose_plan(model: keras.Model, mode: str, num_ps: int, *, plan: Plan | None = None,
+                batch_size: int = 32, threshold: float | None = None) -> tuple[Plan, str | None]:  # fmt: skip
+    """The plan for ``mode``, and a warning text when "auto" falls back to plain PS."""
+    from ralp.profiler.api import profile
+    from ralp.profiler.defaults import DEFAULT_THRESHOLD
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    k = DEFAULT_THRESHOLD if threshold is None else threshold
+    p = profile(model, batch_size, threshold=k, ps=num_ps)
+    names = tuple(r.name for r in p.table.rows)
+    if mode == "ps":
+        return Plan(model.name, num_ps, names, {}, None, "manual", "mode 'ps': plain PS"), None
+    if plan is not None:
+        plan.check_model(names)
+        if plan.num_ps > num_ps:
+            raise PlanError(f"the plan uses {plan.num_ps} PS tasks but the cluster has {num_ps}")
+        return plan, None
+    if mode == "ralp" and p.split.index is not None:  # forced: the best split, whatever S says
+        moved = names[p.split.index + 1 :]
+        sizes = {r.name: r.param_bytes for r in p.table.rows}
+        forced = Plan.offloading(names, moved, num_ps, param_bytes=sizes)
+        return Plan(model.name, num_ps, names, forced.offloaded, p.candidate_split_after,
+                    "profiler", p.verdict), None  # fmt: skip
+    auto = Plan.from_profile(p, num_ps)
+    if auto.is_empty:
+        return auto, f"ralp: {model.name!r} trains on plain PS: {p.verdict}"
+    return auto, None
+
+
+def wrap(
+    model: keras.Model,
+    cluster: ClusterSpec,
+    *,
+    mode: str = "auto",
+    plan: Plan | None = None,
+    optimizer=None,
+    loss=None,
+    batch_size: int = 32,
+    threshold: float | None = None,
+    device_type: str = "cpu",
+    connect_timeout: float = 10.0,
+    step_timeout: float = 120.0,
+) -> Trainer:
+    """Place ``model`` on ``cluster`` and return a :class:`Trainer` with ``fit``.
+
+    Run this in the coordinator (chief) process, once per process: ParameterServerStrategy
+    connects the whole process to the cluster. Wrapping a ``Trainer`` again with the same
+    settings returns it unchanged; with other settings it re-places its current weights.
+    """
+    if isinstance(model, Trainer):
+        if model.connection.spec == cluster and mode == model.mode and plan in (None, model.plan):
+            return model
+        model = model.unwrap()
+    _check_model(model)
+    if device_type not in ("cpu", "gpu"):
+        raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+    # Variables made before PSS connects this process are unreadable afterwards: read first.
+    state = snapshot_state(model)
+    connection = connect(cluster, timeout=connect_timeout)
+    chosen, warning = choose_plan(model, mode, connection.num_ps, plan=plan, batch_size=batch_size,
+                                  threshold=threshold)  # fmt: skip
+    if warning:
+        warnings.warn(warning, PlacementWarning, stacklevel=2)
+    resolved = "ps" if chosen.is_empty else "ralp"
+    return Trainer(model, connection, chosen, mode=resolved, optimizer=optimizer, loss=loss,
+                   device_type=device_type, step_timeout=step_timeout, state=state)  # fmt: skip
