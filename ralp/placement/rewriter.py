@@ -19,7 +19,7 @@ Three pieces, each used by the trainer:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import keras
@@ -160,19 +160,38 @@ def split_model(placed: PlacedModel) -> Split:
     return Split(head, tail, tuple(boundary))
 
 
+_UNIQUIFIED = re.compile(r"^(?P<base>.+)_\d+$")
+
+
+def layer_of_op(op_name: str, layer_names: Iterable[str]) -> str | None:
+    """The layer an op belongs to, from its name scopes, or None.
+
+    Keras opens a name scope per layer call; TF uniquifies scopes per graph (``fc6`` becomes
+    ``fc6_1``) and prefixes backward ops with ``gradient_tape/``. The first scope component that
+    is a layer name -- as is, or with one ``_N`` suffix removed -- wins. Exact names win over
+    stripped ones, so a layer literally named ``conv1_1`` is not mistaken for ``conv1``.
+    """
+    names = layer_names if isinstance(layer_names, set | frozenset | dict) else set(layer_names)
+    for component in op_name.split("/")[:-1]:
+        if component in names:
+            return component
+        m = _UNIQUIFIED.match(component)
+        if m and m["base"] in names:
+            return m["base"]
+    return None
+
+
 class LayerDeviceFunction:
     """op -> device: offloaded layers' ops to their PS task, everything else to ``default``."""
 
     def __init__(self, plan: Plan, default_device: str, device_type: str = "CPU"):
         self.default_device = default_device
-        self._rules: list[tuple[re.Pattern, str]] = []
-        for name, task in plan.offloaded.items():
-            leaf = re.escape(name.split("/")[-1])
-            # "fc6/", "fc6_1/" (re-trace), "gradient_tape/ralp_tail/fc6/..." all match.
-            self._rules.append((re.compile(rf"(^|/){leaf}(_\d+)?/"), ps_device(task, device_type)))
+        # Only top-level names appear as scopes inside the tail model.
+        self._devices = {
+            name.split("/")[0]: ps_device(task, device_type)
+            for name, task in plan.offloaded.items()
+        }
 
     def __call__(self, op) -> str:
-        for pattern, device in self._rules:
-            if pattern.search(op.name):
-                return device
-        return self.default_device
+        layer = layer_of_op(op.name, self._devices)
+        return self.default_device if layer is None else self._devices[layer]
