@@ -193,5 +193,9 @@ class LayerDeviceFunction:
         }
 
     def __call__(self, op) -> str:
+        # An inner, explicit device scope wins: the tail optimizer pins each variable's update
+        # to that variable's task (device functions run after the inner scopes are merged).
+        if op.device and "/job:" in op.device:
+            return op.device
         layer = layer_of_op(op.name, self._devices)
         return self.default_device if layer is None else self._devices[layer]

@@ -127,7 +127,12 @@ def ralp_step(
             grads = ps_tape.gradient(loss, tail_vars + on_ps)
             tail_optimizer.apply_gradients(zip(grads[: len(tail_vars)], tail_vars, strict=True))
             correct = count_correct(labels, logits)
-            with tf.control_dependencies([v.read_value() for v in written]):
+            # Each read runs where its variable lives; only a control edge crosses tasks.
+            reads = []
+            for v in written:
+                with tf.device(v.device):
+                    reads.append(v.read_value())
+            with tf.control_dependencies(reads):
                 return (tf.identity(loss), tf.identity(correct),
                         [tf.identity(g) for g in grads[len(tail_vars):]])  # fmt: skip
 

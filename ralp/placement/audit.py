@@ -1,0 +1,217 @@
+"""Placement audit: where every op of one real training step ran, and what crossed tasks.
+
+The truth is not in the traced function (its ``op.device`` strings are partial; the runtime
+places the rest and Grappler rewrites the graph) and not in the chief's run metadata (empty
+under ClusterCoordinator). It is in the partitions the *worker* builds when it instantiates
+the step: one graph per device, with a ``_Send``/``_Recv`` pair for every tensor that crosses
+devices. Worker 0 is started with ``TF_DUMP_GRAPH_PREFIX`` so it writes them; this module
+reads them back.
+
+- Ops are attributed to layers by their name scopes (:func:`layer_of_op`).
+- A crossing tensor's size comes from the same tensor in the traced function (partition
+  graphs carry no shapes); control edges carry no data.
+- A crossing tensor counts as *offloaded-variable bytes* when it is a read of an offloaded
+  layer's variable (a ``ReadVariableOp`` on its handle), or when it has the shape of such a
+  variable and flows, within a few ops, into an update of an offloaded variable or slot (its
+  gradient on the way to the optimizer).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ralp.placement.rewriter import layer_of_op
+
+STEP_FUNCTION = "__inference_ralp_train_step"
+# e.g. __inference_ralp_train_step_567_partition__job:ps_replica:0_task:0_device:CPU:0.0003.main.after_partition_passes.pbtxt
+_PARTITION_FILE = re.compile(
+    r"_partition_(?P<device>_job:.+?_device:[A-Z]+:\d+)\.\d+\.main\.after_partition_passes\.pbtxt$"
+)
+_UPDATE_OPS = re.compile(
+    r"^(Assign(Add|Sub)?VariableOp|ResourceApply\w+|ResourceScatter\w+|ResourceSparseApply\w+)$"
+)
+_DATA_FREE = ("/ctrl/",)  # control-edge sends carry no tensor data
+
+
+def task_of(device: str) -> str:
+    """``/job:ps/replica:0/task:1/device:CPU:0`` -> ``ps:1``."""
+    job = re.search(r"/job:([^/]+)", device)
+    task = re.search(r"/task:(\d+)", device)
+    return f"{job.group(1) if job else '?'}:{task.group(1) if task else '?'}"
+
+
+def dump_env(directory: str) -> dict[str, str]:
+    """The environment a worker needs to dump its step partitions into ``directory``."""
+    return {"TF_DUMP_GRAPH_PREFIX": directory, "TF_DUMP_GRAPH_NAME_FILTER": STEP_FUNCTION}
+
+
+def read_partitions(directory: str, function_name: str) -> dict[str, object]:
+    """device -> GraphDef of ``function_name``'s partitions (the newest instantiation)."""
+    from google.protobuf import text_format
+    from tensorflow.core.framework import graph_pb2
+
+    found: dict[str, tuple[float, str]] = {}
+    for path in glob.glob(
+        os.path.join(
+            directory, f"{glob.escape(function_name)}_partition_*after_partition_passes.pbtxt"
+        )
+    ):
+        m = _PARTITION_FILE.search(os.path.basename(path))
+        if m is None:
+            continue
+        device = re.sub(r"_(job|replica|task|device):", r"/\1:", m["device"])
+        mtime = os.path.getmtime(path)
+        if device not in found or mtime > found[device][0]:
+            found[device] = (mtime, path)
+    graphs = {}
+    for device, (_, path) in found.items():
+        graph = graph_pb2.GraphDef()
+        with open(path) as f:
+            text_format.Parse(f.read(), graph)
+        graphs[device] = graph
+    return graphs
+
+
+@dataclass(frozen=True)
+class Crossing:
+    src_task: str
+    dst_task: str
+    tensor: str  # producing op:output in the traced function
+    dtype: str
+    shape: tuple[int, ...] | None
+    nbytes: int | None  # None: size unknown (op not in the traced function)
+    layer: str | None  # layer the producing op belongs to
+    offloaded_variable: bool  # a read or gradient of an offloaded layer's variable
+
+    def to_dict(self) -> dict:
+        return {"src": self.src_task, "dst": self.dst_task, "tensor": self.tensor,
+                "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape),
+                "bytes": self.nbytes, "layer": self.layer,
+                "offloaded_variable": self.offloaded_variable}  # fmt: skip
+
+
+@dataclass
+class StepPlacement:
+    """Placement of one worker's training step, read from its partitions."""
+
+    ops_by_device: dict[str, list[tuple[str, str]]]  # device -> [(op name, op type)]
+    crossings: list[Crossing]
+    layer_devices: dict[str, Counter] = field(default_factory=dict)  # layer -> device -> #ops
+
+    def bytes_by_link(self) -> dict[str, int]:
+        links: Counter = Counter()
+        for c in self.crossings:
+            links[f"{c.src_task}->{c.dst_task}"] += c.nbytes or 0
+        return dict(sorted(links.items()))
+
+    @property
+    def crossing_bytes(self) -> int:
+        return sum(c.nbytes or 0 for c in self.crossings)
+
+    @property
+    def unknown_size_crossings(self) -> list[str]:
+        return [c.tensor for c in self.crossings if c.nbytes is None]
+
+
+def analyse(
+    partitions: Mapping[str, object],
+    graph,
+    layer_names: Iterable[str],
+    offloaded_handles: set[int],
+    offloaded_shapes: set[tuple[int, ...]],
+) -> StepPlacement:
+    """Attribute every partition op to a layer and size every cross-task ``_Send``.
+
+    ``graph`` is the traced step function's graph; ``offloaded_handles`` holds ``id()`` of the
+    captured resource handles of offloaded variables (and their optimizer slots).
+    """
+    import tensorflow as tf
+
+    names = set(layer_names)
+    ops_by_device: dict[str, list[tuple[str, str]]] = {}
+    layer_devices: dict[str, Counter] = defaultdict(Counter)
+    for device, part in partitions.items():
+        ops = [
+            (n.name, n.op) for n in part.node if n.op not in ("_Send", "_Recv", "_Arg", "_Retval")
+        ]
+        ops_by_device[device] = ops
+        for name, _ in ops:
+            layer_devices[layer_of_op(name, names) or "(no layer)"][device] += 1
+
+    captured = {}
+    for external, internal in graph.captures:
+        captured[internal.name] = id(external)
+    crossings = []
+    for part in partitions.values():
+        for node in part.node:
+            if node.op != "_Send":
+                continue
+            src_dev = node.attr["send_device"].s.decode()
+            dst_dev = node.attr["recv_device"].s.decode()
+            if task_of(src_dev) == task_of(dst_dev):
+                continue
+            tensor = node.input[0]
+            dtype = tf.as_dtype(node.attr["T"].type)
+            shape, nbytes, offloaded = None, None, False
+            if any(marker in tensor for marker in _DATA_FREE) or tensor.startswith("^"):
+                nbytes = 0
+            else:
+                t = _traced_tensor(graph, tensor)
+                if t is not None and t.shape.is_fully_defined():
+                    shape = tuple(t.shape.as_list())
+                    nbytes = t.shape.num_elements() * dtype.size
+                if t is not None:
+                    offloaded = _is_offloaded_variable_data(
+                        t, captured, offloaded_handles, offloaded_shapes
+                    )
+            crossings.append(Crossing(task_of(src_dev), task_of(dst_dev), tensor, dtype.name, shape,
+                                      nbytes, layer_of_op(tensor, names), offloaded))  # fmt: skip
+    return StepPlacement(ops_by_device, crossings, dict(layer_devices))
+
+
+def _traced_tensor(graph, name: str):
+    op_name, _, index = name.partition(":")
+    try:
+        return graph.get_operation_by_name(op_name).outputs[int(index or 0)]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def _resource_id(tensor, captured: Mapping[str, int]) -> int | None:
+    """id() of the captured handle behind a resource tensor (through Identity ops)."""
+    for _ in range(4):
+        if tensor.name in captured:
+            return captured[tensor.name]
+        if tensor.op.type in ("Identity", "IdentityN") and tensor.op.inputs:
+            tensor = tensor.op.inputs[0]
+        else:
+            return None
+    return None
+
+
+def _is_offloaded_variable_data(tensor, captured, offloaded_handles, offloaded_shapes) -> bool:
+    op = tensor.op
+    if op.type == "ReadVariableOp":
+        return _resource_id(op.inputs[0], captured) in offloaded_handles
+    if not tensor.shape.is_fully_defined() or tuple(tensor.shape.as_list()) not in offloaded_shapes:
+        return False
+    # A gradient: within a few ops it reaches an update of an offloaded variable or slot.
+    frontier, seen = [tensor], set()
+    for _ in range(6):
+        following = []
+        for t in frontier:
+            for consumer in t.consumers():
+                if consumer.name in seen:
+                    continue
+                seen.add(consumer.name)
+                writes = _UPDATE_OPS.match(consumer.type) and consumer.inputs
+                if writes and _resource_id(consumer.inputs[0], captured) in offloaded_handles:
+                    return True
+                following.extend(consumer.outputs)
+        frontier = following
+    return False
