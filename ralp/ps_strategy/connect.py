@@ -14,28 +14,37 @@ from typing import Any
 from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
 
 
-def probe(spec: ClusterSpec, timeout: float = 10.0) -> None:
-    """Raise :class:`ClusterError` naming every PS/worker task not accepting connections."""
-    deadline = time.monotonic() + timeout
-    pending = {(job, index): address for job, index, address in spec.tasks()}
-    while pending:
-        for key, address in list(pending.items()):
-            host, port = address.rsplit(":", 1)
-            try:
-                with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
-                    del pending[key]
-            except OSError:
+def unreachable(spec: ClusterSpec, timeout: float = 1.0) -> list[tuple[str, int, str]]:
+    """The PS/worker tasks not accepting TCP connections right now."""
+    missing = []
+    for job, index, address in spec.tasks():
+        host, port = address.rsplit(":", 1)
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
                 pass
-        if pending and time.monotonic() > deadline:
-            missing = ", ".join(
-                f"{job}:{index} at {address}" for (job, index), address in pending.items()
-            )
+        except OSError:
+            missing.append((job, index, address))
+    return missing
+
+
+def describe(tasks: list[tuple[str, int, str]]) -> str:
+    return ", ".join(f"{job}:{index} at {address}" for job, index, address in tasks)
+
+
+def probe(spec: ClusterSpec, timeout: float = 10.0) -> None:
+    """Raise :class:`ClusterError` naming every PS/worker task not accepting connections
+    within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = unreachable(spec)
+        if not missing:
+            return
+        if time.monotonic() > deadline:
             raise ClusterError(
-                f"cluster unreachable after {timeout:.0f} s: {missing}. Start each task with "
-                "`python -m ralp.server` (TF_CONFIG set) or use ralp.LocalCluster."
+                f"cluster unreachable after {timeout:.0f} s: {describe(missing)}. Start each task "
+                "with `python -m ralp.server` (TF_CONFIG set) or use ralp.LocalCluster."
             )
-        if pending:
-            time.sleep(0.2)
+        time.sleep(0.2)
 
 
 @dataclass

@@ -27,6 +27,9 @@ class ChildError(RuntimeError):
 def _child(conn, fn: Callable, args: tuple, kwargs: dict, env: dict[str, str]) -> None:
     os.environ.update(env)
     try:
+        from ralp._cli import quiet_tensorflow
+
+        quiet_tensorflow()
         result = fn(*args, **kwargs)
     except BaseException as e:  # noqa: BLE001 - everything goes back to the parent
         conn.send(("error", type(e).__name__, str(e), traceback.format_exc()))

@@ -34,10 +34,14 @@ from ralp.placement.rewriter import (
     split_model,
 )
 from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
-from ralp.ps_strategy.connect import Connection, connect, probe
+from ralp.ps_strategy.connect import Connection, connect, describe, unreachable
 from ralp.ps_strategy.steps import plain_step, ps_local, ralp_step
 
 MODES = ("auto", "ralp", "ps")
+
+
+class ClusterWarning(UserWarning):
+    """Something went wrong in the cluster that training survives (a lost worker)."""
 
 
 class PlacementWarning(UserWarning):
@@ -133,6 +137,7 @@ class Trainer:
                                   self.loss_fn, self.critical_section)  # fmt: skip
         self._checkpoint = tf.train.Checkpoint(model=self.model, **self.optimizers)
         self._iterators: dict[int, Any] = {}
+        self._lost_workers: list[tuple[str, int, str]] = []
 
     # ------------------------------------------------------------------ data
 
@@ -227,14 +232,18 @@ class Trainer:
         return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
 
     def _join(self, remotes, verbose: int, label: str) -> None:
-        """Wait for every scheduled step; fail with a clear error if a task dies or stalls.
+        """Wait for every scheduled step; fail with a clear error if the cluster cannot go on.
 
-        ClusterCoordinator would wait for a lost worker to come back (forever, here); the
-        trainer instead probes every task while it waits and stops at the first one gone.
+        ClusterCoordinator reruns a lost worker's step on another worker, but with no worker
+        left it waits for one to come back (up to an hour), and a hung task blocks it forever.
+        So while waiting the trainer probes every task: a lost PS or the loss of every worker
+        is an error at once, a lost worker among others a warning; and no finished step for
+        ``step_timeout`` seconds is an error too.
         """
         from tqdm import tqdm
 
         coordinator = self.connection.coordinator
+        spec = self.connection.spec
         bar = tqdm(total=len(remotes), desc=label, unit="batch", disable=not verbose, leave=True)
         done, last_progress, last_probe = 0, time.monotonic(), 0.0
         try:
@@ -246,21 +255,36 @@ class Trainer:
                 if ready == len(remotes) or coordinator.done():
                     break
                 now = time.monotonic()
-                if now - last_probe > 2.0:
+                if now - last_probe > 1.0:
                     last_probe = now
-                    try:
-                        probe(self.connection.spec, timeout=2.0)
-                    except ClusterError as e:
-                        raise ClusterError(
-                            f"a task of the cluster stopped during training: {e}"
-                        ) from None
+                    self._check_tasks(unreachable(spec))
                 if now - last_progress > self.step_timeout:
-                    raise ClusterError(f"no step finished for {self.step_timeout:.0f} s; the "
-                                       "cluster is stuck (a task may be hung)")  # fmt: skip
+                    raise ClusterError(
+                        f"no training step finished for {self.step_timeout:.0f} s: a task of the "
+                        "cluster is hung or far too slow (see Trainer step_timeout)"
+                    )
                 time.sleep(0.05)
             coordinator.join()  # raises the first step error, if any
+        except tf.errors.UnavailableError as e:
+            raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
         finally:
             bar.close()
+
+    def _check_tasks(self, lost: list[tuple[str, int, str]]) -> None:
+        lost_ps = [t for t in lost if t[0] == "ps"]
+        lost_workers = [t for t in lost if t[0] == "worker"]
+        if lost_ps:
+            raise ClusterError(f"parameter server lost during training: {describe(lost_ps)}; "
+                               "its variables are gone with it (restore from a checkpoint)")  # fmt: skip
+        if lost_workers and len(lost_workers) == self.connection.num_workers:
+            raise ClusterError(f"every worker was lost during training: {describe(lost_workers)}; "
+                               "the variables on the PS are intact: save a checkpoint or restart "
+                               "the workers")  # fmt: skip
+        new = [t for t in lost_workers if t not in self._lost_workers]
+        if new:
+            self._lost_workers += new
+            warnings.warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
+                          "the remaining workers", ClusterWarning, stacklevel=3)  # fmt: skip
 
     # ------------------------------------------------------------------ state
 
