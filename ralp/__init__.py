@@ -4,6 +4,11 @@ Public API (imported lazily, so ``import ralp`` stays cheap and has no side effe
 
 - :func:`profile` -- layer table, skewness, eligibility and split point of a Keras model.
 - :func:`build_model`, :data:`MODEL_NAMES` -- the benchmark model zoo.
+- :class:`Plan` -- which layers run on which PS task (from the profiler, JSON, or by hand).
+- :func:`wrap` -- place a Keras model on a PS cluster; returns a :class:`Trainer` with ``fit``.
+- :class:`ClusterSpec`, :class:`LocalCluster` -- cluster addresses; PS and worker tasks as
+  local server processes.
+- :func:`run_in_fresh_process` -- run a coordinator job in a process of its own.
 """
 
 from __future__ import annotations
@@ -22,16 +27,38 @@ _EXPORTS = {
     "build_model": "ralp.models",
     "MODEL_NAMES": "ralp.models",
     "get_model_spec": "ralp.models",
+    "Plan": "ralp.placement.plan",
+    "PlanError": "ralp.placement.plan",
+    "wrap": "ralp.ps_strategy.trainer",
+    "Trainer": "ralp.ps_strategy.trainer",
+    "History": "ralp.ps_strategy.trainer",
+    "PlacementWarning": "ralp.ps_strategy.trainer",
+    "ClusterWarning": "ralp.ps_strategy.trainer",
+    "ClusterSpec": "ralp.ps_strategy.cluster",
+    "ClusterError": "ralp.ps_strategy.cluster",
+    "LocalCluster": "ralp.ps_strategy.cluster",
+    "run_in_fresh_process": "ralp.ps_strategy.fresh_process",
 }
 
 __all__ = [
     "MODEL_NAMES",
+    "ClusterError",
+    "ClusterSpec",
+    "ClusterWarning",
+    "History",
     "LayerRow",
+    "LocalCluster",
+    "Plan",
+    "PlanError",
+    "PlacementWarning",
     "Profile",
     "ProfileError",
+    "Trainer",
     "build_model",
     "get_model_spec",
     "profile",
+    "run_in_fresh_process",
+    "wrap",
 ]
 
 
@@ -46,5 +73,15 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ralp.models import MODEL_NAMES, build_model, get_model_spec
+    from ralp.placement.plan import Plan, PlanError
     from ralp.profiler.api import Profile, profile
     from ralp.profiler.layer_table import LayerRow, ProfileError
+    from ralp.ps_strategy.cluster import ClusterError, ClusterSpec, LocalCluster
+    from ralp.ps_strategy.fresh_process import run_in_fresh_process
+    from ralp.ps_strategy.trainer import (
+        ClusterWarning,
+        History,
+        PlacementWarning,
+        Trainer,
+        wrap,
+    )

@@ -145,7 +145,11 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
         "crossing_bytes_per_worker_batch": step.crossing_bytes,
         "links_per_worker_batch": step.bytes_by_link(),
         "model_traffic": predicted.to_dict(),
-        "layers": {layer: dict(devices) for layer, devices in step.layer_devices.items()},
+        "layers": {
+            layer: dict(step.layer_devices[layer])
+            for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
+            if layer in step.layer_devices
+        },  # fmt: skip
         "crossings": [c.to_dict() for c in step.crossings],
         "unknown_size_crossings": step.unknown_size_crossings,
         "step_function": _name(function),

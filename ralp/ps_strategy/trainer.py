@@ -58,14 +58,20 @@ class History:
     images_per_second: list[float] = field(default_factory=list)
 
 
-def _make_optimizer(template) -> keras.optimizers.Optimizer:
-    """A fresh optimizer like ``template`` (an instance, a name such as "adam", or None)."""
+def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
+    """A maker of fresh optimizers like ``template`` (an instance, a name such as "adam", or
+    None for SGD with momentum). Reads the template's config now: an optimizer made before
+    the process connected to a cluster cannot be read afterwards."""
     if template is None:
-        return keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+        return lambda: keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
     if isinstance(template, str):
-        return keras.optimizers.get(template)
+        keras.optimizers.get(template)  # fail early on an unknown name
+        return lambda: keras.optimizers.get(template)
     if isinstance(template, keras.optimizers.Optimizer):
-        return template.__class__.from_config(template.get_config())
+        cls, config = template.__class__, template.get_config()
+        return lambda: cls.from_config(config)
+    if callable(template):
+        return template
     raise TypeError(
         f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
     )
@@ -108,13 +114,13 @@ class Trainer:
         self.device_type = device_type.upper()
         self.step_timeout = step_timeout
         self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        self._optimizer_template = optimizer
+        make_optimizer = optimizer_factory(optimizer)
         strategy = connection.strategy
         self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
         self.model = self.placed.model
         if plan.is_empty:
             with strategy.scope():
-                self.optimizers = {"optimizer": _make_optimizer(optimizer)}
+                self.optimizers = {"optimizer": make_optimizer()}
                 self.optimizers["optimizer"].build(self.model.trainable_variables)
             self.split = None
             self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
@@ -122,20 +128,24 @@ class Trainer:
             self.split = split_model(self.placed)
             loss_task = self.placed.loss_task
             with strategy.scope():
-                head_opt = _make_optimizer(optimizer)
+                head_opt = make_optimizer()
                 head_opt.build(self.split.head.trainable_variables)
                 # The tail optimizer's own variables (iteration, learning rate; made in its
                 # constructor) go to the loss task, where its update runs. Its slots are made
                 # in build(), outside that creator: Keras colocates each with its variable.
                 with tf.variable_creator_scope(colocating_creator(self.placed.anchors[loss_task])):
-                    tail_opt = ps_local(_make_optimizer(optimizer))
+                    tail_opt = ps_local(make_optimizer())
                 tail_opt.build(self.split.tail.trainable_variables)
             self.optimizers = {"head": head_opt, "tail": tail_opt}
             with tf.device(ps_device(loss_task, self.device_type)):
                 self.critical_section = tf.CriticalSection(name="ralp_ps_section")
             self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
                                   self.loss_fn, self.critical_section)  # fmt: skip
-        self._checkpoint = tf.train.Checkpoint(model=self.model, **self.optimizers)
+        # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
+        weights = {id(w) for w in self.model.weights}
+        layer_state = [v.value for v in self.model.variables if id(v) not in weights]
+        self._checkpoint = tf.train.Checkpoint(model=self.model, layer_state=layer_state,
+                                               **self.optimizers)  # fmt: skip
         self._iterators: dict[int, Any] = {}
         self._lost_workers: list[tuple[str, int, str]] = []
 
@@ -391,6 +401,7 @@ def wrap(
         raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
     # Variables made before PSS connects this process are unreadable afterwards: read first.
     state = snapshot_state(model)
+    optimizer = optimizer_factory(optimizer)
     connection = connect(cluster, timeout=connect_timeout)
     chosen, warning = choose_plan(model, mode, connection.num_ps, plan=plan, batch_size=batch_size,
                                   threshold=threshold)  # fmt: skip

@@ -1,0 +1,196 @@
+"""Coordinator-side jobs for the cluster tests, each run in a fresh process.
+
+ParameterServerStrategy ties a process to one cluster for good, so every scenario runs its
+coordinator through ``run_in_fresh_process``; these functions must be importable for that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+IMAGE, CLASSES, BATCH = 8, 10, 8
+
+
+def small_cnn(seed: int = 0, dropout: float = 0.2, channels: int = 3):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    x = inp = keras.Input((IMAGE, IMAGE, channels), name="images")
+    x = keras.layers.Conv2D(8, 3, padding="same", activation="relu", name="conv1")(x)
+    x = keras.layers.MaxPooling2D(2, name="pool1")(x)
+    x = keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv2")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    x = keras.layers.Dense(128, activation="relu", name="fc1")(x)
+    if dropout:
+        x = keras.layers.Dropout(dropout, name="drop1")(x)
+    x = keras.layers.Dense(CLASSES, name="logits")(x)
+    return keras.Model(inp, x, name="small_cnn")
+
+
+def fixed_data(n: int = 160, seed: int = 0):
+    """Random images labelled by a fixed random linear map: learnable, so losses fall."""
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n, IMAGE, IMAGE, 3).astype("float32")
+    projection = rng.randn(IMAGE * IMAGE * 3, CLASSES)
+    y = np.argmax((x.reshape(n, -1) - 0.5) @ projection, axis=1).astype("int32")
+    return x, y
+
+
+def make_optimizer(name: str):
+    import keras
+
+    return {"sgd": keras.optimizers.SGD(0.05, momentum=0.9), "adam": keras.optimizers.Adam(1e-3)}[
+        name
+    ]
+
+
+def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0) -> list[float]:
+    """Per-step losses of ``steps`` batches through the PS trainer (1 worker, no shuffling)."""
+    import ralp
+
+    trainer = ralp.wrap(small_cnn(seed), spec, mode=mode, optimizer=make_optimizer(optimizer),
+                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+    assert trainer.mode == mode, trainer.plan
+    x, y = fixed_data()
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, shuffle=False, verbose=0)
+    return history.step_losses
+
+
+def local_losses(optimizer: str, steps: int, seed: int = 0) -> list[float]:
+    """The reference: the same model and data in one process, a plain Keras training loop."""
+    import keras
+    import tensorflow as tf
+
+    model = small_cnn(seed)
+    opt = make_optimizer(optimizer)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = fixed_data()
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(BATCH, drop_remainder=True)
+
+    @tf.function
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, model(xb, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    return [float(step(xb, yb)) for xb, yb in batches.take(steps)]
+
+
+def digits_accuracy(spec, mode: str, epochs: int, seed: int = 0) -> dict:
+    """Train on sklearn's digits (real 8x8 images) with 2 workers; test accuracy."""
+    import keras
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    import ralp
+
+    digits = load_digits()
+    x = (digits.images / 16.0).astype("float32")[..., None]
+    y = digits.target.astype("int32")
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, y, test_size=0.25, random_state=seed, stratify=y
+    )
+    trainer = ralp.wrap(small_cnn(seed, dropout=0.0, channels=1), spec, mode=mode,
+                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), batch_size=32,
+                        threshold=10.0)  # fmt: skip
+    history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs, seed=seed, verbose=0)
+    result = trainer.evaluate(x_test, y_test)
+    result["train_loss"] = history.history["loss"]
+    result["mode"] = trainer.mode
+    return result
+
+
+def checkpoint_round_trip(spec, directory: str) -> dict:
+    """Save, train on, restore: every variable (PS shards, offloaded, optimizer) comes back."""
+    import ralp
+
+    trainer = ralp.wrap(small_cnn(), spec, mode="ralp", optimizer=make_optimizer("adam"),
+                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+    x, y = fixed_data()
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=5, verbose=0)
+
+    def state():
+        variables = list(trainer.model.variables)
+        for opt in trainer.optimizers.values():
+            variables += list(opt.variables)
+        return [v.numpy().copy() for v in variables], [v.path for v in variables]
+
+    saved, paths = state()
+    prefix = trainer.save_checkpoint(f"{directory}/ckpt")
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=5, verbose=0)
+    changed = [
+        p for p, a, b in zip(paths, saved, state()[0], strict=True) if not np.array_equal(a, b)
+    ]
+    trainer.restore_checkpoint(prefix)
+    restored = state()[0]
+    mismatched = [
+        p for p, a, b in zip(paths, saved, restored, strict=True) if not np.array_equal(a, b)
+    ]
+    devices = {v.path: v.value.device for v in trainer.model.variables}
+    return {"changed": changed, "mismatched": mismatched, "count": len(paths), "devices": devices}
+
+
+def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
+    """Where every variable and optimizer slot of a placed model lives."""
+    import ralp
+    from ralp.placement.plan import Plan
+
+    plan = None if plan_json is None else Plan.from_json(plan_json)
+    trainer = ralp.wrap(small_cnn(), spec, mode=mode, plan=plan, optimizer=make_optimizer("adam"),
+                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+    x, y = fixed_data()
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2, verbose=0)
+    layer_vars = {
+        v.path: (layer.name, v.value.device)
+        for layer in trainer.model.layers
+        for v in layer.variables
+    }
+    slots = {v.path: v.value.device for opt in trainer.optimizers.values() for v in opt.variables}
+    again = ralp.wrap(trainer, spec, mode="ralp", plan=plan)
+    plain = trainer.unwrap()
+    same = all(
+        np.array_equal(a, b)
+        for a, b in zip(plain.get_weights(), trainer.get_weights(), strict=True)
+    )
+    return {"plan": trainer.plan.to_dict(), "layer_vars": layer_vars, "slots": slots,
+            "wrap_twice_is_same": again is trainer, "unwrap_keeps_weights": same,
+            "unwrapped_type": type(plain).__name__}  # fmt: skip
+
+
+def nothing_to_offload(spec) -> dict:
+    import warnings
+
+    import keras
+
+    import ralp
+
+    x = inp = keras.Input((IMAGE, IMAGE, 3))
+    x = keras.layers.Conv2D(8, 3, name="c1")(x)
+    x = keras.layers.Conv2D(CLASSES, 3, name="c2")(x)
+    x = keras.layers.GlobalAveragePooling2D(name="gap")(x)
+    model = keras.Model(inp, x, name="all_conv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = ralp.wrap(model, spec, mode="auto", batch_size=BATCH)
+    xs, ys = fixed_data()
+    history = trainer.fit(xs, ys, batch_size=BATCH, steps_per_epoch=3, verbose=0)
+    return {"mode": trainer.mode, "plan_empty": trainer.plan.is_empty, "note": trainer.plan.note,
+            "warnings": [str(w.message) for w in caught], "losses": history.step_losses}  # fmt: skip
+
+
+def wrap_with_plan(spec, plan_json: str) -> None:
+    import ralp
+    from ralp.placement.plan import Plan
+
+    ralp.wrap(small_cnn(), spec, mode="ralp", plan=Plan.from_json(plan_json), batch_size=BATCH)
+
+
+def train_long(spec, steps: int, step_timeout: float = 120.0) -> None:
+    import ralp
+
+    trainer = ralp.wrap(small_cnn(), spec, mode="ralp", batch_size=BATCH, threshold=10.0,
+                        step_timeout=step_timeout)  # fmt: skip
+    x, y = fixed_data()
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)

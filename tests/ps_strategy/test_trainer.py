@@ -1,0 +1,150 @@
+"""The PS trainer on a real local cluster: equivalence, convergence, checkpoints, failures.
+
+Every scenario's coordinator runs in a fresh process (ParameterServerStrategy binds a process
+to one cluster); the tasks are real `python -m ralp.server` processes.
+"""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ralp import (
+    ClusterSpec,
+    LocalCluster,
+    Plan,
+    PlanError,
+    run_in_fresh_process,
+    wrap,
+)
+from ralp.ps_strategy.fresh_process import ChildError
+from tests import cluster_jobs as jobs
+
+pytestmark = pytest.mark.cluster
+DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0"}  # same kernels in every process
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_ralp_plain_ps_and_single_process_give_the_same_losses(optimizer):
+    steps = 20
+    reference = run_in_fresh_process(
+        jobs.local_losses, optimizer, steps, env=DETERMINISTIC, timeout=300
+    )
+    results = {}
+    for mode in ("ralp", "ps"):
+        with LocalCluster(workers=1, ps=1, env=DETERMINISTIC) as cluster:
+            results[mode] = run_in_fresh_process(jobs.cluster_losses, cluster.spec, mode, optimizer,
+                                                 steps, env=DETERMINISTIC, timeout=300)  # fmt: skip
+    assert len(reference) == steps
+    np.testing.assert_allclose(results["ps"], reference, rtol=1e-4)
+    np.testing.assert_allclose(results["ralp"], reference, rtol=1e-4)
+
+
+def test_two_workers_converge_on_real_data_like_plain_ps():
+    accuracy = {}
+    for mode in ("ralp", "ps"):
+        with LocalCluster(workers=2, ps=1) as cluster:
+            result = run_in_fresh_process(jobs.digits_accuracy, cluster.spec, mode, 12, timeout=600)
+        assert result["mode"] == mode
+        accuracy[mode] = result["accuracy"]
+    assert accuracy["ps"] > 0.9, accuracy
+    assert abs(accuracy["ralp"] - accuracy["ps"]) <= 0.02, accuracy
+
+
+def test_variables_and_slots_live_where_the_plan_says_on_two_ps():
+    with LocalCluster(workers=1, ps=2) as cluster:
+        plan = Plan.offloading(("images", "conv1", "pool1", "conv2", "flatten", "fc1", "drop1", "logits"),
+                               ["flatten", "fc1", "drop1", "logits"], 2).override({"fc1": 1, "logits": 0})  # fmt: skip
+        out = run_in_fresh_process(jobs.placement, cluster.spec, plan.to_json(), timeout=300)
+    ps = lambda k: f"/job:ps/replica:0/task:{k}/device:CPU:0"  # noqa: E731
+    by_layer = {}
+    for layer, device in out["layer_vars"].values():
+        by_layer.setdefault(layer, set()).add(device)
+    assert by_layer["fc1"] == {ps(1)} and by_layer["logits"] == {ps(0)}
+    assert by_layer["conv1"] | by_layer["conv2"] == {ps(0), ps(1)}  # kept: round-robin over both
+    # Adam's slots sit with their variable; the tail optimizer's counters on the loss task.
+    for path, device in out["slots"].items():
+        if "fc1_" in path:
+            assert device == ps(1), path
+        if "logits_" in path:
+            assert device == ps(0), path
+    assert out["wrap_twice_is_same"] and out["unwrap_keeps_weights"]
+    assert out["unwrapped_type"] == "Functional"
+
+
+def test_checkpoint_round_trip_covers_every_variable(tmp_path):
+    with LocalCluster(workers=1, ps=2) as cluster:
+        out = run_in_fresh_process(
+            jobs.checkpoint_round_trip, cluster.spec, str(tmp_path), timeout=300
+        )
+    assert out["mismatched"] == []
+    assert any("fc1" in p for p in out["changed"]) and any("conv1" in p for p in out["changed"])
+    assert any("momentum" in p or "velocity" in p for p in out["changed"])  # optimizer state too
+    assert len({d for d in out["devices"].values()}) == 2
+
+
+def test_nothing_to_offload_trains_plain_ps_with_a_warning():
+    with LocalCluster(workers=1, ps=1) as cluster:
+        out = run_in_fresh_process(jobs.nothing_to_offload, cluster.spec, timeout=300)
+    assert out["mode"] == "ps" and out["plan_empty"]
+    assert any("plain PS" in w for w in out["warnings"]), out["warnings"]
+    assert "nothing to offload" in out["note"]
+    assert len(out["losses"]) == 3
+
+
+def test_plan_naming_a_missing_layer_is_refused():
+    plan = Plan.offloading(("images", "conv1", "fc9"), ["fc9"], 1, model_name="other")
+    with (
+        LocalCluster(workers=1, ps=1) as cluster,
+        pytest.raises(ChildError, match="does not have: \\['fc9'\\]"),
+    ):
+        run_in_fresh_process(jobs.wrap_with_plan, cluster.spec, plan.to_json(), timeout=300)
+
+
+def test_subclassed_model_is_refused_before_connecting():
+    import keras
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.fc = keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.fc(x)
+
+    spec = ClusterSpec("127.0.0.1:1", ("127.0.0.1:2",), ("127.0.0.1:3",))
+    with pytest.raises(PlanError, match="subclassed"):
+        wrap(Net(), spec)
+
+
+def test_dead_cluster_is_a_clear_error_within_bounded_time():
+    from ralp.ps_strategy.cluster import local_spec
+
+    spec = local_spec(workers=1, ps=1)  # free ports: nobody is listening
+    start = time.monotonic()
+    with pytest.raises(ChildError, match="cluster unreachable after 2 s: worker:0 at .*ps:0 at"):
+        run_in_fresh_process(_wrap_small, spec, timeout=120)
+    assert time.monotonic() - start < 60
+
+
+def _wrap_small(spec):
+    import ralp
+
+    ralp.wrap(jobs.small_cnn(), spec, connect_timeout=2)
+
+
+def test_losing_the_only_worker_stops_training_with_a_clear_error():
+    with LocalCluster(workers=1, ps=1) as cluster:
+        killer = threading.Timer(25.0, cluster.kill_task, args=("worker", 0))
+        killer.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(ChildError, match="every worker was lost during training: worker:0"):
+                run_in_fresh_process(jobs.train_long, cluster.spec, 200_000, timeout=300)
+        finally:
+            killer.cancel()
+        assert time.monotonic() - start < 120
+        assert cluster.alive()["ps:0"]  # the variables on the PS survive
+    json.dumps({})
