@@ -194,3 +194,60 @@ def train_long(spec, steps: int, step_timeout: float = 120.0) -> None:
                         step_timeout=step_timeout)  # fmt: skip
     x, y = fixed_data()
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
+
+
+def sequential_with_callback(spec) -> dict:
+    """A keras.Sequential model through RALP, with a Keras callback; and the consistency
+    check on the traced step: every update of the tail happens before the PS lock is
+    released (each is an ancestor of the critical section's ConsumeMutexLock)."""
+    import keras
+
+    import ralp
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((IMAGE, IMAGE, 3)), keras.layers.Conv2D(8, 3, activation="relu", name="conv1"),
+         keras.layers.MaxPooling2D(2, name="pool1"), keras.layers.Flatten(name="flatten"),
+         keras.layers.Dense(64, activation="relu", name="fc1"), keras.layers.Dense(CLASSES, name="logits")],
+        name="seq_cnn",
+    )  # fmt: skip
+
+    class Recorder(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.events = []
+
+        def on_train_begin(self, logs=None):
+            self.events.append("train_begin")
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.events.append(f"epoch_end {epoch} {sorted(logs)}")
+
+        def on_train_end(self, logs=None):
+            self.events.append("train_end")
+
+    recorder = Recorder()
+    trainer = ralp.wrap(
+        model, spec, mode="ralp", optimizer="adam", batch_size=BATCH, threshold=10.0
+    )
+    x, y = fixed_data()
+    history = trainer.fit(
+        x, y, batch_size=BATCH, epochs=2, steps_per_epoch=3, callbacks=[recorder], verbose=0
+    )
+
+    graph = [f for f in trainer.step._list_all_concrete_functions()][-1].graph
+    release = [op for op in graph.get_operations() if op.type == "ConsumeMutexLock"]
+    ancestors, stack = set(), list(release)
+    while stack:
+        op = stack.pop()
+        for parent in [t.op for t in op.inputs] + list(op.control_inputs):
+            if parent.name not in ancestors:
+                ancestors.add(parent.name)
+                stack.append(parent)
+    updates = [op.name for op in graph.get_operations()
+               if op.name.startswith("critical_section_execute/") and op.type.startswith(("Assign", "ResourceApply"))]  # fmt: skip
+    return {"mode": trainer.mode, "offloaded": list(trainer.plan.offloaded), "events": recorder.events,
+            "epochs": len(history.history["loss"]), "locks": len(release), "updates": updates,
+            "updates_after_release": [u for u in updates if u not in ancestors],
+            "tail_devices": sorted({v.value.device for layer in trainer.model.layers
+                                    if layer.name in ("fc1", "logits") for v in layer.variables})}  # fmt: skip

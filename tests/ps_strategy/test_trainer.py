@@ -148,3 +148,17 @@ def test_losing_the_only_worker_stops_training_with_a_clear_error():
         assert time.monotonic() - start < 120
         assert cluster.alive()["ps:0"]  # the variables on the PS survive
     json.dumps({})
+
+
+def test_sequential_model_callbacks_and_the_ps_lock():
+    with LocalCluster(workers=1, ps=1) as cluster:
+        out = run_in_fresh_process(jobs.sequential_with_callback, cluster.spec, timeout=300)
+    assert out["mode"] == "ralp" and out["offloaded"] == ["flatten", "fc1", "logits"]
+    assert out["tail_devices"] == ["/job:ps/replica:0/task:0/device:CPU:0"]
+    assert out["events"] == ["train_begin", "epoch_end 0 ['accuracy', 'loss']",
+                             "epoch_end 1 ['accuracy', 'loss']", "train_end"]  # fmt: skip
+    assert out["epochs"] == 2
+    # consistency: one PS critical section per step, released only after every tail update
+    assert out["locks"] == 1
+    assert len(out["updates"]) >= 4  # Adam: kernels, biases and their slots
+    assert out["updates_after_release"] == []
