@@ -38,6 +38,7 @@ from ralp.ps_strategy.connect import Connection, connect, describe, unreachable
 from ralp.ps_strategy.steps import plain_step, ps_local, ralp_step
 
 MODES = ("auto", "ralp", "ps")
+IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the trainer watches the cluster
 
 
 class ClusterWarning(UserWarning):
@@ -236,15 +237,11 @@ class Trainer:
         return history
 
     def _run_steps(self, iterator, steps: int, verbose: int, label: str) -> list[tuple]:
-        coordinator = self.connection.coordinator
-        remotes = [coordinator.schedule(self.step, args=(iterator,)) for _ in range(steps)]
-        self._join(remotes, verbose, label)
-        return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
+        """Schedule ``steps`` batches and wait for them; fail clearly if the cluster cannot go on.
 
-    def _join(self, remotes, verbose: int, label: str) -> None:
-        """Wait for every scheduled step; fail with a clear error if the cluster cannot go on.
-
-        ClusterCoordinator reruns a lost worker's step on another worker, but with no worker
+        At most ``IN_FLIGHT_PER_WORKER`` steps per worker are queued ahead, so the trainer keeps
+        watching the cluster instead of blocking in ``schedule`` (whose queue is bounded).
+        ClusterCoordinator reruns a lost worker's steps on another worker, but with no worker
         left it waits for one to come back (up to an hour), and a hung task blocks it forever.
         So while waiting the trainer probes every task: a lost PS or the loss of every worker
         is an error at once, a lost worker among others a warning; and no finished step for
@@ -253,32 +250,36 @@ class Trainer:
         from tqdm import tqdm
 
         coordinator = self.connection.coordinator
-        spec = self.connection.spec
-        bar = tqdm(total=len(remotes), desc=label, unit="batch", disable=not verbose, leave=True)
+        window = IN_FLIGHT_PER_WORKER * self.connection.num_workers
+        remotes: list = []
         done, last_progress, last_probe = 0, time.monotonic(), 0.0
+        bar = tqdm(total=steps, desc=label, unit="batch", disable=not verbose, leave=True)
         try:
             while True:
-                ready = sum(1 for r in remotes if _is_ready(r))
-                if ready > done:
-                    bar.update(ready - done)
-                    done, last_progress = ready, time.monotonic()
-                if ready == len(remotes) or coordinator.done():
+                while len(remotes) < steps and len(remotes) - done < window:
+                    remotes.append(coordinator.schedule(self.step, args=(iterator,)))
+                while done < len(remotes) and _is_ready(remotes[done]):
+                    done += 1
+                    bar.update(1)
+                    last_progress = time.monotonic()
+                if done == steps:
                     break
                 now = time.monotonic()
                 if now - last_probe > 1.0:
                     last_probe = now
-                    self._check_tasks(unreachable(spec))
+                    self._check_tasks(unreachable(self.connection.spec))
                 if now - last_progress > self.step_timeout:
                     raise ClusterError(
                         f"no training step finished for {self.step_timeout:.0f} s: a task of the "
                         "cluster is hung or far too slow (see Trainer step_timeout)"
                     )
-                time.sleep(0.05)
+                time.sleep(0.01)
             coordinator.join()  # raises the first step error, if any
         except tf.errors.UnavailableError as e:
             raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
         finally:
             bar.close()
+        return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
 
     def _check_tasks(self, lost: list[tuple[str, int, str]]) -> None:
         lost_ps = [t for t in lost if t[0] == "ps"]

@@ -1,0 +1,60 @@
+"""Train a small CNN on scikit-learn's digits with RALP on a local 2-worker, 1-PS cluster.
+
+.venv/bin/python examples/train_digits.py [--mode auto|ralp|ps] [--epochs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import ralp
+
+
+def build_cnn():
+    import keras
+
+    x = inputs = keras.Input((8, 8, 1), name="digits")
+    x = keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1")(x)
+    x = keras.layers.Conv2D(32, 3, padding="same", activation="relu", name="conv2")(x)
+    x = keras.layers.MaxPooling2D(2, name="pool")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    x = keras.layers.Dense(256, activation="relu", name="fc1")(x)
+    x = keras.layers.Dense(10, name="logits")(x)
+    return keras.Model(inputs, x, name="digits_cnn")
+
+
+def train(spec, mode: str, epochs: int) -> dict:
+    """The coordinator's job; it runs in a process of its own."""
+    import keras
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x = (digits.images / 16.0).astype("float32")[..., None]
+    x_train, x_test, y_train, y_test = train_test_split(
+        x, digits.target, test_size=0.25, random_state=0
+    )
+    trainer = ralp.wrap(build_cnn(), spec, mode=mode, batch_size=32,
+                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9))  # fmt: skip
+    print(trainer.plan)
+    history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs)
+    return {
+        "mode": trainer.mode,
+        "loss": history.history["loss"],
+        **trainer.evaluate(x_test, y_test),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="auto", choices=("auto", "ralp", "ps"))
+    parser.add_argument("--epochs", type=int, default=5)
+    args = parser.parse_args()
+    with ralp.LocalCluster(workers=2, ps=1) as cluster:
+        result = ralp.run_in_fresh_process(train, cluster.spec, args.mode, args.epochs)
+    print(f"mode {result['mode']}: test accuracy {result['accuracy']:.3f}, loss per epoch "
+          + ", ".join(f"{v:.3f}" for v in result["loss"]))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
