@@ -155,8 +155,10 @@ def split_model(placed: PlacedModel) -> Split:
     boundary.sort(key=order.index)
     cut = [top[name].output for name in boundary]
     cut = cut[0] if len(cut) == 1 else cut  # a single boundary tensor stays a plain tensor
-    head = keras.Model(model.inputs, cut, name="ralp_head")
-    tail = keras.Model(cut, model.outputs, name="ralp_tail")
+    inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs
+    outputs = model.outputs[0] if len(model.outputs) == 1 else model.outputs
+    head = keras.Model(inputs, cut, name="ralp_head")
+    tail = keras.Model(cut, outputs, name="ralp_tail")
     return Split(head, tail, tuple(boundary))
 
 
