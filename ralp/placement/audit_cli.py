@@ -60,7 +60,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def to_text(r: dict) -> str:
-    from ralp.profiler.render import _grid, human_bytes
+    from ralp.profiler.render import human_bytes, text_grid
 
     lines = [
         f"Audit of {r['model']} (image {r['image_size']}, batch {r['batch_size']}) in mode "
@@ -84,7 +84,7 @@ def to_text(r: dict) -> str:
     body = [
         [layer, *(str(counts.get(d, 0)) for d in devices)] for layer, counts in r["layers"].items()
     ]
-    lines += _grid(["layer", *short], body)
+    lines += text_grid(["layer", *short], body)
     if r["misplaced_ops"]:
         lines += ["", "Misplaced ops:"] + [f"  {m['op']} on {m['device']} (expected {m['expected']})"
                                            for m in r["misplaced_ops"][:20]]  # fmt: skip

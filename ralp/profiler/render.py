@@ -16,20 +16,21 @@ from ralp.profiler.layer_table import LayerRow
 LAYER_COLUMNS = [f for f in LayerRow.__dataclass_fields__]
 
 
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+def _decimal(n: float, units: tuple[str, ...], sep: str) -> str:
+    """``n`` in steps of 1000: whole numbers in the first unit, one decimal after."""
+    for k, unit in enumerate(units):
+        if abs(n) < 1000 or k == len(units) - 1:
+            return f"{n:.0f}{sep}{unit}" if k == 0 else f"{n:.1f}{sep}{unit}"
         n /= 1000
     raise AssertionError("unreachable")
+
+
+def human_bytes(n: float) -> str:
+    return _decimal(n, ("B", "KB", "MB", "GB", "TB"), " ")
 
 
 def human_count(n: float) -> str:
-    for unit in ("", "K", "M", "G", "T"):
-        if abs(n) < 1000 or unit == "T":
-            return f"{n:.0f}{unit}" if unit == "" else f"{n:.1f}{unit}"
-        n /= 1000
-    raise AssertionError("unreachable")
+    return _decimal(n, ("", "K", "M", "G", "T"), "")
 
 
 def to_dict(p: Profile) -> dict:
@@ -116,7 +117,9 @@ def to_text(p: Profile) -> str:
             human_count(r.flops), f"{r.cumulative_params:,}",
         ])  # fmt: skip
     split_at = p.split.index if p.split_after is not None else None
-    lines += _grid(header, body, divider_after=split_at, divider="split: rows below run on the PS")
+    lines += text_grid(
+        header, body, divider_after=split_at, divider="split: rows below run on the PS"
+    )
     return "\n".join(lines)
 
 
@@ -138,7 +141,7 @@ def summary_text(profiles: Sequence[Profile]) -> str:
     workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
     note = (f"threshold K = {profiles[0].threshold:g}; bytes per step with W={workers} workers, "
             f"M={ps} PS" if profiles else "")  # fmt: skip
-    return "\n".join([*_grid(header, body), "", note])
+    return "\n".join([*text_grid(header, body), "", note])
 
 
 def summary_csv(profiles: Sequence[Profile]) -> str:
@@ -154,7 +157,7 @@ def summary_csv(profiles: Sequence[Profile]) -> str:
     return out.getvalue()
 
 
-def _grid(
+def text_grid(
     header: list[str], body: list[list[str]], divider_after: int | None = None, divider: str = ""
 ) -> list[str]:
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body, strict=True)]
