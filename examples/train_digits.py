@@ -38,10 +38,11 @@ def train(spec, mode: str, epochs: int) -> dict:
                         optimizer=keras.optimizers.SGD(0.05, momentum=0.9))  # fmt: skip
     print(trainer.plan)
     history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs)
+    test = trainer.evaluate(x_test, y_test)
     return {
         "mode": trainer.mode,
-        "loss": history.history["loss"],
-        **trainer.evaluate(x_test, y_test),
+        "train_loss": history.history["loss"],
+        "accuracy": test["accuracy"],
     }
 
 
@@ -52,8 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     with ralp.LocalCluster(workers=2, ps=1) as cluster:
         result = ralp.run_in_fresh_process(train, cluster.spec, args.mode, args.epochs)
-    print(f"mode {result['mode']}: test accuracy {result['accuracy']:.3f}, loss per epoch "
-          + ", ".join(f"{v:.3f}" for v in result["loss"]))  # fmt: skip
+    print(f"mode {result['mode']}: test accuracy {result['accuracy']:.3f}, training loss per epoch "
+          + ", ".join(f"{v:.3f}" for v in result["train_loss"]))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -156,7 +156,8 @@ class Trainer:
         key = id(dataset_fn)
         if key not in self._iterators:
             per_worker = self.connection.coordinator.create_per_worker_dataset(dataset_fn)
-            self._iterators[key] = (dataset_fn, iter(per_worker))  # keep fn alive: stable id
+            # The entry keeps dataset_fn alive, so its id cannot be reused by another function.
+            self._iterators[key] = (dataset_fn, iter(per_worker))
         return self._iterators[key][1]
 
     @staticmethod
@@ -203,7 +204,6 @@ class Trainer:
                 raise ValueError("fit needs x and y arrays, or a dataset_fn")
             dataset_fn = self.numpy_dataset_fn(x, y, batch_size, shuffle, seed)
             steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
-            self._fit_fn = dataset_fn  # keep it alive while its iterator is cached
         elif steps_per_epoch is None:
             raise ValueError("with a dataset_fn, give steps_per_epoch")
         iterator = self._iterator(dataset_fn)
