@@ -93,7 +93,7 @@ def digits_accuracy(spec, mode: str, epochs: int, seed: int = 0) -> dict:
         x, y, test_size=0.25, random_state=seed, stratify=y
     )
     trainer = ralp.wrap(small_cnn(seed, dropout=0.0, channels=1), spec, mode=mode,
-                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), batch_size=32,
+                        optimizer=keras.optimizers.Adam(1e-3), batch_size=32,
                         threshold=10.0)  # fmt: skip
     history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs, seed=seed, verbose=0)
     result = trainer.evaluate(x_test, y_test)

@@ -46,7 +46,7 @@ def test_two_workers_converge_on_real_data_like_plain_ps():
     accuracy = {}
     for mode in ("ralp", "ps"):
         with LocalCluster(workers=2, ps=1) as cluster:
-            result = run_in_fresh_process(jobs.digits_accuracy, cluster.spec, mode, 12, timeout=600)
+            result = run_in_fresh_process(jobs.digits_accuracy, cluster.spec, mode, 15, timeout=600)
         assert result["mode"] == mode
         accuracy[mode] = result["accuracy"]
     assert accuracy["ps"] > 0.9, accuracy
