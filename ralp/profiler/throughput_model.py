@@ -34,6 +34,27 @@ def allreduce_rounds(n: int) -> int:
     return int(log) if log.is_integer() else int(math.floor(log)) + 2
 
 
+@dataclass(frozen=True)
+class SplitWorkload:
+    """One worker's batch of a model split into a conv part and an FC part (measured inputs).
+
+    ``conv_time``/``fc_time``: seconds for one worker's batch through each part;
+    ``activation_bytes_per_sample``: the boundary activations (A); ``conv_param_bytes``: the
+    parameters that stay with the workers (P_c).
+    """
+
+    conv_time: float
+    fc_time: float
+    activation_bytes_per_sample: float
+    batch: int
+    conv_param_bytes: float
+
+    @property
+    def activation_bytes(self) -> float:
+        """A x K: the boundary activations of one worker's batch."""
+        return self.activation_bytes_per_sample * self.batch
+
+
 def ps_iteration_time(
     workers: int, ps: int, param_bytes: float, bandwidth: float, compute_time: float
 ) -> float:
@@ -42,35 +63,20 @@ def ps_iteration_time(
 
 
 def stanza_iteration_time(
-    conv_workers: int,
-    fc_workers: int,
-    conv_time: float,
-    fc_time: float,
-    activation_bytes_per_sample: float,
-    batch: int,
-    conv_param_bytes: float,
-    bandwidth: float,
+    conv_workers: int, fc_workers: int, work: SplitWorkload, bandwidth: float
 ) -> float:
     _positive(conv_workers=conv_workers, fc_workers=fc_workers, bandwidth=bandwidth)
     n_c, n_f = conv_workers, fc_workers
-    compute = conv_time + (n_c / n_f) * fc_time
-    activations = 2 * n_c * activation_bytes_per_sample * batch / (n_f * bandwidth)
-    allreduce = conv_param_bytes * allreduce_rounds(n_c) / bandwidth
+    compute = work.conv_time + (n_c / n_f) * work.fc_time
+    activations = 2 * n_c * work.activation_bytes / (n_f * bandwidth)
+    allreduce = work.conv_param_bytes * allreduce_rounds(n_c) / bandwidth
     return compute + activations + allreduce
 
 
-def ralp_iteration_time(
-    workers: int,
-    conv_time: float,
-    fc_time: float,
-    activation_bytes_per_sample: float,
-    batch: int,
-    kept_param_bytes: float,
-    bandwidth: float,
-) -> float:
+def ralp_iteration_time(workers: int, work: SplitWorkload, bandwidth: float) -> float:
     _positive(workers=workers, bandwidth=bandwidth)
-    per_worker_bytes = activation_bytes_per_sample * batch + kept_param_bytes
-    return conv_time + workers * fc_time + 2 * workers * per_worker_bytes / bandwidth
+    per_worker_bytes = work.activation_bytes + work.conv_param_bytes
+    return work.conv_time + workers * work.fc_time + 2 * workers * per_worker_bytes / bandwidth
 
 
 def throughput(workers: int, batch: int, iteration_time: float) -> float:
@@ -88,14 +94,7 @@ class Assignment:
 
 
 def best_stanza_assignment(
-    nodes: int,
-    conv_time: float,
-    fc_time: float,
-    activation_bytes_per_sample: float,
-    batch: int,
-    conv_param_bytes: float,
-    bandwidth: float,
-    max_fc_workers: int | None = None,
+    nodes: int, work: SplitWorkload, bandwidth: float, max_fc_workers: int | None = None
 ) -> Assignment:
     """Exhaustive search over n_c + n_f = nodes for the highest modelled throughput.
 
@@ -107,11 +106,8 @@ def best_stanza_assignment(
     best: Assignment | None = None
     for n_f in range(1, limit + 1):
         n_c = nodes - n_f
-        t = stanza_iteration_time(
-            n_c, n_f, conv_time, fc_time, activation_bytes_per_sample, batch,
-            conv_param_bytes, bandwidth,
-        )  # fmt: skip
-        candidate = Assignment(n_c, n_f, t, throughput(n_c, batch, t))
+        t = stanza_iteration_time(n_c, n_f, work, bandwidth)
+        candidate = Assignment(n_c, n_f, t, throughput(n_c, work.batch, t))
         if best is None or candidate.throughput > best.throughput:
             best = candidate
     assert best is not None
