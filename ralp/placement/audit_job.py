@@ -61,6 +61,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     from ralp.models import build_model, get_model_spec
     from ralp.placement.audit import STEP_FUNCTION, analyse, read_partitions, task_of
     from ralp.placement.plan import Plan
+    from ralp.placement.rewriter import layer_of_op
     from ralp.profiler.api import profile
     from ralp.profiler.bytes_model import ralp_traffic
     from ralp.ps_strategy.trainer import wrap
@@ -106,8 +107,6 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     misplaced = []
     for device, ops in step.ops_by_device.items():
         for op_name, op_type in ops:
-            from ralp.placement.rewriter import layer_of_op
-
             layer = layer_of_op(op_name, offloaded_top)
             if (
                 layer is not None
