@@ -76,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_PORT_BUSY
     print(f"{READY} {task_type} {task_index} {address} pid={os.getpid()}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    # The server runs on its own threads. The main thread sleeps in Python rather than in
+    # server.join() (C++, never returns), so SIGTERM's handler runs at once.
     with contextlib.suppress(KeyboardInterrupt):
-        server.join()
+        while server is not None:
+            time.sleep(3600)
     return 0
 
 

@@ -40,25 +40,13 @@ def audit(settings: AuditSettings, timeout: float = 600.0) -> dict:
             )
 
 
-def _synthetic_dataset_fn(image_size: int, batch_size: int, num_classes: int, seed: int):
-    import tensorflow as tf
-
-    def dataset_fn(_context=None):
-        images = tf.random.stateless_uniform((batch_size, image_size, image_size, 3), (seed, 1))
-        labels = tf.random.stateless_uniform(
-            (batch_size,), (seed, 2), maxval=num_classes, dtype=tf.int32
-        )
-        return tf.data.Dataset.from_tensors((images, labels)).repeat()
-
-    return dataset_fn
-
-
 def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     """In the coordinator process: place the model, run steps until worker 0 has run one,
     and analyse its partitions."""
     import keras
 
     from ralp.models import build_model, get_model_spec
+    from ralp.models.synthetic import synthetic_dataset_fn
     from ralp.placement.audit import STEP_FUNCTION, analyse, read_partitions, task_of
     from ralp.placement.plan import Plan
     from ralp.placement.rewriter import layer_of_op
@@ -77,7 +65,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     # The layers RALP moves; in ps mode, those it would move (the reference for "crossing").
     reference = plan if not plan.is_empty else Plan.from_profile(prof, settings.ps)
 
-    dataset_fn = _synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
+    dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
     partitions, function = {}, None
     for _ in range(10):  # closures go to any free worker: run until worker 0 has run one
         trainer.fit(

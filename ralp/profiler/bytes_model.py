@@ -24,19 +24,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from ralp.profiler.layer_table import LayerTable
+from ralp.profiler.links import LinkBytes
 from ralp.profiler.ps_assignment import round_robin
 
 WORKER = None  # the location of a layer that runs on the workers
-
-
-@dataclass(frozen=True)
-class LinkBytes:
-    tx: int = 0
-    rx: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.tx + self.rx
 
 
 @dataclass(frozen=True)

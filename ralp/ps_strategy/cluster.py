@@ -157,7 +157,10 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         task_env: Mapping[str, Mapping[str, str]] | None = None,
         command_prefix: Mapping[str, list[str]] | None = None,
+        device_type: str = "cpu",
     ):
+        if device_type not in ("cpu", "gpu"):
+            raise ClusterError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
         if spec is None:
             if workers < 1 or ps < 1:
                 raise ClusterError(
@@ -173,6 +176,7 @@ class LocalCluster:
         self.command_prefix = dict(
             command_prefix or {}
         )  # "ps:0" -> e.g. ["ip", "netns", "exec", ...]
+        self.device_type = device_type  # gpu: each task may use the GPUs its env lets it see
         self._tasks: list[_Task] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -196,7 +200,8 @@ class LocalCluster:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         log = self.log_dir / f"{job}{index}.log"
         cmd = [*self.command_prefix.get(f"{job}:{index}", []), sys.executable, "-m",
-               "ralp.server", "--parent-pid", str(os.getpid())]  # fmt: skip
+               "ralp.server", "--parent-pid", str(os.getpid()),
+               "--device-type", self.device_type]  # fmt: skip
         with open(log, "wb") as out:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                        stdin=subprocess.DEVNULL)  # fmt: skip

@@ -10,9 +10,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
+
+_progress_conn = None  # in a child: the pipe to the parent, for report_progress
+
+
+def report_progress(message: Any) -> None:
+    """From a function running under :func:`run_in_fresh_process`: pass ``message`` (picklable)
+    to the parent's ``on_progress`` callback now. Does nothing outside such a child."""
+    if _progress_conn is not None:
+        _progress_conn.send(("progress", message))
 
 
 class ChildError(RuntimeError):
@@ -24,12 +35,21 @@ class ChildError(RuntimeError):
         self.child_type = child_type
 
 
-def _child(conn, fn: Callable, args: tuple, kwargs: dict, env: dict[str, str]) -> None:
+def _child(conn, call: bytes, env: dict[str, str], netns: str | None) -> None:
+    global _progress_conn
+    _progress_conn = conn
     os.environ.update(env)
     try:
+        if netns is not None:  # before TensorFlow starts any thread or socket
+            from ralp.ps_strategy.netns import NetnsFabric
+
+            NetnsFabric.enter(netns)
         from ralp._cli import quiet_tensorflow
 
         quiet_tensorflow()
+        # Unpickled only now: the function's module may import TensorFlow, which must come
+        # after entering the namespace and with its start-up banner filtered.
+        fn, args, kwargs = pickle.loads(call)
         result = fn(*args, **kwargs)
     except BaseException as e:  # noqa: BLE001 - everything goes back to the parent
         conn.send(("error", type(e).__name__, str(e), traceback.format_exc()))
@@ -44,9 +64,14 @@ def run_in_fresh_process(
     *args: Any,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
+    netns: str | None = None,
+    on_progress: Callable[[Any], None] | None = None,
     **kwargs: Any,
 ) -> Any:
     """``fn(*args, **kwargs)`` in a new process; its return value must be picklable.
+
+    ``netns``: run the child inside that network namespace (a simulated cluster's chief).
+    ``on_progress`` receives what the child passes to :func:`report_progress`.
 
     Raises :class:`ChildError` if ``fn`` raises (same message, the child's traceback
     attached), if the child dies without answering, or if it runs past ``timeout`` seconds
@@ -55,19 +80,32 @@ def run_in_fresh_process(
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
-    process = ctx.Process(target=_child, args=(child, fn, args, kwargs, env), daemon=True)
+    call = pickle.dumps((fn, args, kwargs))
+    process = ctx.Process(target=_child, args=(child, call, env, netns), daemon=True)
     process.start()
     child.close()
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        if not parent.poll(timeout):
-            raise ChildError(f"{_name(fn)} did not finish within {timeout:.0f} s; it was stopped")
-        try:
-            message = parent.recv()
-        except EOFError:
-            process.join(5)
-            raise ChildError(
-                f"{_name(fn)} died without a result (exit code {process.exitcode})"
-            ) from None
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not parent.poll(left):
+                raise ChildError(
+                    f"{_name(fn)} did not finish within {timeout:.0f} s; it was stopped"
+                )
+            try:
+                message = parent.recv()
+            except EOFError:
+                process.join(5)
+                raise ChildError(
+                    f"{_name(fn)} died without a result (exit code {process.exitcode})"
+                ) from None
+            if message[0] != "progress":
+                break
+            if on_progress is not None:
+                on_progress(message[1])
+    except BaseException:
+        process.kill()  # interrupted or failed: the child's work is not wanted any more
+        raise
     finally:
         process.join(10)  # let it exit by itself; a TF process tied to a cluster may hang
         if process.is_alive():

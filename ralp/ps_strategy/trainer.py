@@ -57,6 +57,9 @@ class History:
     step_losses: list[float] = field(default_factory=list)
     epoch_seconds: list[float] = field(default_factory=list)
     images_per_second: list[float] = field(default_factory=list)
+    # When each step was seen finished (time.perf_counter(), 10 ms polling): the bench's
+    # per-window throughput and step-time spread come from these.
+    step_end_times: list[float] = field(default_factory=list)
 
 
 def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
@@ -197,7 +200,9 @@ class Trainer:
 
         Data: arrays ``x``, ``y`` (default ``steps_per_epoch`` = one pass over them), or a
         ``dataset_fn`` returning an endless ``tf.data.Dataset`` of ``(images, labels)`` batches,
-        called on every worker. Callbacks get Keras' epoch and train hooks.
+        called on every worker. Callbacks get Keras' train, epoch and train-batch-end hooks
+        (batch hooks in the order steps were scheduled; ``logs`` is None there, since a
+        step's loss is fetched only at the end of the epoch).
         """
         if dataset_fn is None:
             if x is None or y is None:
@@ -215,8 +220,8 @@ class Trainer:
         for epoch in range(epochs):
             _call(callbacks, "on_epoch_begin", epoch)
             start = time.perf_counter()
-            results = self._run_steps(
-                iterator, steps_per_epoch, verbose, f"epoch {epoch + 1}/{epochs}"
+            results, end_times = self._run_steps(
+                iterator, steps_per_epoch, verbose, f"epoch {epoch + 1}/{epochs}", callbacks
             )
             seconds = time.perf_counter() - start
             losses = [float(loss) for loss, _ in results]
@@ -226,6 +231,7 @@ class Trainer:
                 "accuracy": correct / (len(results) * batch_size),
             }
             history.step_losses += losses
+            history.step_end_times += end_times
             history.history["loss"].append(logs["loss"])
             history.history["accuracy"].append(logs["accuracy"])
             history.epoch_seconds.append(seconds)
@@ -236,7 +242,9 @@ class Trainer:
         _call(callbacks, "on_train_end", {k: v[-1] for k, v in history.history.items() if v})
         return history
 
-    def _run_steps(self, iterator, steps: int, verbose: int, label: str) -> list[tuple]:
+    def _run_steps(
+        self, iterator, steps: int, verbose: int, label: str, callbacks: Sequence = ()
+    ) -> tuple[list[tuple], list[float]]:
         """Schedule ``steps`` batches and wait for them; fail clearly if the cluster cannot go on.
 
         At most ``IN_FLIGHT_PER_WORKER`` steps per worker are queued ahead, so the trainer keeps
@@ -252,6 +260,7 @@ class Trainer:
         coordinator = self.connection.coordinator
         window = IN_FLIGHT_PER_WORKER * self.connection.num_workers
         remotes: list = []
+        end_times: list[float] = []
         done, last_progress, last_probe = 0, time.monotonic(), 0.0
         bar = tqdm(total=steps, desc=label, unit="batch", disable=not verbose, leave=True)
         try:
@@ -260,7 +269,9 @@ class Trainer:
                     remotes.append(coordinator.schedule(self.step, args=(iterator,)))
                 while done < len(remotes) and _is_ready(remotes[done]):
                     done += 1
+                    end_times.append(time.perf_counter())
                     bar.update(1)
+                    _call(callbacks, "on_train_batch_end", done - 1, None)
                     last_progress = time.monotonic()
                 if done == steps:
                     break
@@ -279,7 +290,7 @@ class Trainer:
             raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
         finally:
             bar.close()
-        return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
+        return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes], end_times
 
     def _check_tasks(self, lost: list[tuple[str, int, str]]) -> None:
         lost_ps = [t for t in lost if t[0] == "ps"]

@@ -1,0 +1,3 @@
+from ralp.bench.cli import main
+
+main()

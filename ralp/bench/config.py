@@ -1,0 +1,106 @@
+"""What one benchmark run is: the model, the mode and its resources, the workload.
+
+Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
+
+=========  =============  ======================================================
+mode       workers + PS   why
+=========  =============  ======================================================
+ps         N/2 + N/2      plain ParameterServerStrategy, common practice
+ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
+ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
+=========  =============  ======================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+MODES = ("ps", "ralp-h", "ralp-n")
+BACKENDS = ("local", "netns", "tf-config")
+DEFAULT_STEPS = 100  # measured steps, as in the paper
+DEFAULT_WARMUP = 5
+
+
+class BenchError(ValueError):
+    """A benchmark request that cannot be run as asked; the message says what to change."""
+
+
+def resources(mode: str, devices: int) -> tuple[int, int]:
+    """(workers, ps) for ``mode`` on ``devices`` devices."""
+    if mode not in MODES:
+        raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode == "ps":
+        if devices < 2 or devices % 2:
+            raise BenchError(
+                f"mode 'ps' splits the devices evenly into workers and PS tasks: N must be even "
+                f"and at least 2, got {devices}"
+            )
+        return devices // 2, devices // 2
+    if devices < 2:
+        raise BenchError(
+            f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
+        )
+    if mode == "ralp-h":
+        return max(1, devices // 2), 1
+    return devices - 1, 1
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One measured run: a model trained in one mode on one cluster shape.
+
+    ``image_size``/``batch_size`` None mean the model's benchmark defaults. ``devices`` is what
+    the mode was given (N); ``workers`` + ``ps`` may be fewer (ralp-h leaves devices idle).
+    """
+
+    model: str
+    mode: str
+    devices: int
+    workers: int
+    ps: int
+    batch_size: int | None = None
+    image_size: int | None = None
+    num_classes: int = 1000
+    steps: int = DEFAULT_STEPS
+    warmup: int = DEFAULT_WARMUP
+    device_type: str = "cpu"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise BenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
+        if self.workers < 1 or self.ps < 1:
+            raise BenchError(f"a run needs at least one worker and one PS task, got "
+                             f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+        if self.mode != "ps" and self.ps != 1:
+            # BRIEF §4: several PS tasks for RALP (activations of many workers) is future work.
+            raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
+        if self.steps < 1 or self.warmup < 0:
+            raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
+        if self.device_type not in ("cpu", "gpu"):
+            raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+
+    @classmethod
+    def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
+        workers, ps = resources(mode, devices)
+        return cls(model, mode, devices, workers, ps, **workload)
+
+    def resolved(self) -> RunSpec:
+        """The same run with the model's default image and batch sizes filled in."""
+        from ralp.models import get_model_spec
+
+        spec = get_model_spec(self.model)
+        image = self.image_size or spec.default_image_size
+        if image < spec.min_image_size:
+            raise BenchError(f"{self.model} needs --image-size >= {spec.min_image_size} "
+                             f"(its strides and pools), got {image}")  # fmt: skip
+        return replace(
+            self, image_size=image, batch_size=self.batch_size or spec.default_batch_size
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.mode} N={self.devices} ({self.workers}+{self.ps})"
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,168 @@
+"""Workload consolidation (BRIEF §4): several jobs at once over one shared bottleneck link.
+
+Topology (netns backend): every job's chief and workers sit on a "front" bridge, every PS
+task on a "back" bridge, and the two bridges are joined by one trunk shaped to
+``--bandwidth``. Each job is a full cluster of its own (its own PS, workers and coordinator);
+all worker <-> PS traffic of all jobs crosses the one trunk, as jobs in a shared cluster
+compete for the network. Host links are not shaped: the trunk is the bottleneck.
+
+Jobs start measuring together (after every job has warmed up) and keep training after their
+measured steps until the last job is done, so each job's throughput is taken under the load
+of all the others.
+
+Scenarios with J jobs (models cycle through ``--models``, default vgg11 and resnet50; each
+job gets ``--devices`` devices, default 4):
+
+- ``all-ps``: every job plain PS (N/2 + N/2);
+- ``all-ralp``: every job RALP-N (N-1 + 1);
+- ``mixed``: the first half of the jobs RALP-N, the rest plain PS.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+
+from ralp.bench.config import BenchError, RunSpec
+from ralp.bench.job import Barrier, bench_job
+from ralp.bench.launcher import Launcher, NamespaceLinks
+from ralp.bench.runner import RUN_TIMEOUT_S, derived_figures
+from ralp.ps_strategy.fresh_process import run_in_fresh_process
+
+SCENARIOS = ("all-ps", "all-ralp", "mixed")
+
+
+def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
+                  **workload) -> list[RunSpec]:  # fmt: skip
+    """The J runs of one scenario, in job order."""
+    if scenario not in SCENARIOS:
+        raise BenchError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+    runs = []
+    for k in range(jobs):
+        if scenario == "all-ps":
+            mode = "ps"
+        elif scenario == "all-ralp":
+            mode = "ralp-n"
+        else:
+            mode = "ralp-n" if k < (jobs + 1) // 2 else "ps"
+        model = models[k % len(models)]
+        runs.append(RunSpec.for_devices(model, mode, devices, **workload).resolved())
+    return runs
+
+
+def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
+                 progress: bool = True) -> list[dict]:  # fmt: skip
+    """Run the scenario's jobs at once on one fabric with a shared trunk; one record each."""
+    from tqdm import tqdm
+
+    from ralp.ps_strategy.netns import NetnsCluster, NetnsFabric
+
+    fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
+                         trunk_bandwidth=launcher.bandwidth)  # fmt: skip
+    results: list[dict | Exception | None] = [None] * len(runs)
+    bar = tqdm(total=sum(r.steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
+               disable=not progress, dynamic_ncols=True)  # fmt: skip
+    lock = threading.Lock()
+    done = [0] * len(runs)
+    with fabric, tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates:
+        clusters = [
+            NetnsCluster(
+                run.workers,
+                run.ps,
+                fabric=fabric,
+                host_prefix=f"j{k}-",
+                device_type=launcher.device_type,
+            )  # fmt: skip
+            for k, run in enumerate(runs)
+        ]
+        try:
+            for cluster in clusters:
+                cluster.start()
+
+            def job(k: int) -> None:
+                def on_progress(message):
+                    kind, value = message
+                    with lock:
+                        if kind == "step":
+                            bar.update(value - done[k])
+                            done[k] = value
+
+                try:
+                    results[k] = run_in_fresh_process(
+                        bench_job, clusters[k].spec, runs[k], NamespaceLinks.of(clusters[k]),
+                        Barrier(gates, k), netns=clusters[k].chief_namespace,
+                        on_progress=on_progress, timeout=RUN_TIMEOUT_S,
+                        env={"CUDA_VISIBLE_DEVICES": "-1"},
+                    )  # fmt: skip
+                except Exception as e:  # noqa: BLE001 - any failure becomes the job's record
+                    results[k] = e
+                    Path(gates, f"ready-{k}").touch()  # a failed job must not hold the others
+                    Path(gates, f"done-{k}").touch()
+
+            threads = [threading.Thread(target=job, args=(k,), daemon=True)
+                       for k in range(len(runs))]  # fmt: skip
+            for t in threads:
+                t.start()
+            trunk = _gate(gates, "ready", "go", len(runs), fabric)
+            trunk_end = _gate(gates, "done", "stop", len(runs), fabric)
+            for t in threads:
+                t.join()
+        finally:
+            for cluster in clusters:
+                cluster.stop()
+            bar.close()
+    trunk_bytes = None
+    if trunk is not None and trunk_end is not None:
+        trunk_bytes = (trunk_end.tx - trunk.tx) + (trunk_end.rx - trunk.rx)
+    records = []
+    for k, (run, result) in enumerate(zip(runs, results, strict=True)):
+        base = {"backend": "netns", "bandwidth": launcher.bandwidth, "job": k,
+                "scenario": scenario, "trunk_bytes_measured": trunk_bytes}  # fmt: skip
+        if isinstance(result, dict):
+            record = {**result, **base, "error": None}
+            # The bottleneck is the shared trunk, not one job's link: no per-job network time.
+            record.update(derived_figures({**record, "busiest_link_bytes": None}, None))
+            records.append(record)
+        else:
+            records.append({**run.to_dict(), **base, "error": str(result).splitlines()[0]})
+    return records
+
+
+def _gate(gates: str, phase: str, gate: str, jobs: int, fabric):
+    """Wait until every job reached ``phase``, read the trunk counters, open ``gate``."""
+    import time
+
+    while not all(Path(gates, f"{phase}-{k}").exists() for k in range(jobs)):
+        time.sleep(0.05)
+    counters = fabric.trunk_bytes()
+    Path(gates, gate).touch()
+    return counters
+
+
+def run_consolidation(args, launcher: Launcher) -> int:
+    """``--jobs J``: every scenario asked for; prints each job's throughput."""
+    from ralp.bench import report
+    from ralp.bench.cli import DEFAULT_MODELS
+
+    if launcher.backend != "netns":
+        raise BenchError("--jobs needs the netns backend: the jobs must share one shaped link "
+                         "(run as root with --backend netns)")  # fmt: skip
+    if not launcher.bandwidth:
+        raise BenchError("--jobs needs --bandwidth: the rate of the shared link")
+    workload = dict(batch_size=args.batch_size, image_size=args.image_size,
+                    num_classes=args.num_classes, steps=args.steps or 20, warmup=args.warmup,
+                    device_type=args.device_type)  # fmt: skip
+    devices = (args.devices or [4])[0]
+    models = args.models or list(DEFAULT_MODELS)
+    records: list[dict] = []
+    try:
+        for scenario in args.scenarios or SCENARIOS:
+            runs = scenario_runs(scenario, args.jobs, models, devices, **workload)
+            records += run_scenario(scenario, runs, launcher, progress=not args.quiet)
+    finally:
+        if records:
+            print(report.consolidation_table(records))
+            for path in report.write_outputs(records, args.out, args.csv, args.plot):
+                print(f"wrote {path}")
+    return 1 if any(r.get("error") for r in records) else 0

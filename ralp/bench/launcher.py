@@ -1,0 +1,135 @@
+"""Where a benchmark's cluster comes from: the three backends.
+
+- ``local``: every task a ``python -m ralp.server`` process on loopback; no privileges.
+  Links are not separate here, so bytes are not measured (only predicted).
+- ``netns``: every task (and the coordinator) in its own network namespace, joined by a
+  bridge; each link shaped with ``tc`` to the bandwidth; bytes read from each task's link
+  counters. Needs root.
+- ``tf-config``: a real cluster that is already running ``python -m ralp.server`` on each
+  host; the bench is the chief. A run uses the first workers and PS tasks it needs.
+
+Each backend gives a :class:`ClusterHandle` in a ``with`` block and stops what it started when
+the block ends, also on errors and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ralp.bench.config import BACKENDS, BenchError
+from ralp.bench.job import LinkReader
+from ralp.ps_strategy.cluster import ClusterError, ClusterSpec, LocalCluster
+
+
+@dataclass
+class ClusterHandle:
+    """A running cluster as a benchmark run sees it."""
+
+    spec: ClusterSpec
+    netns: str | None = None  # the coordinator's network namespace (netns backend)
+    read_links: LinkReader | None = None  # picklable; None where links are not measured
+    cluster: object | None = None  # the LocalCluster / NetnsCluster, when we started one
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """Starts clusters for runs on one backend."""
+
+    backend: str = "local"
+    bandwidth: str | None = None  # netns only: each task's link, e.g. "1gbit"
+    latency: str | None = None  # netns only (needs the kernel's netem)
+    device_type: str = "cpu"
+    cluster_spec: ClusterSpec | None = None  # tf-config: the running cluster
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise BenchError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
+        if self.backend != "netns" and (self.bandwidth or self.latency):
+            raise BenchError(f"--bandwidth and --latency shape simulated links: they need the "
+                             f"netns backend, not {self.backend!r}")  # fmt: skip
+        if self.backend == "tf-config" and self.cluster_spec is None:
+            raise BenchError("the tf-config backend needs the cluster: set TF_CONFIG (with "
+                             "task type 'chief') or pass --cluster FILE")  # fmt: skip
+
+    def check(self) -> None:
+        """Fail now, before any run, if the backend cannot work on this machine."""
+        if self.backend == "netns":
+            from ralp.ps_strategy.netns import netns_unavailable_reason, parse_bandwidth
+
+            reason = netns_unavailable_reason()
+            if reason:
+                raise BenchError(f"the netns backend is unavailable: {reason}")
+            if self.bandwidth:
+                parse_bandwidth(self.bandwidth)
+
+    @contextlib.contextmanager
+    def cluster(self, workers: int, ps: int) -> Iterator[ClusterHandle]:
+        if self.backend == "tf-config":
+            yield ClusterHandle(self._subset(workers, ps))
+        elif self.backend == "local":
+            task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
+            with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type) as c:
+                yield ClusterHandle(c.spec, cluster=c)
+        else:
+            from ralp.ps_strategy.netns import NetnsCluster
+
+            cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
+                                   device_type=self.device_type)  # fmt: skip
+            with cluster:
+                yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
+                                    read_links=NamespaceLinks.of(cluster), cluster=cluster)  # fmt: skip
+
+    def _subset(self, workers: int, ps: int) -> ClusterSpec:
+        spec = self.cluster_spec
+        assert spec is not None
+        if len(spec.workers) < workers or len(spec.ps) < ps:
+            raise ClusterError(
+                f"this run needs {workers} workers and {ps} PS tasks, but the cluster has "
+                f"{len(spec.workers)} and {len(spec.ps)}: start more tasks or ask for fewer "
+                "devices (--devices / --workers / --ps)"
+            )
+        # The coordinator may use any subset of the running servers (verified with TF 2.21).
+        return ClusterSpec(spec.chief, spec.workers[:workers], spec.ps[:ps])
+
+
+@dataclass(frozen=True)
+class NamespaceLinks:
+    """Reads each task's link counters (its ``eth0`` in its namespace). Picklable, so the
+    coordinator process reads them itself, right at the edges of the measured steps."""
+
+    switch_namespace: str
+    hosts: tuple[tuple[str, str], ...]  # ("worker:0", host name on the fabric)
+
+    @classmethod
+    def of(cls, cluster) -> NamespaceLinks:
+        return cls(cluster.fabric.switch_namespace, tuple(cluster.task_hosts().items()))
+
+    def __call__(self):
+        from ralp.ps_strategy.netns import read_link_bytes
+
+        counts = read_link_bytes(self.switch_namespace, [host for _, host in self.hosts])
+        return {task: counts[host] for task, host in self.hosts}
+
+
+def _gpu_env(workers: int, ps: int) -> dict[str, dict[str, str]]:
+    """On a multi-GPU host, give each task one GPU (round robin), the RALP PS included."""
+    count = _gpu_count()
+    if count == 0:
+        raise BenchError("--device-type gpu, but no GPU is visible here (nvidia-smi -L lists "
+                         "none); use --device-type cpu")  # fmt: skip
+    tasks = [f"worker:{i}" for i in range(workers)] + [f"ps:{i}" for i in range(ps)]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible else [str(i) for i in range(count)]
+    return {task: {"CUDA_VISIBLE_DEVICES": ids[k % len(ids)]} for k, task in enumerate(tasks)}
+
+
+def _gpu_count() -> int:
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))

@@ -1,0 +1,21 @@
+"""Synthetic ImageNet-like batches, made on each worker (as tf_cnn_benchmarks' synthetic data).
+
+One random batch is generated once per worker and repeated, so the input pipeline costs
+nothing and sends nothing over the network: what is measured is training, not data loading.
+"""
+
+from __future__ import annotations
+
+
+def synthetic_dataset_fn(image_size: int, batch_size: int, num_classes: int, seed: int = 0):
+    """A per-worker dataset function: an endless dataset of one fixed random batch."""
+    import tensorflow as tf
+
+    def dataset_fn(_context=None):
+        images = tf.random.stateless_uniform((batch_size, image_size, image_size, 3), (seed, 1))
+        labels = tf.random.stateless_uniform(
+            (batch_size,), (seed, 2), maxval=num_classes, dtype=tf.int32
+        )
+        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+
+    return dataset_fn

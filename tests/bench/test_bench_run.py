@@ -1,0 +1,128 @@
+"""The bench end to end: a tiny run's JSON, measured bytes against the audit, crashes, bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ralp.bench.config import RunSpec
+from ralp.bench.job import bench_job
+from ralp.bench.launcher import Launcher
+from ralp.bench.runner import measure
+from ralp.ps_strategy.fresh_process import ChildError, run_in_fresh_process
+from ralp.ps_strategy.netns import netns_unavailable_reason
+
+NETNS = netns_unavailable_reason()
+needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+REQUIRED = ("model", "mode", "devices", "workers", "ps", "backend", "bandwidth",
+            "images_per_sec", "step_time_s", "bytes_per_step_measured",
+            "bytes_per_step_predicted")  # fmt: skip
+TINY = dict(image_size=28, batch_size=16, num_classes=10, steps=6, warmup=1)
+
+
+def _bench(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "ralp.bench", *args], capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+@pytest.mark.cluster
+def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
+    out = tmp_path / "r" / "results.json"
+    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "ralp-n",
+               "--devices", "2", "--steps", "4", "--warmup", "1", "--num-classes", "10",
+               "--out", str(out), "--plot", str(tmp_path / "fig.png"), "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    records = json.loads(out.read_text())
+    assert [r["mode"] for r in records] == ["ps", "ralp-n"]
+    for r in records:
+        assert set(REQUIRED) <= set(r), set(REQUIRED) - set(r)
+        assert r["error"] is None and r["backend"] == "local" and r["bandwidth"] is None
+        assert r["images_per_sec"] > 0 and r["step_time_s"] > 0
+        assert r["bytes_per_step_measured"] is None  # loopback links are not measured
+    ps, ralp = records
+    assert ralp["bytes_per_step_predicted"] < ps["bytes_per_step_predicted"]
+    assert ralp["offloaded_layers"] and not ps["offloaded_layers"]
+    assert (tmp_path / "r" / "results.csv").read_text().startswith("model,")
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "lenet" in p.stdout and "ralp-n" in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--models", "nosuchnet"], "unknown model"),
+        (["--backend", "local", "--bandwidth", "1gbit"], "netns backend"),
+        (["--backend", "tf-config"], "TF_CONFIG"),
+        (["--backend", "local", "--jobs", "2"], "--jobs needs the netns backend"),
+        (["--backend", "local", "--modes", "ps", "--devices", "3"], "N must be even"),
+        (["--backend", "local", "--models", "alexnet", "--image-size", "32"], "image-size >= 67"),
+    ],
+)
+def test_bad_requests_fail_with_a_clear_message(args, message):
+    p = _bench(*args, "--quiet", timeout=120)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def _crash_ps(launcher: Launcher) -> tuple[str, dict]:
+    """Run a bench job and kill the PS as soon as the measured steps start."""
+    run = RunSpec.for_devices("lenet", "ralp-n", 3, **{**TINY, "steps": 100000})
+    with launcher.cluster(run.workers, run.ps) as handle:
+        cluster = handle.cluster
+
+        def on_progress(message):
+            if message == ("phase", "measuring"):
+                cluster.kill_task("ps", 0)
+
+        with pytest.raises(ChildError) as err:
+            run_in_fresh_process(bench_job, handle.spec, run, handle.read_links,
+                                 netns=handle.netns, on_progress=on_progress,
+                                 timeout=300)  # fmt: skip
+        pids = dict(cluster.pids)
+    return str(err.value), pids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.cluster
+def test_a_task_crash_mid_run_is_an_error_and_everything_is_stopped():
+    message, pids = _crash_ps(Launcher("local"))
+    assert "parameter server lost" in message or "unreachable" in message
+    assert pids and all(_gone(pid) for pid in pids.values())
+
+
+@needs_netns
+@pytest.mark.cluster
+def test_a_task_crash_on_netns_leaves_no_process_or_namespace():
+    launcher = Launcher("netns", bandwidth="1gbit")
+    message, pids = _crash_ps(launcher)
+    assert "parameter server lost" in message or "unreachable" in message
+    assert all(_gone(pid) for pid in pids.values())
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{os.getpid()}-" not in left
+
+
+@needs_netns
+@pytest.mark.cluster
+@pytest.mark.parametrize("mode", ["ps", "ralp-n"])
+def test_measured_bytes_match_the_audit_prediction(mode):
+    from ralp.placement.audit_job import AuditSettings, audit
+
+    run = RunSpec.for_devices("lenet", mode, 2, **TINY)
+    record = measure(run, Launcher("netns", bandwidth="1gbit"))
+    assert record["error"] is None, record["error"]
+    audited = audit(AuditSettings("lenet", "ps" if mode == "ps" else "ralp", run.workers,
+                                  run.ps, 28, 16, 10))  # fmt: skip
+    predicted = audited["crossing_bytes_per_worker_batch"]
+    measured = record["bytes_per_step_measured"]
+    assert measured == pytest.approx(predicted, rel=0.10), (measured, predicted)
+    assert record["bytes_ratio"] == pytest.approx(1.0, abs=0.10)

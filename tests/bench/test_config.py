@@ -1,0 +1,39 @@
+"""Modes and their resources (BRIEF §4), and run validation."""
+
+import pytest
+
+from ralp.bench.config import BenchError, RunSpec, resources
+
+
+@pytest.mark.parametrize(
+    ("mode", "devices", "expected"),
+    [
+        ("ps", 4, (2, 2)),
+        ("ps", 8, (4, 4)),
+        ("ralp-h", 4, (2, 1)),
+        ("ralp-h", 8, (4, 1)),
+        ("ralp-n", 4, (3, 1)),
+        ("ralp-n", 8, (7, 1)),
+        ("ralp-n", 2, (1, 1)),
+    ],
+)
+def test_resources_follow_the_paper(mode, devices, expected):
+    assert resources(mode, devices) == expected
+
+
+@pytest.mark.parametrize(("mode", "devices"), [("ps", 3), ("ps", 1), ("ralp-n", 1), ("x", 4)])
+def test_impossible_resources_are_refused_with_a_reason(mode, devices):
+    with pytest.raises(BenchError, match=mode if mode == "x" else "N|devices"):
+        resources(mode, devices)
+
+
+def test_ralp_modes_run_with_one_ps():
+    with pytest.raises(BenchError, match="one PS"):
+        RunSpec("vgg11", "ralp-n", 4, 2, 2)
+
+
+def test_resolved_fills_the_model_defaults_and_checks_the_image_size():
+    run = RunSpec.for_devices("vgg11", "ps", 4).resolved()
+    assert (run.image_size, run.batch_size, run.workers, run.ps) == (224, 64, 2, 2)
+    with pytest.raises(BenchError, match="image-size >= 67"):
+        RunSpec.for_devices("alexnet", "ps", 4, image_size=32).resolved()
