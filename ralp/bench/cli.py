@@ -109,6 +109,18 @@ def _backend(args) -> str:
     return "netns"
 
 
+def workload_for(args, model: str, default: bool) -> dict:
+    """RunSpec fields other than model and resources: what was asked, else the defaults."""
+    return dict(
+        batch_size=args.batch_size or (DEFAULT_BATCH_SIZE if default else None),
+        image_size=args.image_size or (DEFAULT_IMAGE_SIZE.get(model) if default else None),
+        num_classes=args.num_classes,
+        steps=args.steps or (DEFAULT_RUN_STEPS if default else DEFAULT_STEPS),
+        warmup=args.warmup,
+        device_type=args.device_type,
+    )
+
+
 def _runs(args, default: bool) -> list[RunSpec]:
     from ralp.models import MODEL_NAMES
 
@@ -117,13 +129,9 @@ def _runs(args, default: bool) -> list[RunSpec]:
     if unknown:
         raise UsageError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
     modes = args.modes or list(DEFAULT_MODES)
-    steps = args.steps or (DEFAULT_RUN_STEPS if default else DEFAULT_STEPS)
     runs = []
     for model in models:
-        image = args.image_size or (DEFAULT_IMAGE_SIZE.get(model) if default else None)
-        batch = args.batch_size or (DEFAULT_BATCH_SIZE if default else None)
-        workload = dict(batch_size=batch, image_size=image, num_classes=args.num_classes,
-                        steps=steps, warmup=args.warmup, device_type=args.device_type)  # fmt: skip
+        workload = workload_for(args, model, default)
         for n in args.devices or DEFAULT_DEVICES:
             for mode in modes:
                 if args.workers or args.ps:
@@ -172,7 +180,7 @@ def _run(args, default: bool) -> int:
     if args.jobs:
         from ralp.bench.consolidate import run_consolidation
 
-        return run_consolidation(args, launcher)
+        return run_consolidation(args, launcher, default)
     runs = _runs(args, default)
     records: list[dict] = []
     try:
@@ -183,6 +191,10 @@ def _run(args, default: bool) -> int:
         report.add_speedups(records)
         if records:
             print(report.to_table(records))
+            verdicts = {r["model"]: r.get("profiler_verdict") for r in records}
+            for model, verdict in verdicts.items():
+                if verdict:
+                    print(f"profiler on {model}: {verdict}")
             for path in report.write_outputs(records, args.out, args.csv, args.plot):
                 print(f"wrote {path}")
     return 1 if any(r.get("error") for r in records) else 0

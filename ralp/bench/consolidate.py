@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ralp.bench.config import BenchError, RunSpec
@@ -34,7 +35,7 @@ SCENARIOS = ("all-ps", "all-ralp", "mixed")
 
 
 def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
-                  **workload) -> list[RunSpec]:  # fmt: skip
+                  workload_for: Callable[[str], dict]) -> list[RunSpec]:  # fmt: skip
     """The J runs of one scenario, in job order."""
     if scenario not in SCENARIOS:
         raise BenchError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
@@ -47,7 +48,7 @@ def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
         else:
             mode = "ralp-n" if k < (jobs + 1) // 2 else "ps"
         model = models[k % len(models)]
-        runs.append(RunSpec.for_devices(model, mode, devices, **workload).resolved())
+        runs.append(RunSpec.for_devices(model, mode, devices, **workload_for(model)).resolved())
     return runs
 
 
@@ -99,6 +100,9 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                     results[k] = e
                     Path(gates, f"ready-{k}").touch()  # a failed job must not hold the others
                     Path(gates, f"done-{k}").touch()
+                with lock:
+                    bar.update(runs[k].steps - done[k])
+                    done[k] = runs[k].steps
 
             threads = [threading.Thread(target=job, args=(k,), daemon=True)
                        for k in range(len(runs))]  # fmt: skip
@@ -140,25 +144,23 @@ def _gate(gates: str, phase: str, gate: str, jobs: int, fabric):
     return counters
 
 
-def run_consolidation(args, launcher: Launcher) -> int:
+def run_consolidation(args, launcher: Launcher, default: bool) -> int:
     """``--jobs J``: every scenario asked for; prints each job's throughput."""
     from ralp.bench import report
-    from ralp.bench.cli import DEFAULT_MODELS
+    from ralp.bench.cli import DEFAULT_MODELS, workload_for
 
     if launcher.backend != "netns":
         raise BenchError("--jobs needs the netns backend: the jobs must share one shaped link "
                          "(run as root with --backend netns)")  # fmt: skip
     if not launcher.bandwidth:
         raise BenchError("--jobs needs --bandwidth: the rate of the shared link")
-    workload = dict(batch_size=args.batch_size, image_size=args.image_size,
-                    num_classes=args.num_classes, steps=args.steps or 20, warmup=args.warmup,
-                    device_type=args.device_type)  # fmt: skip
     devices = (args.devices or [4])[0]
     models = args.models or list(DEFAULT_MODELS)
     records: list[dict] = []
     try:
         for scenario in args.scenarios or SCENARIOS:
-            runs = scenario_runs(scenario, args.jobs, models, devices, **workload)
+            runs = scenario_runs(scenario, args.jobs, models, devices,
+                                 lambda model: workload_for(args, model, default))  # fmt: skip
             records += run_scenario(scenario, runs, launcher, progress=not args.quiet)
     finally:
         if records:

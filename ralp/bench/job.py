@@ -157,22 +157,29 @@ def link_figures(
     before: Mapping[str, LinkBytes] | None, after: Mapping[str, LinkBytes] | None, steps: int
 ) -> dict:
     """Measured bytes per worker batch on the worker links and on the PS links, and the
-    busiest link's bytes in its busier direction (for the network-bound step time)."""
+    busiest link's bytes (for the network-bound step time).
+
+    The busiest link's bytes count both directions: a PS step pulls the variables, computes,
+    then pushes the gradients, so on the bottleneck link the two directions take turns rather
+    than overlap. ``busiest_link_one_way_bytes`` is its busier direction alone (the bound if
+    they overlapped fully)."""
     if before is None or after is None:
         return {"bytes_per_step_measured": None, "ps_bytes_per_step_measured": None,
-                "busiest_link": None, "busiest_link_bytes": None, "links": None}  # fmt: skip
+                "busiest_link": None, "busiest_link_bytes": None,
+                "busiest_link_one_way_bytes": None, "links": None}  # fmt: skip
     delta = {
         task: LinkBytes(after[task].tx - before[task].tx, after[task].rx - before[task].rx)
         for task in after
     }
     workers = sum(d.total for t, d in delta.items() if t.startswith("worker:"))
     ps = sum(d.total for t, d in delta.items() if t.startswith("ps:"))
-    busiest = max(delta, key=lambda t: max(delta[t].tx, delta[t].rx))
+    busiest = max(delta, key=lambda t: delta[t].total)
     return {
         "bytes_per_step_measured": workers / steps,
         "ps_bytes_per_step_measured": ps / steps,
         "busiest_link": busiest,
-        "busiest_link_bytes": max(delta[busiest].tx, delta[busiest].rx),
+        "busiest_link_bytes": delta[busiest].total,
+        "busiest_link_one_way_bytes": max(delta[busiest].tx, delta[busiest].rx),
         "links": {t: {"tx": d.tx, "rx": d.rx} for t, d in sorted(delta.items())},
     }
 

@@ -66,20 +66,26 @@ class Launcher:
                 raise BenchError(f"the netns backend is unavailable: {reason}")
             if self.bandwidth:
                 parse_bandwidth(self.bandwidth)
+            if self.latency:  # a throwaway host: does this kernel emulate delay (netem)?
+                from ralp.ps_strategy.netns import NetnsFabric
+
+                with NetnsFabric(None, self.latency, prefix=f"rlp{os.getpid()}-probe") as fabric:
+                    fabric.add_host("probe")
 
     @contextlib.contextmanager
     def cluster(self, workers: int, ps: int) -> Iterator[ClusterHandle]:
         if self.backend == "tf-config":
             yield ClusterHandle(self._subset(workers, ps))
-        elif self.backend == "local":
-            task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
+            return
+        task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
+        if self.backend == "local":
             with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type) as c:
                 yield ClusterHandle(c.spec, cluster=c)
         else:
             from ralp.ps_strategy.netns import NetnsCluster
 
             cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
-                                   device_type=self.device_type)  # fmt: skip
+                                   device_type=self.device_type, task_env=task_env)  # fmt: skip
             with cluster:
                 yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
                                     read_links=NamespaceLinks.of(cluster), cluster=cluster)  # fmt: skip

@@ -50,7 +50,8 @@ def derived_figures(record: dict, bits_per_s: float | None) -> dict:
     out = {"bytes_ratio": measured / predicted if measured is not None and predicted else None,
            "network_step_time_s": None}  # fmt: skip
     if bits_per_s and record.get("busiest_link_bytes") is not None:
-        # The busiest link's bytes over the measured steps, at its rate, per worker step.
+        # The busiest link's bytes (both directions) over the measured steps, at its rate,
+        # per worker step: "measured bytes / bandwidth" on the bottleneck.
         seconds = record["busiest_link_bytes"] * 8 / bits_per_s
         out["network_step_time_s"] = seconds * record["workers"] / record["steps"]
     return out

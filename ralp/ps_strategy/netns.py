@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import inspect
 import json
 import os
 import re
@@ -407,6 +406,7 @@ class NetnsCluster:
         latency: str | None = None,
         host_prefix: str = "",
         device_type: str = "cpu",
+        task_env: dict[str, dict[str, str]] | None = None,
         start_timeout: float = 120.0,
     ):
         if workers < 1 or ps < 1:
@@ -416,6 +416,7 @@ class NetnsCluster:
         self.fabric = fabric if fabric is not None else NetnsFabric(bandwidth, latency)
         self.host_prefix = host_prefix
         self.device_type = device_type
+        self.task_env = task_env or {}  # "worker:0" -> extra environment (e.g. its GPU)
         self.start_timeout = start_timeout
         self._hosts: dict[str, Host] = {}  # "worker:0" -> host
         self._cluster: LocalCluster | None = None
@@ -444,22 +445,14 @@ class NetnsCluster:
                 spec=self.spec,
                 start_timeout=self.start_timeout,
                 command_prefix=prefix,
-                **self._device_kwargs(),
+                device_type=self.device_type,
+                task_env=self.task_env,
             )
             self._cluster.start()
         except BaseException:
             self.stop()
             raise
         return self.spec
-
-    def _device_kwargs(self) -> dict[str, str]:
-        if "device_type" in inspect.signature(LocalCluster).parameters:
-            return {"device_type": self.device_type}
-        if self.device_type != "cpu":  # the servers hide GPUs by default: do not pretend
-            raise ClusterError(
-                f"device_type {self.device_type!r}: this LocalCluster only runs tasks on the CPU"
-            )
-        return {}
 
     def stop(self) -> None:
         try:

@@ -126,3 +126,41 @@ def test_measured_bytes_match_the_audit_prediction(mode):
     measured = record["bytes_per_step_measured"]
     assert measured == pytest.approx(predicted, rel=0.10), (measured, predicted)
     assert record["bytes_ratio"] == pytest.approx(1.0, abs=0.10)
+
+
+@pytest.mark.cluster
+def test_tf_config_backend_uses_a_running_cluster_and_leaves_it_running(tmp_path):
+    from ralp.ps_strategy.cluster import LocalCluster
+
+    with LocalCluster(2, 1) as cluster:
+        path = tmp_path / "cluster.json"
+        path.write_text(json.dumps(cluster.spec.as_dict()))
+        out = tmp_path / "tf.json"
+        common = ("--models", "lenet", "--steps", "4", "--warmup", "1", "--num-classes", "10",
+                  "--quiet")  # fmt: skip
+        p = _bench("--backend", "tf-config", "--cluster", str(path), "--modes", "ps", "ralp-n",
+                   "--devices", "2", "--out", str(out), *common)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        records = json.loads(out.read_text())
+        assert [(r["backend"], r["workers"], r["ps"]) for r in records] == [
+            ("tf-config", 1, 1), ("tf-config", 1, 1)]  # fmt: skip
+        assert all(r["images_per_sec"] > 0 for r in records)
+        assert all(cluster.alive().values())  # not ours to stop
+
+        # The chief's TF_CONFIG works as well; a run larger than the cluster is a clear error.
+        env = {**os.environ, "TF_CONFIG": cluster.spec.tf_config("chief", 0)}
+        p = subprocess.run([sys.executable, "-m", "ralp.bench", "--backend", "tf-config",
+                            "--modes", "ralp-n", "--devices", "2", "8", *common],
+                           capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+        assert p.returncode == 1, p.stderr
+        assert "needs 7 workers and 1 PS tasks, but the cluster has 2 and 1" in p.stdout
+        assert all(cluster.alive().values())
+
+
+@needs_netns
+def test_latency_without_netem_fails_before_any_run():
+    p = _bench("--backend", "netns", "--latency", "2ms", "--quiet", timeout=120)
+    if p.returncode == 0:
+        pytest.skip("this kernel has netem: latency emulation works here")
+    assert p.returncode == 2
+    assert "netem" in p.stderr and "Traceback" not in p.stderr

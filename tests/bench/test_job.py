@@ -31,7 +31,8 @@ def test_link_figures_are_deltas_per_step():
     assert f["bytes_per_step_measured"] == (6000 + 6000) / 4
     assert f["ps_bytes_per_step_measured"] == 12000 / 4
     assert f["busiest_link"] == "ps:0"
-    assert f["busiest_link_bytes"] == 10000
+    assert f["busiest_link_bytes"] == 2000 + 10000
+    assert f["busiest_link_one_way_bytes"] == 10000
     assert link_figures(None, None, 4)["bytes_per_step_measured"] is None
 
 
