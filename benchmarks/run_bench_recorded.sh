@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The recorded bench results (issue 4): every command that produced benchmarks/results/bench_*.
-# Needs root (netns backend). On a 2-core machine this takes about 90 minutes in all.
-# Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-500mbit]...
+# Needs root (netns backend). On a 2-core machine this takes about 80 minutes in all.
+# --steps and --warmup count per worker.
+# Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,30 +10,30 @@ PY=.venv/bin/python
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-500mbit)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit)
 
 for part in "${parts[@]}"; do
   case "$part" in
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 4 \
-      --modes ps ralp-h ralp-n --devices 4 --steps 6 --compute-reference --quiet \
+      --modes ps ralp-h ralp-n --devices 4 --steps 3 --warmup 1 --compute-reference --quiet \
       --out $R/bench_vgg11_target.json --plot $R/bench_vgg11_target.png ;;
   22k)  # ImageNet-22K classes enlarge the last FC layer
     $PY -m ralp.bench --backend netns --bandwidth 1gbit --models vgg11 --image-size 64 \
-      --batch-size 8 --num-classes 21841 --modes ps ralp-h ralp-n --devices 4 --steps 8 \
+      --batch-size 8 --num-classes 21841 --modes ps ralp-h ralp-n --devices 4 --steps 4 \
       --compute-reference --quiet --out $R/bench_22k.json --plot $R/bench_22k.png ;;
   consolidation)  # 2 jobs of 4 devices over one shared 1gbit trunk
     for models in "vgg11" "resnet50" "vgg11 resnet50"; do
       tag=$(echo "$models" | tr ' ' '-')
       $PY -m ralp.bench --backend netns --bandwidth 1gbit --jobs 2 --models $models \
-        --image-size 64 --batch-size 8 --steps 8 --quiet \
+        --image-size 64 --batch-size 8 --steps 4 --quiet \
         --out $R/bench_consolidation_$tag.json
     done ;;
-  sweep-1gbit|sweep-500mbit)  # five models scaled to 75 px, N = 4 and 8
+  sweep-1gbit|sweep-10gbit)  # five models scaled to 75 px, N = 4 and 8
     bw=${part#sweep-}
     $PY -m ralp.bench --backend netns --bandwidth $bw \
       --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
-      --modes ps ralp-h ralp-n --devices 4 8 --steps 6 --quiet \
+      --modes ps ralp-h ralp-n --devices 4 8 --steps 3 --quiet \
       --out $R/bench_sweep_$bw.json --plot $R/bench_sweep_$bw.png || true ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac

@@ -27,7 +27,7 @@ DEFAULT_MODES = ("ps", "ralp-n")
 DEFAULT_DEVICES = (4,)
 DEFAULT_IMAGE_SIZE = {"vgg11": 64, "resnet50": 32}
 DEFAULT_BATCH_SIZE = 8
-DEFAULT_RUN_STEPS = 12
+DEFAULT_RUN_STEPS = 5  # per worker
 DEFAULT_BANDWIDTH = "1gbit"
 
 
@@ -55,9 +55,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")  # fmt: skip
     p.add_argument("--image-size", type=positive_int, help="scale the models' input down "
                    "(default: each model's benchmark size)")  # fmt: skip
-    p.add_argument("--steps", type=positive_int, help=f"measured steps (default {DEFAULT_STEPS})")
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up steps before "
-                   f"measuring (default {DEFAULT_WARMUP}, at least 2 per worker)")  # fmt: skip
+    p.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
+                   f"{DEFAULT_STEPS}; {DEFAULT_RUN_STEPS} in the default comparison)")  # fmt: skip
+    p.add_argument("--warmup", type=positive_int, default=DEFAULT_WARMUP, help="warm-up steps "
+                   f"per worker before measuring (default {DEFAULT_WARMUP})")  # fmt: skip
     p.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: each task uses its GPU, the RALP PS included")  # fmt: skip
     p.add_argument("--backend", choices=(*BACKENDS, "auto"), default="auto",

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, replace
 
 MODES = ("ps", "ralp-h", "ralp-n")
 BACKENDS = ("local", "netns", "tf-config")
-DEFAULT_STEPS = 100  # measured steps, as in the paper
-DEFAULT_WARMUP = 5
+DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
+DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
 
 
 class BenchError(ValueError):
@@ -51,6 +51,8 @@ class RunSpec:
 
     ``image_size``/``batch_size`` None mean the model's benchmark defaults. ``devices`` is what
     the mode was given (N); ``workers`` + ``ps`` may be fewer (ralp-h leaves devices idle).
+    ``steps`` and ``warmup`` count per worker, as tf_cnn_benchmarks' ``num_batches`` does: a
+    run measures ``steps x workers`` batches in all.
     """
 
     model: str
@@ -97,6 +99,14 @@ class RunSpec:
         return replace(
             self, image_size=image, batch_size=self.batch_size or spec.default_batch_size
         )
+
+    @property
+    def measured_steps(self) -> int:
+        return self.steps * self.workers
+
+    @property
+    def warmup_steps(self) -> int:
+        return max(self.warmup, 1) * self.workers
 
     @property
     def label(self) -> str:

@@ -62,7 +62,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
                          trunk_bandwidth=launcher.bandwidth)  # fmt: skip
     results: list[dict | Exception | None] = [None] * len(runs)
-    bar = tqdm(total=sum(r.steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
+    bar = tqdm(total=sum(r.measured_steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
                disable=not progress, dynamic_ncols=True)  # fmt: skip
     lock = threading.Lock()
     done = [0] * len(runs)
@@ -101,8 +101,8 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                     Path(gates, f"ready-{k}").touch()  # a failed job must not hold the others
                     Path(gates, f"done-{k}").touch()
                 with lock:
-                    bar.update(runs[k].steps - done[k])
-                    done[k] = runs[k].steps
+                    bar.update(runs[k].measured_steps - done[k])
+                    done[k] = runs[k].measured_steps
 
             threads = [threading.Thread(target=job, args=(k,), daemon=True)
                        for k in range(len(runs))]  # fmt: skip

@@ -65,10 +65,11 @@ def bench_job(
 
     dataset_fn = synthetic_dataset_fn(run.image_size, B, run.num_classes, run.seed)
     # Every worker traces nothing (the coordinator does) but builds and runs its graph on its
-    # first step: warm up with at least two steps per worker so none of that is measured.
+    # first step: warm up with at least one step per worker so none of that is measured.
     report_progress(("phase", "warm-up"))
-    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=max(run.warmup, 2 * W), batch_size=B,
+    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps, batch_size=B,
                 verbose=0)  # fmt: skip
+    steps = run.measured_steps
 
     if barrier is not None:
         report_progress(("phase", "waiting for the other jobs"))
@@ -79,7 +80,7 @@ def bench_job(
     start = time.perf_counter()
     history = trainer.fit(
         dataset_fn=dataset_fn,
-        steps_per_epoch=run.steps,
+        steps_per_epoch=steps,
         batch_size=B,
         verbose=0,
         callbacks=[_ProgressCallback(report_progress)],
@@ -99,12 +100,13 @@ def bench_job(
         "profiler_verdict": prof.verdict,
         "skewness": prof.skewness,
         "wall_s": wall,
-        **timing(history.step_end_times, start, run.steps, W, B),
+        "measured_steps": steps,
+        **timing(history.step_end_times, start, steps, W, B),
         "bytes_per_step_predicted": float(predicted.worker_link.total),
         "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
         "final_loss": float(history.step_losses[-1]) if history.step_losses else None,
     }
-    record.update(link_figures(before, after, run.steps))
+    record.update(link_figures(before, after, steps))
     return record
 
 

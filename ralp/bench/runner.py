@@ -53,7 +53,7 @@ def derived_figures(record: dict, bits_per_s: float | None) -> dict:
         # The busiest link's bytes (both directions) over the measured steps, at its rate,
         # per worker step: "measured bytes / bandwidth" on the bottleneck.
         seconds = record["busiest_link_bytes"] * 8 / bits_per_s
-        out["network_step_time_s"] = seconds * record["workers"] / record["steps"]
+        out["network_step_time_s"] = seconds * record["workers"] / record["measured_steps"]
     return out
 
 
@@ -84,7 +84,7 @@ def run_all(
     if compute_reference and launcher.backend == "netns":
         local = Launcher("local", device_type=launcher.device_type)
         plan += [(run, local) for run in runs]
-    total = sum(run.steps for run, _ in plan)
+    total = sum(run.measured_steps for run, _ in plan)
     bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True)
     records, references = [], {}
     try:
@@ -100,7 +100,7 @@ def run_all(
                     bar.update(base + value - bar.n)
 
             record = measure(run, where, on_progress)
-            bar.update(done_before + run.steps - bar.n)
+            bar.update(done_before + run.measured_steps - bar.n)
             if where is launcher:
                 records.append(record)
                 if on_record:

@@ -164,3 +164,45 @@ def test_latency_without_netem_fails_before_any_run():
         pytest.skip("this kernel has netem: latency emulation works here")
     assert p.returncode == 2
     assert "netem" in p.stderr and "Traceback" not in p.stderr
+
+
+def _started_by(pid: int) -> list[int]:
+    """Processes still alive that were launched for the bench process ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if (
+                b"--parent-pid" in args
+                and args[args.index(b"--parent-pid") + 1] == str(pid).encode()
+            ):
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.cluster
+def test_ctrl_c_mid_run_stops_every_task_and_namespace():
+    import signal
+    import time
+
+    backend = "netns" if NETNS is None else "local"
+    p = subprocess.Popen([sys.executable, "-m", "ralp.bench", "--backend", backend, "--models",
+                          "lenet", "--modes", "ps", "--devices", "2", "--steps", "100000",
+                          "--num-classes", "10"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not _started_by(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _started_by(p.pid), "the bench started no task"
+    time.sleep(15)  # well into the run
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err
+    assert _started_by(p.pid) == []
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{p.pid}-" not in listing

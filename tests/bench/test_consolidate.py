@@ -48,7 +48,7 @@ def test_two_jobs_share_one_trunk_and_each_reports_its_throughput(tmp_path):
         assert r["images_per_sec"] > 0 and r["error"] is None
         assert r["bytes_ratio"] == pytest.approx(1.0, abs=0.10)
     # Every worker <-> PS byte of both jobs crossed the one trunk.
-    both = sum(r["bytes_per_step_measured"] * r["steps"] for r in records)
+    both = sum(r["bytes_per_step_measured"] * r["measured_steps"] for r in records)
     assert records[0]["trunk_bytes_measured"] >= 0.9 * both
     assert "scenario mixed" in p.stdout
     assert _namespaces() <= before  # the run removed every namespace it made

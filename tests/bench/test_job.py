@@ -38,7 +38,7 @@ def test_link_figures_are_deltas_per_step():
 
 def test_derived_figures_and_bound_ratio():
     record = {"model": "m", "mode": "ralp-n", "devices": 4, "workers": 3, "ps": 1,
-              "batch_size": 8, "image_size": 32, "num_classes": 10, "steps": 30,
+              "batch_size": 8, "image_size": 32, "num_classes": 10, "steps": 10, "measured_steps": 30,
               "bytes_per_step_measured": 1.05e6, "bytes_per_step_predicted": 1.0e6,
               "busiest_link_bytes": 12.5e6, "step_time_s": 2.0, "error": None}  # fmt: skip
     d = derived_figures(record, bits_per_s=100e6)
