@@ -78,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
     p.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--show", metavar="JSON", help="run nothing: print the table of saved "
+                   "results (and write --plot/--csv from them)")  # fmt: skip
     return p
 
 
@@ -152,6 +154,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     # SIGTERM ends the run like Ctrl-C: every cluster, namespace and process is cleaned up.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        if args.show:
+            return _show(args)
         return _run(args, default)
     except (UsageError, BenchError, ClusterError) as e:
         return fail(PROG, str(e))
@@ -199,6 +203,29 @@ def _run(args, default: bool) -> int:
             for path in report.write_outputs(records, args.out, args.csv, args.plot):
                 print(f"wrote {path}")
     return 1 if any(r.get("error") for r in records) else 0
+
+
+def _show(args) -> int:
+    from ralp.bench import report
+
+    try:
+        with open(args.show) as f:
+            records = json.load(f)
+    except OSError as e:
+        raise UsageError(f"cannot read --show {args.show!r}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--show {args.show!r} is not JSON: {e}") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise UsageError(f"--show {args.show!r} is not a list of bench records")
+    consolidated = [r for r in records if r.get("job") is not None]
+    plain = [r for r in records if r.get("job") is None]
+    if plain:
+        print(report.to_table(report.add_speedups(plain)))
+    if consolidated:
+        print(report.consolidation_table(consolidated))
+    for path in report.write_outputs(records, None, args.csv, args.plot):
+        print(f"wrote {path}")
+    return 0
 
 
 def _raise_interrupt(signum, frame):

@@ -3,9 +3,8 @@
 A run is one record (a plain dict, keys in :data:`RECORD_KEYS` order) per (model, mode, devices).
 This module only formats records; :func:`add_speedups` is its one computation.
 
-``import ralp.bench.report`` stays cheap: matplotlib is imported inside :func:`plot`, and the
-text helpers of :mod:`ralp.profiler.render` inside the functions that use them, because importing
-that module loads TensorFlow (through the profiler) and re-rendering saved JSON should not.
+``import ralp.bench.report`` stays cheap (no TensorFlow; matplotlib only inside :func:`plot`),
+so re-rendering saved JSON is quick.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from statistics import fmean
+
+from ralp._text import human_bytes, text_grid
 
 RECORD_KEYS: tuple[str, ...] = (
     "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
@@ -82,7 +83,6 @@ def _mean_std(mean: float | None, std: float | None, spec: str) -> str:
 
 
 def _bytes(n: float | None) -> str:
-    from ralp.profiler.render import human_bytes  # lazy: see the module docstring
 
     return "-" if n is None else human_bytes(n)
 
@@ -155,7 +155,6 @@ def _error_line(id_cells: list[str], message: str, width: int) -> str:
 
 def to_table(records: Sequence[dict]) -> str:
     """One row per record in the given order, a labelled rule where (model, network) changes."""
-    from ralp.profiler.render import text_grid  # lazy: see the module docstring
 
     if not records:
         return "(no records)"
@@ -307,8 +306,6 @@ def _bytes_source(cells_of_bar: list[dict]) -> tuple[float | None, bool]:
 def _draw_bytes(ax, groups, positions, modes, cells, colors) -> tuple[bool, bool]:
     """Bars of bytes per step; returns whether any bar was measured and any was predicted."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    from ralp.profiler.render import human_bytes  # lazy: see the module docstring
 
     width, offsets = _bar_offsets(len(modes))
     any_measured = any_predicted = False
@@ -474,7 +471,6 @@ def consolidation_table(records: Sequence[dict]) -> str:
     Consolidation records are those with a ``job``; they carry a ``scenario`` name. Totals
     count successful jobs only; an ``all-ps`` scenario, when present, is the reference.
     """
-    from ralp.profiler.render import text_grid  # lazy: see the module docstring
 
     scenarios: dict[str, list[dict]] = {}
     for r in records:

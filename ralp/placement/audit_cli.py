@@ -60,7 +60,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def to_text(r: dict) -> str:
-    from ralp.profiler.render import human_bytes, text_grid
+    from ralp._text import human_bytes, text_grid
 
     lines = [
         f"Audit of {r['model']} (image {r['image_size']}, batch {r['batch_size']}) in mode "

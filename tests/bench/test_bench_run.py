@@ -206,3 +206,24 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
     assert _started_by(p.pid) == []
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}-" not in listing
+
+
+def test_show_reprints_saved_results_without_running(tmp_path):
+    from ralp.bench.report import RECORD_KEYS
+
+    record = dict.fromkeys(RECORD_KEYS)
+    record.update(model="vgg11", mode="ps", devices=4, workers=2, ps=2, backend="netns",
+                  bandwidth="1gbit", batch_size=8, image_size=64, num_classes=1000, steps=5,
+                  warmup=2, images_per_sec=5.0, images_per_sec_std=0.1, step_time_s=3.1,
+                  step_time_std_s=0.1, bytes_per_step_measured=3.09e8,
+                  bytes_per_step_predicted=3.08e8, bytes_ratio=1.003)  # fmt: skip
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps([record]))
+    p = _bench("--show", str(saved), "--plot", str(tmp_path / "r.png"), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "vgg11" in p.stdout and "1.003" in p.stdout
+    assert (tmp_path / "r.png").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    p = _bench("--show", str(bad), timeout=60)
+    assert p.returncode == 2 and "not a list of bench records" in p.stderr
