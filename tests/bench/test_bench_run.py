@@ -192,8 +192,11 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
     backend = "netns" if NETNS is None else "local"
     p = subprocess.Popen([sys.executable, "-m", "ralp.bench", "--backend", backend, "--models",
                           "lenet", "--modes", "ps", "--devices", "2", "--steps", "100000",
-                          "--num-classes", "10"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+                          "--num-classes", "10", "--quiet"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         # As from a terminal: a shell running tests in the background hands
+                         # its children SIGINT ignored, and Python then keeps ignoring it.
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 120
     while not _started_by(p.pid) and time.monotonic() < deadline:
         time.sleep(0.5)
