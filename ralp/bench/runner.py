@@ -8,7 +8,6 @@ record with its error; the runs before and after it still count.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ralp.bench.config import RunSpec
 from ralp.bench.job import bench_job
@@ -129,7 +128,3 @@ def _empty_figures() -> dict:
 def _short(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0][:300] if text else type(error).__name__
-
-
-def with_steps(runs: Sequence[RunSpec], steps: int, warmup: int) -> list[RunSpec]:
-    return [replace(r, steps=steps, warmup=warmup) for r in runs]
