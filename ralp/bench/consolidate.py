@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ralp.bench.config import BenchError, RunSpec
 from ralp.bench.job import Barrier, bench_job
-from ralp.bench.launcher import Launcher, NamespaceLinks
+from ralp.bench.launcher import Launcher
 from ralp.bench.runner import RUN_TIMEOUT_S, derived_figures
 from ralp.ps_strategy.fresh_process import run_in_fresh_process
 
@@ -91,7 +91,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
 
                 try:
                     results[k] = run_in_fresh_process(
-                        bench_job, clusters[k].spec, runs[k], NamespaceLinks.of(clusters[k]),
+                        bench_job, clusters[k].spec, runs[k], clusters[k].link_reader(),
                         Barrier(gates, k), netns=clusters[k].chief_namespace,
                         on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                         env={"CUDA_VISIBLE_DEVICES": "-1"},

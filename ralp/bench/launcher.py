@@ -88,7 +88,7 @@ class Launcher:
                                    device_type=self.device_type, task_env=task_env)  # fmt: skip
             with cluster:
                 yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
-                                    read_links=NamespaceLinks.of(cluster), cluster=cluster)  # fmt: skip
+                                    read_links=cluster.link_reader(), cluster=cluster)  # fmt: skip
 
     def _subset(self, workers: int, ps: int) -> ClusterSpec:
         spec = self.cluster_spec
@@ -101,25 +101,6 @@ class Launcher:
             )
         # The coordinator may use any subset of the running servers (verified with TF 2.21).
         return ClusterSpec(spec.chief, spec.workers[:workers], spec.ps[:ps])
-
-
-@dataclass(frozen=True)
-class NamespaceLinks:
-    """Reads each task's link counters (its ``eth0`` in its namespace). Picklable, so the
-    coordinator process reads them itself, right at the edges of the measured steps."""
-
-    switch_namespace: str
-    hosts: tuple[tuple[str, str], ...]  # ("worker:0", host name on the fabric)
-
-    @classmethod
-    def of(cls, cluster) -> NamespaceLinks:
-        return cls(cluster.fabric.switch_namespace, tuple(cluster.task_hosts().items()))
-
-    def __call__(self):
-        from ralp.ps_strategy.netns import read_link_bytes
-
-        counts = read_link_bytes(self.switch_namespace, [host for _, host in self.hosts])
-        return {task: counts[host] for task, host in self.hosts}
 
 
 def _gpu_env(workers: int, ps: int) -> dict[str, dict[str, str]]:

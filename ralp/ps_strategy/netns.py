@@ -386,6 +386,18 @@ class NetnsFabric:
             os.close(fd)
 
 
+@dataclass(frozen=True)
+class TaskLinks:
+    """Reads the link counters of a cluster's tasks ("worker:0" -> bytes) on one fabric."""
+
+    switch_namespace: str
+    hosts: tuple[tuple[str, str], ...]  # (task, host name on the fabric)
+
+    def __call__(self) -> dict[str, LinkBytes]:
+        counts = read_link_bytes(self.switch_namespace, [host for _, host in self.hosts])
+        return {task: counts[host] for task, host in self.hosts}
+
+
 class NetnsCluster:
     """A PS cluster whose chief, workers and PS tasks each live in their own namespace on one
     NetnsFabric: real ``python -m ralp.server`` processes (via ``LocalCluster`` with the
@@ -483,8 +495,13 @@ class NetnsCluster:
         return {task: host.name for task, host in self._hosts.items()}
 
     def link_bytes(self) -> dict[str, LinkBytes]:
-        counts = self.fabric.link_bytes([h.name for h in self._hosts.values()])
-        return {task: counts[host.name] for task, host in self._hosts.items()}
+        return self.link_reader()()
+
+    def link_reader(self) -> TaskLinks:
+        """A picklable reader of this cluster's link counters, keyed by task: a coordinator in
+        another process reads them itself, right at the edges of its measured steps."""
+        hosts = tuple((task, host.name) for task, host in self._hosts.items())
+        return TaskLinks(self.fabric.switch_namespace, hosts)
 
     @property
     def pids(self) -> dict[str, int]:
