@@ -15,7 +15,15 @@ import sys
 from collections.abc import Sequence
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
-from ralp.bench.config import BACKENDS, DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError, RunSpec
+from ralp.bench.config import (
+    BACKENDS,
+    DATA,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    MODES,
+    BenchError,
+    RunSpec,
+)
 from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
 
 PROG = "python -m ralp.bench"
@@ -51,8 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")  # fmt: skip
-    p.add_argument("--num-classes", type=positive_int, default=1000,
-                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")  # fmt: skip
+    p.add_argument("--num-classes", type=positive_int,
+                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K); 10 with --data "
+                   "digits")  # fmt: skip
+    p.add_argument("--data", choices=DATA, default="synthetic",
+                   help="synthetic batches (default) or the real scikit-learn digits, resized "
+                   "to --image-size and sharded over the workers")  # fmt: skip
     p.add_argument("--image-size", type=positive_int, help="scale the models' input down "
                    "(default: each model's benchmark size)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
@@ -66,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                    "cluster); auto: netns if available, else local")  # fmt: skip
     p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit")
     p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
+    p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
+                   "host file ('host slots=N' lines); ranks are started over ssh")  # fmt: skip
     p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
                    '({"chief": [...], "worker": [...], "ps": [...]}); default: TF_CONFIG')  # fmt: skip
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
@@ -117,7 +131,8 @@ def workload_for(args, model: str, default: bool) -> dict:
     return dict(
         batch_size=args.batch_size or (DEFAULT_BATCH_SIZE if default else None),
         image_size=args.image_size or (DEFAULT_IMAGE_SIZE.get(model) if default else None),
-        num_classes=args.num_classes,
+        num_classes=args.num_classes or (10 if args.data == "digits" else 1000),
+        data=args.data,
         steps=args.steps or (DEFAULT_RUN_STEPS if default else DEFAULT_STEPS),
         warmup=args.warmup,
         device_type=args.device_type,
@@ -137,7 +152,10 @@ def _runs(args, default: bool) -> list[RunSpec]:
         workload = workload_for(args, model, default)
         for n in args.devices or DEFAULT_DEVICES:
             for mode in modes:
-                if args.workers or args.ps:
+                if args.workers and mode == "horovod":
+                    w = args.workers
+                    runs.append(RunSpec(model, mode, w, w, 0, **workload).resolved())
+                elif args.workers or args.ps:
                     w, ps = args.workers or 1, args.ps or 1
                     runs.append(RunSpec(model, mode, w + ps, w, ps, **workload).resolved())
                 else:
@@ -174,14 +192,17 @@ def _run(args, default: bool) -> int:
     bandwidth = args.bandwidth
     if backend == "netns" and bandwidth is None:
         bandwidth = DEFAULT_BANDWIDTH
+    modes = set(args.modes or DEFAULT_MODES)
+    ps_on_cluster = backend == "tf-config" and (modes - {"horovod"} or args.jobs)
     launcher = Launcher(
         backend,
         bandwidth=bandwidth,
         latency=args.latency,
         device_type=args.device_type,
-        cluster_spec=_cluster_spec(args) if backend == "tf-config" else None,
+        cluster_spec=_cluster_spec(args) if ps_on_cluster else None,
+        hostfile=args.hostfile,
     )
-    launcher.check()
+    launcher.check(modes)
     if args.jobs:
         from ralp.bench.consolidate import run_consolidation
 

@@ -8,14 +8,19 @@ mode       workers + PS   why
 ps         N/2 + N/2      plain ParameterServerStrategy, common practice
 ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
 ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
+horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
 =========  =============  ======================================================
+
+Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
+(scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-MODES = ("ps", "ralp-h", "ralp-n")
+MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
 DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
@@ -29,6 +34,10 @@ def resources(mode: str, devices: int) -> tuple[int, int]:
     """(workers, ps) for ``mode`` on ``devices`` devices."""
     if mode not in MODES:
         raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode == "horovod":
+        if devices < 2:
+            raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
+        return devices, 0
     if mode == "ps":
         if devices < 2 or devices % 2:
             raise BenchError(
@@ -67,20 +76,33 @@ class RunSpec:
     warmup: int = DEFAULT_WARMUP
     device_type: str = "cpu"
     seed: int = 0
+    data: str = "synthetic"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
-        if self.workers < 1 or self.ps < 1:
+        if self.mode == "horovod":
+            if self.workers < 1 or self.ps != 0:
+                raise BenchError(f"mode 'horovod' runs workers only (no PS task), got "
+                                 f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+            if self.device_type != "cpu":
+                raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
+                                 "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
+        elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")  # fmt: skip
-        if self.mode != "ps" and self.ps != 1:
+        if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
             # BRIEF §4: several PS tasks for RALP (activations of many workers) is future work.
             raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
         if self.steps < 1 or self.warmup < 0:
             raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
         if self.device_type not in ("cpu", "gpu"):
             raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+        if self.data not in DATA:
+            raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
+        if self.data == "digits" and self.num_classes != 10:
+            raise BenchError(f"the digits have 10 classes: use --num-classes 10 with --data "
+                             f"digits, got {self.num_classes}")  # fmt: skip
 
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:

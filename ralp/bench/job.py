@@ -36,7 +36,6 @@ def bench_job(
     import keras
 
     from ralp.models import build_model
-    from ralp.models.synthetic import synthetic_dataset_fn
     from ralp.profiler.api import profile
     from ralp.profiler.bytes_model import ps_traffic, ralp_traffic
     from ralp.ps_strategy.fresh_process import report_progress
@@ -63,7 +62,7 @@ def bench_job(
     else:
         predicted = ralp_traffic(prof.table, plan.offloaded, W, run.ps)
 
-    dataset_fn = synthetic_dataset_fn(run.image_size, B, run.num_classes, run.seed)
+    dataset_fn = dataset_fn_for(run)
     # Every worker traces nothing (the coordinator does) but builds and runs its graph on its
     # first step: warm up with at least one step per worker so none of that is measured.
     report_progress(("phase", "warm-up"))
@@ -108,6 +107,17 @@ def bench_job(
     }
     record.update(link_figures(before, after, steps))
     return record
+
+
+def dataset_fn_for(run: RunSpec):
+    """The per-worker dataset function of a resolved run's ``data``."""
+    if run.data == "digits":
+        from ralp.models.digits import digits_dataset_fn
+
+        return digits_dataset_fn(run.image_size, run.batch_size, run.seed)
+    from ralp.models.synthetic import synthetic_dataset_fn
+
+    return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed)
 
 
 @dataclass(frozen=True)

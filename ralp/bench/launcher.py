@@ -8,6 +8,9 @@
 - ``tf-config``: a real cluster that is already running ``python -m ralp.server`` on each
   host; the bench is the chief. A run uses the first workers and PS tasks it needs.
 
+Mode ``horovod`` starts no PS cluster: :mod:`ralp.baselines.horovod_launch` starts its ranks
+with horovodrun (local; on a real cluster from ``hostfile``) or in namespaces (netns).
+
 Each backend gives a :class:`ClusterHandle` in a ``with`` block and stops what it started when
 the block ends, also on errors and Ctrl-C.
 """
@@ -45,6 +48,7 @@ class Launcher:
     latency: str | None = None  # netns only (needs the kernel's netem)
     device_type: str = "cpu"
     cluster_spec: ClusterSpec | None = None  # tf-config: the running cluster
+    hostfile: str | None = None  # tf-config, mode horovod: horovodrun's host file
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -52,12 +56,29 @@ class Launcher:
         if self.backend != "netns" and (self.bandwidth or self.latency):
             raise BenchError(f"--bandwidth and --latency shape simulated links: they need the "
                              f"netns backend, not {self.backend!r}")  # fmt: skip
-        if self.backend == "tf-config" and self.cluster_spec is None:
+        if self.backend == "tf-config" and self.cluster_spec is None and self.hostfile is None:
             raise BenchError("the tf-config backend needs the cluster: set TF_CONFIG (with "
-                             "task type 'chief') or pass --cluster FILE")  # fmt: skip
+                             "task type 'chief') or pass --cluster FILE (PS modes), or "
+                             "--hostfile FILE (mode horovod)")  # fmt: skip
+        if self.hostfile and self.backend != "tf-config":
+            raise BenchError("--hostfile names a real cluster's hosts for mode horovod: use it "
+                             "with --backend tf-config")  # fmt: skip
 
-    def check(self) -> None:
-        """Fail now, before any run, if the backend cannot work on this machine."""
+    def check(self, modes=()) -> None:
+        """Fail now, before any run, if the backend (or Horovod, for mode horovod) cannot work
+        on this machine."""
+        if "horovod" in modes:
+            from ralp.baselines.horovod_launch import horovod_unavailable_reason
+
+            reason = horovod_unavailable_reason()
+            if reason:
+                raise BenchError(f"mode horovod is unavailable: {reason}")
+            if self.backend == "tf-config" and not self.hostfile:
+                raise BenchError("mode horovod on a real cluster needs its hosts: pass "
+                                 "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")  # fmt: skip
+        if self.backend == "tf-config" and self.cluster_spec is None and set(modes) - {"horovod"}:
+            raise BenchError("the PS modes on the tf-config backend need the cluster: set "
+                             "TF_CONFIG (task type 'chief') or pass --cluster FILE")  # fmt: skip
         if self.backend == "netns":
             from ralp.ps_strategy.netns import netns_unavailable_reason, parse_bandwidth
 

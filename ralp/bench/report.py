@@ -20,12 +20,12 @@ from ralp._text import human_bytes, text_grid
 
 RECORD_KEYS: tuple[str, ...] = (
     "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
-    "batch_size", "image_size", "num_classes", "steps", "warmup",
+    "batch_size", "image_size", "num_classes", "data", "steps", "warmup",
     "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
     "compute_step_time_s", "network_step_time_s", "bound_ratio",
-    "speedup_vs_ps", "error",
+    "speedup_vs_ps", "speedup_vs_horovod", "error",
 )  # fmt: skip
 
 MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod")
@@ -33,7 +33,7 @@ MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horov
 BASELINE_MODE = "ps"
 # Fields a record must share with a plain-PS record to be compared with it: the same workload
 # on the same network. ``_consolidated`` keeps jobs that shared a cluster apart from solo runs.
-SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "backend", "bandwidth")
+SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth")
 MAX_WIDTH = 120
 
 
@@ -53,19 +53,20 @@ def _ok(r: dict) -> bool:
 
 
 def add_speedups(records: list[dict]) -> list[dict]:
-    """Fill ``speedup_vs_ps`` in place (and return ``records``, for chaining).
+    """Fill ``speedup_vs_ps`` and ``speedup_vs_horovod`` in place (and return ``records``).
 
-    The reference is the first successful ``ps`` record with the same :data:`SPEEDUP_KEY`
-    (solo runs and consolidation jobs are never mixed); None where there is none, or for a
-    failed record.
+    The reference is the first successful ``ps`` (``horovod``) record with the same
+    :data:`SPEEDUP_KEY` (solo runs and consolidation jobs are never mixed); None where there
+    is none, or for a failed record.
     """
-    baseline: dict[tuple, float] = {}
-    for r in records:
-        if r.get("mode") == BASELINE_MODE and _ok(r) and r["images_per_sec"] > 0:
-            baseline.setdefault(_speedup_key(r), r["images_per_sec"])
-    for r in records:
-        ref = baseline.get(_speedup_key(r))
-        r["speedup_vs_ps"] = r["images_per_sec"] / ref if ref and _ok(r) else None
+    for mode, field in ((BASELINE_MODE, "speedup_vs_ps"), ("horovod", "speedup_vs_horovod")):
+        baseline: dict[tuple, float] = {}
+        for r in records:
+            if r.get("mode") == mode and _ok(r) and r["images_per_sec"] > 0:
+                baseline.setdefault(_speedup_key(r), r["images_per_sec"])
+        for r in records:
+            ref = baseline.get(_speedup_key(r))
+            r[field] = r["images_per_sec"] / ref if ref and _ok(r) else None
     return records
 
 
@@ -103,8 +104,9 @@ def _mode_cell(r: dict) -> str:
 
 TABLE_HEADER = ["model", "N", "mode", "W+PS", "img/s", "vs PS", "step s", "B/step meas",
                 "B/step pred", "meas/pred", "bound"]  # fmt: skip
+HOROVOD_COLUMN = 6  # "vs hvd" goes after "vs PS" when some record ran Horovod
 _ID_COLUMNS = 4  # model, N, mode, W+PS: the cells a failed run still has
-_RIGHT = {1, 3, 4, 5, 6, 7, 8, 9}  # numeric columns, right-aligned even when some cells are "-"
+_RIGHT = {1, 3, 4, 5, 6, 7, 8, 9, 10}  # numeric columns, right-aligned even when some are "-"
 
 
 def _id_cells(r: dict) -> list[str]:
@@ -112,8 +114,8 @@ def _id_cells(r: dict) -> list[str]:
             f"{r.get('workers')}+{r.get('ps')}"]  # fmt: skip
 
 
-def _table_row(r: dict) -> list[str]:
-    return [
+def _table_row(r: dict, with_horovod: bool = False) -> list[str]:
+    row = [
         *_id_cells(r),
         _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"),
         _num(r.get("speedup_vs_ps"), ".2f"),
@@ -123,6 +125,9 @@ def _table_row(r: dict) -> list[str]:
         _num(r.get("bytes_ratio"), ".3f"),
         _bound(r),
     ]
+    if with_horovod:
+        row.insert(HOROVOD_COLUMN, _num(r.get("speedup_vs_horovod"), ".2f"))
+    return row
 
 
 def _pad(rows: list[list[str]], right: set[int]) -> list[list[str]]:
@@ -158,9 +163,13 @@ def to_table(records: Sequence[dict]) -> str:
 
     if not records:
         return "(no records)"
+    with_horovod = any(r.get("mode") == "horovod" for r in records)
+    header = list(TABLE_HEADER)
+    if with_horovod:
+        header.insert(HOROVOD_COLUMN, "vs hvd")
     # Failed runs take part in the identity columns' widths, so their rows line up too.
-    cells = [_table_row(r) if not r.get("error") else _id_cells(r) for r in records]
-    padded = _pad([TABLE_HEADER, *cells], _RIGHT)
+    cells = [_table_row(r, with_horovod) if not r.get("error") else _id_cells(r) for r in records]
+    padded = _pad([header, *cells], _RIGHT)
     header, body = padded[0], padded[1:]
     ok_rows = [row for row, r in zip(body, records, strict=True) if not r.get("error")]
     grid = text_grid(header, ok_rows)

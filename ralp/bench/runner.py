@@ -29,6 +29,8 @@ def bits_per_second(bandwidth: str | None) -> float | None:
 def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = None) -> dict:
     """One run on a fresh cluster; a record (with ``error`` set if it failed)."""
     base = {"backend": launcher.backend, "bandwidth": launcher.bandwidth, "job": None}
+    if run.mode == "horovod":
+        return _measure_horovod(run, launcher, on_progress, base)
     try:
         with launcher.cluster(run.workers, run.ps) as handle:
             fields = run_in_fresh_process(
@@ -37,6 +39,20 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 env={"CUDA_VISIBLE_DEVICES": "-1"},  # the coordinator computes nothing
             )  # fmt: skip
     except (ChildError, ClusterError) as e:
+        return {**run.resolved().to_dict(), **base, **_empty_figures(), "error": _short(e)}
+    record = {**_empty_figures(), **fields, **base, "error": None}
+    record.update(derived_figures(record, bits_per_second(launcher.bandwidth)))
+    return record
+
+
+def _measure_horovod(run: RunSpec, launcher: Launcher, on_progress, base: dict) -> dict:
+    from ralp.baselines.horovod_launch import HorovodRunError, run_bench_job
+
+    try:
+        fields = run_bench_job(run, launcher.backend, bandwidth=launcher.bandwidth,
+                               latency=launcher.latency, hostfile=launcher.hostfile,
+                               on_progress=on_progress, timeout=RUN_TIMEOUT_S)  # fmt: skip
+    except (HorovodRunError, ClusterError) as e:
         return {**run.resolved().to_dict(), **base, **_empty_figures(), "error": _short(e)}
     record = {**_empty_figures(), **fields, **base, "error": None}
     record.update(derived_figures(record, bits_per_second(launcher.bandwidth)))
@@ -114,14 +130,14 @@ def run_all(
 
 def _key(record: dict) -> tuple:
     return tuple(record[k] for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
-                                     "image_size", "num_classes"))  # fmt: skip
+                                     "image_size", "num_classes", "data"))  # fmt: skip
 
 
 def _empty_figures() -> dict:
     keys = ("images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
             "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
             "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted", "compute_step_time_s",
-            "network_step_time_s", "bound_ratio", "speedup_vs_ps")  # fmt: skip
+            "network_step_time_s", "bound_ratio", "speedup_vs_ps", "speedup_vs_horovod")  # fmt: skip
     return dict.fromkeys(keys)
 
 
