@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The recorded bench results (issue 4): every command that produced benchmarks/results/bench_*.
-# Needs root (netns backend). On a 2-core machine this takes about 80 minutes in all.
-# --steps and --warmup count per worker.
-# Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit]...
+# The recorded bench results (issues 4 and 5): every command that produced
+# benchmarks/results/bench_*. Needs root (netns backend) and Horovod (./scripts/setup.sh).
+# On a 2-core machine this takes about 110 minutes in all. --steps and --warmup count per worker.
+# Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit|
+#                                          horovod-1gbit|horovod-10gbit]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ PY=.venv/bin/python
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -35,6 +36,11 @@ for part in "${parts[@]}"; do
       --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
       --modes ps ralp-h ralp-n --devices 4 8 --steps 3 --quiet \
       --out $R/bench_sweep_$bw.json --plot $R/bench_sweep_$bw.png || true ;;
+  horovod-1gbit|horovod-10gbit)  # RALP-N vs Horovod ring allreduce vs plain PS (issue 5)
+    bw=${part#horovod-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw --models vgg11 alexnet resnet50 \
+      --image-size 75 --batch-size 8 --modes ps ralp-n horovod --devices 4 8 --steps 3 --quiet \
+      --out $R/bench_horovod_$bw.json --plot $R/bench_horovod_$bw.png || true ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -58,6 +58,9 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
         (["--backend", "local", "--jobs", "2"], "--jobs needs the netns backend"),
         (["--backend", "local", "--modes", "ps", "--devices", "3"], "N must be even"),
         (["--backend", "local", "--models", "alexnet", "--image-size", "32"], "image-size >= 67"),
+        (["--backend", "tf-config", "--modes", "horovod"], "--hostfile FILE (mode horovod)"),
+        (["--backend", "local", "--hostfile", "hosts.txt"], "use it with --backend tf-config"),
+        (["--backend", "local", "--data", "digits", "--num-classes", "1000"], "10 classes"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):

@@ -37,3 +37,26 @@ def test_resolved_fills_the_model_defaults_and_checks_the_image_size():
     assert (run.image_size, run.batch_size, run.workers, run.ps) == (224, 64, 2, 2)
     with pytest.raises(BenchError, match="image-size >= 67"):
         RunSpec.for_devices("alexnet", "ps", 4, image_size=32).resolved()
+
+
+def test_horovod_runs_every_device_as_a_worker_on_the_cpu():
+    assert resources("horovod", 4) == (4, 0)
+    assert resources("horovod", 8) == (8, 0)
+    run = RunSpec.for_devices("vgg11", "horovod", 4)
+    assert (run.workers, run.ps, run.measured_steps) == (4, 0, 4 * run.steps)
+    with pytest.raises(BenchError, match="at least 2 devices"):
+        resources("horovod", 1)
+    with pytest.raises(BenchError, match="no PS task"):
+        RunSpec("vgg11", "horovod", 4, 3, 1)
+    with pytest.raises(BenchError, match="Gloo only"):
+        RunSpec.for_devices("vgg11", "horovod", 4, device_type="gpu")
+    with pytest.raises(BenchError, match="at least one worker and one PS"):
+        RunSpec("vgg11", "ps", 2, 2, 0)
+
+
+def test_data_choices_and_the_digits_classes():
+    assert RunSpec.for_devices("lenet", "ps", 2, data="digits", num_classes=10).data == "digits"
+    with pytest.raises(BenchError, match="10 classes"):
+        RunSpec.for_devices("lenet", "ps", 2, data="digits")
+    with pytest.raises(BenchError, match="unknown data"):
+        RunSpec.for_devices("lenet", "ps", 2, data="imagenet")

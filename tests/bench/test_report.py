@@ -28,14 +28,15 @@ def record(**overrides) -> dict:
     r = {
         "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
         "backend": "netns", "bandwidth": "1gbit", "job": None,
-        "batch_size": 32, "image_size": 64, "num_classes": 10, "steps": 20, "warmup": 3,
+        "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
+        "steps": 20, "warmup": 3,
         "images_per_sec": 100.0, "images_per_sec_std": 2.5,
         "step_time_s": 0.96, "step_time_std_s": 0.02,
         "bytes_per_step_measured": 1.2e9, "bytes_per_step_predicted": 1.19e9,
         "bytes_ratio": 1.2e9 / 1.19e9,
         "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
         "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
-        "speedup_vs_ps": None, "error": None,
+        "speedup_vs_ps": None, "speedup_vs_horovod": None, "error": None,
     }  # fmt: skip
     assert set(overrides) <= set(r) | {"scenario"}, set(overrides) - set(r)
     r.update(overrides)
@@ -290,3 +291,21 @@ def test_consolidation_table():
 
 def test_consolidation_table_without_jobs():
     assert consolidation_table([record()]) == "(no consolidation records)"
+
+
+def test_horovod_records_get_a_vs_horovod_column_and_speedup():
+    records = add_speedups([
+        record(mode="ps", workers=2, ps=2, images_per_sec=50.0),
+        record(mode="ralp-n", images_per_sec=300.0),
+        record(mode="horovod", workers=4, ps=0, images_per_sec=100.0,
+               ps_bytes_per_step_measured=None, ps_bytes_per_step_predicted=None),
+        record(mode="ralp-n", data="digits", images_per_sec=10.0),  # another workload
+    ])  # fmt: skip
+    assert [r["speedup_vs_horovod"] for r in records] == [0.5, 3.0, 1.0, None]
+    assert [r["speedup_vs_ps"] for r in records] == [1.0, 6.0, 2.0, None]
+    lines = to_table(records).splitlines()
+    header = lines[0].split()
+    assert header[5:7] == ["vs", "PS"] and header[7:9] == ["vs", "hvd"]
+    horovod_row = next(line for line in lines if " horovod " in line)
+    assert "4+0" in horovod_row and "2.00" in horovod_row and "1.00" in horovod_row
+    assert "vs hvd" not in to_table([record()])  # no Horovod run, no column
