@@ -9,6 +9,8 @@ Public API (imported lazily, so ``import ralp`` stays cheap and has no side effe
 - :class:`ClusterSpec`, :class:`LocalCluster` -- cluster addresses; PS and worker tasks as
   local server processes.
 - :func:`run_in_fresh_process` -- run a coordinator job in a process of its own.
+- :class:`HorovodTrainer` -- the data-parallel baseline: a Keras 3 model trained with
+  Horovod's ring allreduce, inside a Horovod rank (``horovodrun``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _EXPORTS = {
     "ClusterError": "ralp.ps_strategy.cluster",
     "LocalCluster": "ralp.ps_strategy.cluster",
     "run_in_fresh_process": "ralp.ps_strategy.fresh_process",
+    "HorovodTrainer": "ralp.baselines.horovod_train",
 }
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "ClusterSpec",
     "ClusterWarning",
     "History",
+    "HorovodTrainer",
     "LayerRow",
     "LocalCluster",
     "Plan",
@@ -72,6 +76,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from ralp.baselines.horovod_train import HorovodTrainer
     from ralp.models import MODEL_NAMES, build_model, get_model_spec
     from ralp.placement.plan import Plan, PlanError
     from ralp.profiler.api import Profile, profile
