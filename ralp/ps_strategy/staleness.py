@@ -1,0 +1,274 @@
+"""Synchronization paradigms for parameter-server training, as pure logic (BRIEF §6).
+
+A worker's *clock* is the number of gradients it has pushed. Before a worker starts an
+iteration it must be allowed to; the *gap* it starts at is its clock minus the slowest
+worker's. The paradigms bound that gap:
+
+=============  =========================================================================
+``bsp``        gap 0: a round ends when every worker has pushed (the trainer then makes
+               one update from all W gradients)
+``asp``        no bound: nobody waits (stale gradients)
+``ssp(s)``     gap <= s: the fastest worker runs at most s iterations ahead
+``dssp(L,U)``  gap <= U, with each worker's bound picked at run time in [L, U] by the
+               :class:`DSSPController` from recent push intervals
+=============  =========================================================================
+
+:class:`SyncServer` is the server side: it takes push events (worker, time) and says which
+workers may start their next iteration; a worker not allowed is *held* until a push of the
+slowest lets it go. It records every start (and its gap), every hold and its waiting time.
+:func:`simulate` runs it against scripted compute times (the unit tests' scenarios, and a
+what-if tool); the trainer drives it with real pushes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+PARADIGMS = ("bsp", "asp", "ssp", "dssp")
+
+
+class SyncError(ValueError):
+    """A synchronization setting that cannot work; the message says what to use instead."""
+
+
+@dataclass(frozen=True)
+class SyncPolicy:
+    """Which paradigm, with its staleness: ``SyncPolicy.parse("dssp:3:15")``."""
+
+    paradigm: str = "asp"
+    staleness: int = 0  # ssp: s; dssp: s_L
+    upper: int = 0  # dssp: s_U
+
+    def __post_init__(self) -> None:
+        if self.paradigm not in PARADIGMS:
+            raise SyncError(f"unknown sync {self.paradigm!r}; choose from {', '.join(PARADIGMS)}")
+        if self.staleness < 0 or (self.paradigm == "dssp" and self.upper < self.staleness):
+            raise SyncError(f"staleness must satisfy 0 <= s_L <= s_U, got {self.staleness}, "
+                            f"{self.upper}")  # fmt: skip
+
+    @classmethod
+    def parse(cls, text: str, staleness=None) -> SyncPolicy:
+        """``bsp``, ``asp``, ``ssp:S`` / ``ssp`` with ``staleness=S``, ``dssp:L:U`` / ``dssp``
+        with ``staleness=(L, U)``."""
+        m = re.fullmatch(r"(bsp|asp|ssp|dssp)(?::(\d+))?(?::(\d+))?", str(text).strip().lower())
+        if m is None:
+            raise SyncError(f"sync {text!r}: use bsp, asp, ssp:S or dssp:L:U (e.g. ssp:3, "
+                            "dssp:3:15)")  # fmt: skip
+        name, a, b = m.group(1), m.group(2), m.group(3)
+        if name in ("bsp", "asp"):
+            if a is not None or staleness is not None:
+                raise SyncError(f"{name} takes no staleness")
+            return cls(name)
+        if name == "ssp":
+            if b is not None:
+                raise SyncError("ssp takes one staleness bound: ssp:S")
+            s = int(a) if a is not None else staleness
+            if not isinstance(s, int):
+                raise SyncError("ssp needs its bound: ssp:S or staleness=S")
+            return cls("ssp", s)
+        if a is not None and b is not None:
+            return cls("dssp", int(a), int(b))
+        if a is None and isinstance(staleness, Sequence) and len(staleness) == 2:
+            return cls("dssp", int(staleness[0]), int(staleness[1]))
+        raise SyncError("dssp needs its range: dssp:L:U or staleness=(L, U)")
+
+    @property
+    def bound(self) -> int | None:
+        """The largest gap a worker may start an iteration at (None: unbounded)."""
+        return {"bsp": 0, "asp": None, "ssp": self.staleness, "dssp": self.upper}[self.paradigm]
+
+    def __str__(self) -> str:
+        if self.paradigm == "ssp":
+            return f"ssp({self.staleness})"
+        if self.paradigm == "dssp":
+            return f"dssp({self.staleness},{self.upper})"
+        return self.paradigm
+
+
+class DSSPController:
+    """Chooses how many extra iterations the fastest worker may run (BRIEF §6).
+
+    It keeps each worker's last two push times. For the fastest worker p and the slowest s,
+    with latest intervals I_p and I_s and last pushes A_p and A_s, it simulates p's next
+    pushes A_p + i I_p (i = 0..r_max) and s's A_s + I_s + k I_s (k = 0..r_max), and returns
+    the r whose time is closest to one of the slowest's: p then waits least when it stops.
+    """
+
+    def __init__(self, workers: int, r_max: int):
+        self.r_max = r_max
+        self.last_two: list[list[float]] = [[] for _ in range(workers)]
+        self.decisions: list[tuple[float, int, int]] = []  # (time, worker, r*)
+
+    def record_push(self, worker: int, time: float) -> None:
+        self.last_two[worker] = (self.last_two[worker] + [time])[-2:]
+
+    def interval(self, worker: int) -> float | None:
+        times = self.last_two[worker]
+        return times[1] - times[0] if len(times) == 2 else None
+
+    def extra_iterations(self, fastest: int, slowest: int, time: float) -> int:
+        i_p, i_s = self.interval(fastest), self.interval(slowest)
+        if i_p is None or i_s is None or not self.last_two[slowest]:
+            r = 0  # not enough history yet: behave as SSP(s_L)
+        else:
+            a_p, a_s = self.last_two[fastest][-1], self.last_two[slowest][-1]
+            slow = [a_s + i_s + k * i_s for k in range(self.r_max + 1)]
+            # Ties (to a nanosecond, float noise aside) go to the fewest extra iterations.
+            r = min(range(self.r_max + 1),
+                    key=lambda i: (round(min(abs(a_p + i * i_p - t) for t in slow), 9), i))  # fmt: skip
+        self.decisions.append((time, fastest, r))
+        return r
+
+
+@dataclass
+class SyncRecord:
+    """What a :class:`SyncServer` saw: per-worker clocks and waiting, and every start."""
+
+    clocks: list[int]
+    waiting_s: list[float]  # total time each worker was held
+    starts: list[tuple[float, int, int, int]] = field(
+        default_factory=list
+    )  # (t, worker, clock, gap)
+    holds: list[tuple[float, float, int]] = field(default_factory=list)  # (from, until, worker)
+    max_gap: int = 0
+    decisions: list[tuple[float, int, int]] = field(default_factory=list)  # dssp: (t, worker, r*)
+
+    def to_dict(self) -> dict:
+        return {
+            "clocks": list(self.clocks),
+            "waiting_s": list(self.waiting_s),
+            "total_waiting_s": sum(self.waiting_s),
+            "max_gap": self.max_gap,
+            "starts": [list(s) for s in self.starts],
+            "holds": [list(h) for h in self.holds],
+            "decisions": [list(d) for d in self.decisions],
+        }
+
+
+class SyncServer:
+    """The server's synchronization logic for ``workers`` workers under ``policy``.
+
+    Call :meth:`start` once per worker at time 0 (every worker may start its first
+    iteration), then :meth:`push` for every gradient a worker pushes. ``push`` returns the
+    workers that may start their next iteration now (the pusher itself unless held, and any
+    held worker this push lets go), and records each of those starts.
+    """
+
+    def __init__(self, policy: SyncPolicy, workers: int):
+        if workers < 1:
+            raise SyncError(f"need at least one worker, got {workers}")
+        self.policy = policy
+        self.workers = workers
+        self.clock = [0] * workers
+        self.extra = [0] * workers  # dssp: r_p, extra iterations granted and not yet used
+        self.held: dict[int, float] = {}  # worker -> time it was held
+        self.controller = (
+            DSSPController(workers, policy.upper - policy.staleness)
+            if policy.paradigm == "dssp"
+            else None
+        )
+        self.record = SyncRecord(clocks=self.clock, waiting_s=[0.0] * workers)
+
+    # ------------------------------------------------------------------ events
+
+    def start(self, worker: int, time: float = 0.0) -> None:
+        """Record that ``worker`` starts an iteration (allowed by a previous answer)."""
+        gap = self.clock[worker] - min(self.clock)
+        self.record.starts.append((time, worker, self.clock[worker], gap))
+        self.record.max_gap = max(self.record.max_gap, gap)
+
+    def push(self, worker: int, time: float) -> list[int]:
+        if worker in self.held:
+            raise SyncError(f"worker {worker} pushed while held")
+        self.clock[worker] += 1
+        if self.controller is not None:
+            self.controller.record_push(worker, time)
+        go = []
+        if self._may_continue(worker, time):
+            go.append(worker)
+        else:
+            self.held[worker] = time
+        for w in sorted(self.held):  # the slowest moving up can let held workers go
+            if w != worker and self._within(w, self._hold_bound()):
+                go.append(w)
+        for w in go:
+            if w in self.held:
+                since = self.held.pop(w)
+                self.record.waiting_s[w] += time - since
+                self.record.holds.append((since, time, w))
+            self.start(w, time)
+        if self.controller is not None:
+            self.record.decisions = self.controller.decisions
+        return go
+
+    # ------------------------------------------------------------------ rules
+
+    def gap(self, worker: int) -> int:
+        return self.clock[worker] - min(self.clock)
+
+    def _within(self, worker: int, bound: int | None) -> bool:
+        return bound is None or self.gap(worker) <= bound
+
+    def _hold_bound(self) -> int | None:
+        """Held workers go when their gap is back within this."""
+        p = self.policy
+        return {"bsp": 0, "asp": None, "ssp": p.staleness, "dssp": p.staleness}[p.paradigm]
+
+    def _may_continue(self, worker: int, time: float) -> bool:
+        p = self.policy
+        if p.paradigm != "dssp":
+            return self._within(worker, p.bound)
+        gap = self.gap(worker)
+        if self.extra[worker] > 0 and gap <= p.upper:
+            self.extra[worker] -= 1
+            return True
+        if gap <= p.staleness:
+            return True
+        if self.clock[worker] == max(self.clock):  # the fastest asks the controller
+            assert self.controller is not None
+            slowest = min(range(self.workers), key=lambda w: (self.clock[w], w))
+            r = self.controller.extra_iterations(worker, slowest, time)
+            r = min(r, p.upper - gap)  # never beyond s_U
+            if r > 0:
+                self.extra[worker] = r - 1
+                return True
+        return False
+
+
+# ---------------------------------------------------------------------- simulation
+
+
+def simulate(policy: SyncPolicy, compute_s: Sequence[Sequence[float]]) -> SyncRecord:
+    """Run :class:`SyncServer` on scripted iteration times: worker p's k-th iteration takes
+    ``compute_s[p][k]`` seconds (its pushes are where its iterations end). Each worker runs as
+    many iterations as it has times. A worker that has pushed its last gradient is done: it
+    is not held (it has nothing left to wait for), and when nobody is left to push, workers
+    still held stop there (the run is over)."""
+    workers = len(compute_s)
+    server = SyncServer(policy, workers)
+    events: list[tuple[float, int, int]] = []  # (push time, seq, worker)
+    done = [0] * workers
+    seq = 0
+
+    def begin(w: int, t: float) -> None:
+        nonlocal seq
+        if done[w] < len(compute_s[w]):
+            heapq.heappush(events, (t + compute_s[w][done[w]], seq, w))
+            seq += 1
+
+    for w in range(workers):
+        server.start(w, 0.0)
+        begin(w, 0.0)
+    while events:
+        t, _, w = heapq.heappop(events)
+        done[w] += 1
+        for go in server.push(w, t):
+            begin(go, t)
+        if done[w] == len(compute_s[w]):
+            server.held.pop(w, None)
+        if not events:
+            server.held.clear()
+    return server.record
