@@ -9,6 +9,8 @@ Public API (imported lazily, so ``import ralp`` stays cheap and has no side effe
 - :class:`ClusterSpec`, :class:`LocalCluster` -- cluster addresses; PS and worker tasks as
   local server processes.
 - :func:`run_in_fresh_process` -- run a coordinator job in a process of its own.
+- ``wrap(..., sync="dssp", staleness=(3, 15))``, :class:`StalenessHook`, :class:`SyncPolicy`,
+  :func:`simulate_sync` -- synchronization paradigms (BSP, ASP, SSP, DSSP) for the PS trainer.
 - :class:`HorovodTrainer` -- the data-parallel baseline: a Keras 3 model trained with
   Horovod's ring allreduce, inside a Horovod rank (``horovodrun``).
 """
@@ -41,6 +43,9 @@ _EXPORTS = {
     "LocalCluster": "ralp.ps_strategy.cluster",
     "run_in_fresh_process": "ralp.ps_strategy.fresh_process",
     "HorovodTrainer": "ralp.baselines.horovod_train",
+    "StalenessHook": "ralp.ps_strategy.trainer",
+    "SyncPolicy": "ralp.ps_strategy.staleness",
+    "simulate_sync": "ralp.ps_strategy.staleness",
 }
 
 __all__ = [
@@ -57,11 +62,14 @@ __all__ = [
     "PlacementWarning",
     "Profile",
     "ProfileError",
+    "StalenessHook",
+    "SyncPolicy",
     "Trainer",
     "build_model",
     "get_model_spec",
     "profile",
     "run_in_fresh_process",
+    "simulate_sync",
     "wrap",
 ]
 
@@ -83,10 +91,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ralp.profiler.layer_table import LayerRow, ProfileError
     from ralp.ps_strategy.cluster import ClusterError, ClusterSpec, LocalCluster
     from ralp.ps_strategy.fresh_process import run_in_fresh_process
+    from ralp.ps_strategy.staleness import SyncPolicy
+    from ralp.ps_strategy.staleness import simulate as simulate_sync
     from ralp.ps_strategy.trainer import (
         ClusterWarning,
         History,
         PlacementWarning,
+        StalenessHook,
         Trainer,
         wrap,
     )

@@ -251,3 +251,81 @@ def sequential_with_callback(spec) -> dict:
             "updates_after_release": [u for u in updates if u not in ancestors],
             "tail_devices": sorted({v.value.device for layer in trainer.model.layers
                                     if layer.name in ("fc1", "logits") for v in layer.variables})}  # fmt: skip
+
+
+# ---------------------------------------------------------------- synchronization paradigms
+
+
+def worker_batches_fn(rounds: int, workers: int):
+    """A dataset function giving worker w, at its k-th step, rows [(k W + w) B, ...) of
+    fixed_data: one round of W steps covers W consecutive batches."""
+    import tensorflow as tf
+
+    x, y = fixed_data(n=rounds * workers * BATCH)
+
+    def dataset_fn(context=None):
+        w = context.input_pipeline_id if context is not None else 0
+        rows = [r for k in range(rounds) for r in range((k * workers + w) * BATCH,
+                                                         (k * workers + w + 1) * BATCH)]  # fmt: skip
+        return tf.data.Dataset.from_tensor_slices((x[rows], y[rows])).batch(BATCH).repeat()
+
+    return dataset_fn
+
+
+def bsp_weights(spec, mode: str, rounds: int, workers: int) -> dict:
+    """BSP on the cluster; the initial weights and the final ones."""
+    import keras
+
+    import ralp
+
+    model = small_cnn(0, dropout=0.0)
+    initial = [w.copy() for w in model.get_weights()]
+    trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(0.1),
+                        batch_size=BATCH, threshold=10.0, sync="bsp")  # fmt: skip
+    history = trainer.fit(dataset_fn=worker_batches_fn(rounds, workers), batch_size=BATCH,
+                          steps_per_epoch=rounds * workers, verbose=0)  # fmt: skip
+    record = history.sync[0]
+    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+    return {"initial": initial, "final": trainer.get_weights(), "max_gap": record.max_gap,
+            "clocks": list(record.clocks), "iterations": iterations, "mode": trainer.mode}  # fmt: skip
+
+
+def sync_sgd_weights(initial, rounds: int, workers: int) -> list:
+    """The reference: plain SGD in one process on each round's W batches concatenated."""
+    import keras
+    import tensorflow as tf
+
+    model = small_cnn(0, dropout=0.0)
+    model.set_weights(initial)
+    opt = keras.optimizers.SGD(0.1)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = fixed_data(n=rounds * workers * BATCH)
+    size = workers * BATCH
+    for k in range(rounds):
+        xb, yb = x[k * size : (k + 1) * size], y[k * size : (k + 1) * size]
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, model(xb, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+    return model.get_weights()
+
+
+def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str = "ps",
+               hook: bool = False) -> dict:  # fmt: skip
+    """Train under ``sync`` with one slow worker; the recorded clocks and starts."""
+    import keras
+
+    import ralp
+
+    x, y = fixed_data()
+    kwargs = {} if hook else {"sync": sync, "slow_worker": slow_worker}
+    trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
+                        optimizer=keras.optimizers.SGD(0.05), batch_size=BATCH, threshold=10.0,
+                        **kwargs)  # fmt: skip
+    callbacks = [ralp.StalenessHook(sync, slow_worker=slow_worker)] if hook else []
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
+                          callbacks=callbacks)  # fmt: skip
+    record = (callbacks[0].records if hook else history.sync)[0]
+    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+    return {"record": record.to_dict(), "workers": history.step_workers,
+            "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}  # fmt: skip

@@ -272,3 +272,6 @@ def simulate(policy: SyncPolicy, compute_s: Sequence[Sequence[float]]) -> SyncRe
         if not events:
             server.held.clear()
     return server.record
+
+
+simulate_sync = simulate  # the name ralp exports

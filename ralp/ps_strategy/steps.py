@@ -77,14 +77,19 @@ def ps_local(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimize
     return optimizer
 
 
-def plain_step(strategy, model: keras.Model, optimizer, loss_fn) -> Callable:
+def plain_step(strategy, model: keras.Model, optimizer, loss_fn, accumulators=None) -> Callable:
+    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
     variables = model.trainable_variables
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = loss_fn(y, logits)
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        grads = tape.gradient(loss, variables)
+        if accumulators is None:
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+        else:
+            accumulate(accumulators, grads)
         return loss, count_correct(y, logits)
 
     @tf.function
@@ -103,13 +108,18 @@ def ralp_step(
     tail_optimizer,
     loss_fn,
     critical_section: tf.CriticalSection,
+    head_accumulators=None,
+    tail_accumulators=None,
 ) -> Callable:
+    """With accumulators (BSP) the step adds the head's and the tail's gradients to them
+    instead of updating: the tail keeps its weights for the whole round, too."""
     head, tail = split.head, split.tail
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
     loss_device = ps_device(placed.loss_task, placed.device_type)
     device_fn = LayerDeviceFunction(placed.plan, loss_device, placed.device_type)
     # Everything the PS section writes; reading them last orders the lock release after it.
     written = [v.value for v in tail.variables] + [v.value for v in tail_optimizer.variables]
+    written += list(tail_accumulators or [])
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
@@ -125,7 +135,10 @@ def ralp_step(
                 logits = logits[0] if isinstance(logits, list | tuple) else logits
                 loss = loss_fn(labels, logits)
             grads = ps_tape.gradient(loss, tail_vars + on_ps)
-            tail_optimizer.apply_gradients(zip(grads[: len(tail_vars)], tail_vars, strict=True))
+            if tail_accumulators is None:
+                tail_optimizer.apply_gradients(zip(grads[: len(tail_vars)], tail_vars, strict=True))
+            else:
+                accumulate(tail_accumulators, grads[: len(tail_vars)])
             correct = count_correct(labels, logits)
             # Each read runs where its variable lives; only a control edge crosses tasks.
             reads = []
@@ -139,7 +152,10 @@ def ralp_step(
         with tf.compat.v1.device(device_fn):
             loss, correct, boundary_grads = critical_section.execute(ps_section)
         head_grads = tape.gradient(boundary, head_vars, output_gradients=boundary_grads)
-        head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
+        if head_accumulators is None:
+            head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
+        else:
+            accumulate(head_accumulators, head_grads)
         return loss, correct
 
     @tf.function
@@ -149,3 +165,42 @@ def ralp_step(
 
     ralp_train_step.device_function = device_fn
     return ralp_train_step
+
+
+# ---------------------------------------------------------------------------- BSP rounds
+
+
+def make_accumulators(variables) -> list[tf.Variable]:
+    """One zeroed gradient accumulator per variable, on the variable's own task (so adding a
+    gradient sends it to the PS once, as an update would)."""
+    accumulators = []
+    for v in variables:
+        with tf.device(_device_of(v)):
+            accumulators.append(tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
+                                            name="bsp_accumulator"))  # fmt: skip
+    return accumulators
+
+
+def accumulate(accumulators, grads) -> None:
+    for acc, grad in zip(accumulators, grads, strict=True):
+        acc.assign_add(grad)
+
+
+def round_update(groups) -> Callable:
+    """BSP's one update per round: ``groups`` is a list of (optimizer, variables,
+    accumulators); each optimizer (made :func:`ps_local`) applies the mean of its
+    accumulated gradients, then the accumulators are zeroed. Runs where the variables live."""
+
+    @tf.function
+    def apply_round(count):
+        for optimizer, variables, accumulators in groups:
+            grads = []
+            for acc in accumulators:
+                with tf.device(acc.device):
+                    grads.append(acc.read_value() / tf.cast(count, acc.dtype))
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+            for acc in accumulators:
+                with tf.device(acc.device):
+                    acc.assign(tf.zeros_like(acc))
+
+    return apply_round

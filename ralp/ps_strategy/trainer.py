@@ -35,7 +35,15 @@ from ralp.placement.rewriter import (
 )
 from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
 from ralp.ps_strategy.connect import Connection, connect, describe, unreachable
-from ralp.ps_strategy.steps import plain_step, ps_local, ralp_step
+from ralp.ps_strategy.staleness import SyncPolicy, SyncRecord
+from ralp.ps_strategy.steps import (
+    make_accumulators,
+    plain_step,
+    ps_local,
+    ralp_step,
+    round_update,
+)
+from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
 
 MODES = ("auto", "ralp", "ps")
 IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the trainer watches the cluster
@@ -60,6 +68,40 @@ class History:
     # When each step was seen finished (time.perf_counter(), 10 ms polling): the bench's
     # per-window throughput and step-time spread come from these.
     step_end_times: list[float] = field(default_factory=list)
+    # Under a sync paradigm: which worker ran each step, and each epoch's SyncRecord.
+    step_workers: list[int] = field(default_factory=list)
+    sync: list[SyncRecord] = field(default_factory=list)
+
+
+class StalenessHook(keras.callbacks.Callback):
+    """Train one ``fit`` under a synchronization paradigm, as a Keras-style callback:
+    ``trainer.fit(..., callbacks=[ralp.StalenessHook("dssp", staleness=(3, 15))])``.
+
+    ``sync`` is "bsp", "asp", "ssp" or "dssp" (or "ssp:3", "dssp:3:15"); ``staleness`` is
+    SSP's bound s or DSSP's (s_L, s_U). After ``fit``, ``records`` holds each epoch's
+    :class:`~ralp.ps_strategy.staleness.SyncRecord` (clocks, waiting, starts and their gaps,
+    the controller's choices).
+    """
+
+    def __init__(self, sync: str | SyncPolicy = "dssp", staleness=None,
+                 slow_worker: str | SlowWorker | None = None):  # fmt: skip
+        super().__init__()
+        self.policy = as_policy(sync, staleness)
+        self.slow_worker = (
+            SlowWorker.parse(slow_worker) if isinstance(slow_worker, str) else slow_worker
+        )
+        self.records: list[SyncRecord] = []
+
+
+def as_policy(sync, staleness=None) -> SyncPolicy | None:
+    """A :class:`SyncPolicy` from a name ("ssp", "dssp:3:15"), a policy, or None."""
+    if sync is None:
+        if staleness is not None:
+            raise ValueError("staleness needs a sync paradigm (sync='ssp' or 'dssp')")
+        return None
+    if isinstance(sync, SyncPolicy):
+        return sync
+    return SyncPolicy.parse(sync, staleness)
 
 
 def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
@@ -110,8 +152,13 @@ class Trainer:
         device_type: str = "cpu",
         step_timeout: float = 120.0,
         state: list | None = None,
+        sync: SyncPolicy | None = None,
+        slow_worker: SlowWorker | None = None,
     ):
         self.original = model
+        self.sync = sync
+        self.slow_worker = slow_worker
+        self._make_optimizer = None
         self.connection = connection
         self.plan = plan
         self.mode = mode
@@ -119,6 +166,7 @@ class Trainer:
         self.step_timeout = step_timeout
         self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         make_optimizer = optimizer_factory(optimizer)
+        self._make_optimizer = make_optimizer
         strategy = connection.strategy
         self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
         self.model = self.placed.model
@@ -151,7 +199,35 @@ class Trainer:
         self._checkpoint = tf.train.Checkpoint(model=self.model, layer_state=layer_state,
                                                **self.optimizers)  # fmt: skip
         self._iterators: dict[int, Any] = {}
+        self._worker_iterators: dict[int, Any] = {}
         self._lost_workers: list[tuple[str, int, str]] = []
+        self._bsp_step = self._apply_round = None
+        if sync is not None and sync.paradigm == "bsp":
+            self._build_bsp()
+
+    def _build_bsp(self) -> None:
+        """BSP's step (gradients into accumulators on the PS) and its once-per-round update."""
+        if self._bsp_step is not None:
+            return
+        strategy = self.connection.strategy
+        if self.split is None:
+            variables = self.model.trainable_variables
+            accs = make_accumulators(variables)
+            opt = self.optimizers["optimizer"]
+            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs)
+            # The round's update runs in the coordinator, outside strategy.run: update each
+            # variable on its own task (ps_local), not through the replica all-reduce path.
+            self._apply_round = round_update([(ps_local(opt), variables, accs)])
+        else:
+            head_vars = self.split.head.trainable_variables
+            tail_vars = self.split.tail.trainable_variables
+            head_accs, tail_accs = make_accumulators(head_vars), make_accumulators(tail_vars)
+            head_opt, tail_opt = self.optimizers["head"], self.optimizers["tail"]
+            self._bsp_step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
+                                       self.loss_fn, self.critical_section, head_accs,
+                                       tail_accs)  # fmt: skip
+            self._apply_round = round_update([(ps_local(head_opt), head_vars, head_accs),
+                                              (tail_opt, tail_vars, tail_accs)])  # fmt: skip
 
     # ------------------------------------------------------------------ data
 
@@ -211,7 +287,15 @@ class Trainer:
             steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
         elif steps_per_epoch is None:
             raise ValueError("with a dataset_fn, give steps_per_epoch")
-        iterator = self._iterator(dataset_fn)
+        sync, slow_worker = self.sync, self.slow_worker
+        hooks = [cb for cb in callbacks if isinstance(cb, StalenessHook)]
+        if len(hooks) > 1:
+            raise ValueError("give at most one StalenessHook per fit")
+        if hooks:
+            sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
+        if sync is not None:
+            self._check_sync(sync, slow_worker)
+        iterator = None if sync is not None else self._iterator(dataset_fn)
         history = History()
         for cb in callbacks:
             cb.set_model(self.model)
@@ -220,9 +304,19 @@ class Trainer:
         for epoch in range(epochs):
             _call(callbacks, "on_epoch_begin", epoch)
             start = time.perf_counter()
-            results, end_times = self._run_steps(
-                iterator, steps_per_epoch, verbose, f"epoch {epoch + 1}/{epochs}", callbacks
-            )
+            label = f"epoch {epoch + 1}/{epochs}"
+            if sync is None:
+                results, end_times = self._run_steps(
+                    iterator, steps_per_epoch, verbose, label, callbacks
+                )
+            else:
+                epoch_run = self._run_synced(dataset_fn, steps_per_epoch, sync, slow_worker,
+                                             verbose, label, callbacks)  # fmt: skip
+                results, end_times = epoch_run.results, epoch_run.end_times
+                history.step_workers += epoch_run.workers
+                history.sync.append(epoch_run.record)
+                for hook in hooks:
+                    hook.records.append(epoch_run.record)
             seconds = time.perf_counter() - start
             losses = [float(loss) for loss, _ in results]
             correct = sum(float(c) for _, c in results)
@@ -292,7 +386,60 @@ class Trainer:
             bar.close()
         return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes], end_times
 
-    def _check_tasks(self, lost: list[tuple[str, int, str]]) -> None:
+    def _check_sync(self, sync: SyncPolicy, slow_worker: SlowWorker | None) -> None:
+        workers = self.connection.num_workers
+        if slow_worker is not None and slow_worker.index >= workers:
+            raise ValueError(f"slow worker {slow_worker.index} does not exist: the cluster has "
+                             f"{workers} workers (0..{workers - 1})")  # fmt: skip
+        if sync.paradigm == "bsp":
+            self._build_bsp()
+
+    def _worker_iterator_list(self, dataset_fn) -> list:
+        """Each worker's own input iterator, made on that worker (its shard of the data)."""
+        key = id(dataset_fn)
+        if key not in self._worker_iterators:
+            W = self.connection.num_workers
+            iterators = []
+            for w in range(W):
+                with tf.device(f"/job:worker/replica:0/task:{w}/device:CPU:0"):
+                    context = tf.distribute.InputContext(W, w, W)
+                    iterators.append(iter(dataset_fn(context)))
+            self._worker_iterators[key] = (dataset_fn, iterators)
+        return self._worker_iterators[key][1]
+
+    def _run_synced(self, dataset_fn, steps, sync, slow_worker, verbose, label, callbacks):
+        from tqdm import tqdm
+
+        iterators = self._worker_iterator_list(dataset_fn)
+        bar = tqdm(total=steps, desc=f"{label} {sync}", unit="batch", disable=not verbose,
+                   leave=True)  # fmt: skip
+        count = [0]
+
+        def on_step(worker: int) -> None:
+            count[0] += 1
+            bar.update(1)
+            _call(callbacks, "on_train_batch_end", count[0] - 1, None)
+
+        runner = SyncedSteps(
+            sync,
+            self.connection.num_workers,
+            self._bsp_step if sync.paradigm == "bsp" else self.step,
+            lambda w: f"/job:worker/replica:0/task:{w}",
+            apply_round=self._apply_round,
+            slow_worker=slow_worker,
+            check_cluster=lambda: self._check_tasks(
+                unreachable(self.connection.spec), synchronous=True
+            ),  # fmt: skip
+            step_timeout=self.step_timeout,
+        )
+        try:
+            return runner.run(iterators, steps, on_step)
+        except tf.errors.UnavailableError as e:
+            raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
+        finally:
+            bar.close()
+
+    def _check_tasks(self, lost: list[tuple[str, int, str]], synchronous: bool = False) -> None:
         lost_ps = [t for t in lost if t[0] == "ps"]
         lost_workers = [t for t in lost if t[0] == "worker"]
         if lost_ps:
@@ -302,6 +449,10 @@ class Trainer:
             raise ClusterError(f"every worker was lost during training: {describe(lost_workers)}; "
                                "the variables on the PS are intact: save a checkpoint or restart "
                                "the workers")  # fmt: skip
+        if lost_workers and synchronous:
+            raise ClusterError(f"worker lost during synchronized training: {describe(lost_workers)};"
+                               " a bounded paradigm cannot go on without it (restart it, or "
+                               "train with sync=None / 'asp')")  # fmt: skip
         new = [t for t in lost_workers if t not in self._lost_workers]
         if new:
             self._lost_workers += new
@@ -397,8 +548,16 @@ def wrap(
     device_type: str = "cpu",
     connect_timeout: float = 10.0,
     step_timeout: float = 120.0,
+    sync: str | SyncPolicy | None = None,
+    staleness=None,
+    slow_worker: str | SlowWorker | None = None,
 ) -> Trainer:
     """Place ``model`` on ``cluster`` and return a :class:`Trainer` with ``fit``.
+
+    ``sync`` picks the synchronization paradigm (:mod:`ralp.ps_strategy.sync`): None (the
+    default) is ParameterServerStrategy's own asynchronous scheduling; "bsp", "asp", "ssp"
+    (``staleness=s``) and "dssp" (``staleness=(s_L, s_U)``) run one driver per worker with
+    the bound enforced. ``slow_worker="INDEX:FACTOR"`` slows one worker down (heterogeneity).
 
     Run this in the coordinator (chief) process, once per process: ParameterServerStrategy
     connects the whole process to the cluster. Wrapping a ``Trainer`` again with the same
@@ -409,6 +568,9 @@ def wrap(
             return model
         model = model.unwrap()
     _check_model(model)
+    policy = as_policy(sync, staleness)
+    if isinstance(slow_worker, str):
+        slow_worker = SlowWorker.parse(slow_worker)
     if device_type not in ("cpu", "gpu"):
         raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
     # Variables made before PSS connects this process are unreadable afterwards: read first.
@@ -421,4 +583,5 @@ def wrap(
         warnings.warn(warning, PlacementWarning, stacklevel=2)
     resolved = "ps" if chosen.is_empty else "ralp"
     return Trainer(model, connection, chosen, mode=resolved, optimizer=optimizer, loss=loss,
-                   device_type=device_type, step_timeout=step_timeout, state=state)  # fmt: skip
+                   device_type=device_type, step_timeout=step_timeout, state=state,
+                   sync=policy, slow_worker=slow_worker)  # fmt: skip

@@ -1,0 +1,203 @@
+"""Training steps under a synchronization paradigm: one driver thread per worker.
+
+ParameterServerStrategy's ``ClusterCoordinator`` hands each step to whichever worker is idle
+and never holds one back: that is ASP, the trainer's default. A bounded paradigm (BSP, SSP,
+DSSP; :mod:`ralp.ps_strategy.staleness`) must know which worker pushes each gradient and hold
+a worker that is too far ahead, which the coordinator's shared queue cannot do. So here each
+worker gets a thread in the coordinator process that runs the traced step on *that* worker
+(the step function called under the worker's device, as the coordinator's own worker threads
+call it) with that worker's input pipeline, reports each push to a :class:`SyncServer`, and
+waits while the server holds it. Gradients still go to the PS inside the step, as before.
+
+BSP makes one update per round: the step adds its gradients to accumulators on the PS
+(:func:`ralp.ps_strategy.steps.accumulate`) and, when the server closes the round, the
+coordinator applies their mean once (:func:`ralp.ps_strategy.steps.round_update`) before
+releasing the workers.
+
+With RALP, the offloaded layers run on the PS one batch at a time inside a critical section,
+so every batch's tail sees every earlier update: the tail is never stale, whatever the
+paradigm. The staleness bound applies to the head (the layers on the workers), whose
+weights a worker reads at the start of its step. Under BSP the tail accumulates with the
+head and is updated once per round too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncRecord, SyncServer
+
+
+@dataclass(frozen=True)
+class SlowWorker:
+    """Heterogeneity: worker ``index`` takes ``factor`` times as long per iteration (a delay
+    of (factor - 1) x its step time after each push, as a slower device would)."""
+
+    index: int
+    factor: float
+
+    @classmethod
+    def parse(cls, text: str) -> SlowWorker:
+        try:
+            index, factor = text.split(":")
+            slow = cls(int(index), float(factor))
+        except ValueError:
+            raise SyncError(f"slow worker {text!r}: use INDEX:FACTOR, e.g. 1:2") from None
+        if slow.index < 0 or slow.factor < 1:
+            raise SyncError(f"slow worker {text!r}: the index must be >= 0 and the factor >= 1")
+        return slow
+
+
+class _ScheduleWarningFilter(logging.Filter):
+    """Drop TF's warning that a strategy method ran outside ``ClusterCoordinator.schedule``:
+    the drivers dispatch the step to a chosen worker on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "without using `ClusterCoordinator.schedule`" not in record.getMessage()
+
+
+@dataclass
+class SyncedEpoch:
+    results: list[tuple]  # per step: (loss, correct) as numpy
+    end_times: list[float]  # perf_counter when each step's push was seen
+    workers: list[int]  # which worker ran each step
+    record: SyncRecord
+
+
+class SyncedSteps:
+    """Runs ``steps`` training steps on ``workers`` workers under ``policy``.
+
+    ``step(iterator)`` is the traced step; ``make_iterator(worker)`` makes a worker's input
+    iterator on that worker; ``worker_device(worker)`` is its device string. ``apply_round``
+    (BSP) applies the accumulated gradients of ``count`` pushes. ``check_cluster`` is called
+    about once a second while waiting (it raises if the cluster cannot go on).
+    """
+
+    def __init__(
+        self,
+        policy: SyncPolicy,
+        workers: int,
+        step: Callable,
+        worker_device: Callable[[int], str],
+        apply_round: Callable | None = None,
+        slow_worker: SlowWorker | None = None,
+        check_cluster: Callable[[], None] | None = None,
+        step_timeout: float = 120.0,
+    ):
+        if policy.paradigm == "bsp" and apply_round is None:
+            raise SyncError("BSP needs the round update (the trainer builds it)")
+        if slow_worker is not None and slow_worker.index >= workers:
+            raise SyncError(f"slow worker {slow_worker.index} does not exist: the cluster has "
+                            f"{workers} workers (0..{workers - 1})")  # fmt: skip
+        self.policy = policy
+        self.workers = workers
+        self.step = step
+        self.worker_device = worker_device
+        self.apply_round = apply_round
+        self.slow_worker = slow_worker
+        self.check_cluster = check_cluster
+        self.step_timeout = step_timeout
+
+    def run(self, iterators: list, steps: int, on_step: Callable[[int], None] | None = None):
+        import tensorflow as tf
+
+        server = SyncServer(self.policy, self.workers)
+        lock = threading.Condition()
+        permitted = [True] * self.workers
+        claimed = 0
+        pushes_in_round = 0
+        results: list[tuple] = []
+        end_times: list[float] = []
+        ran_on: list[int] = []
+        errors: list[BaseException] = []
+        origin = time.perf_counter()
+        for w in range(self.workers):
+            server.start(w, 0.0)
+
+        def drive(w: int) -> None:
+            nonlocal claimed, pushes_in_round
+            device = self.worker_device(w)
+            while True:
+                with lock:
+                    # the shared count, read live (not bound per iteration)
+                    lock.wait_for(lambda: permitted[w] or claimed >= steps or errors)  # noqa: B023
+                    if claimed >= steps or errors:
+                        return
+                    claimed += 1
+                    permitted[w] = False
+                began = time.perf_counter()
+                try:
+                    with tf.device(device):
+                        out = self.step(iterators[w])
+                    out = tuple(v.numpy() for v in out)  # waits for the step: its push is done
+                except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                    with lock:
+                        errors.append(e)
+                        lock.notify_all()
+                    return
+                pushed = time.perf_counter()
+                with lock:
+                    results.append(out)
+                    end_times.append(pushed)
+                    ran_on.append(w)
+                    go = server.push(w, pushed - origin)
+                    if self.policy.paradigm == "bsp":
+                        pushes_in_round += 1
+                        if go:  # the round is complete: one update from all its gradients
+                            self.apply_round(tf.constant(pushes_in_round))
+                            pushes_in_round = 0
+                    for g in go:
+                        permitted[g] = True
+                    lock.notify_all()
+                if on_step is not None:
+                    on_step(w)
+                if self.slow_worker is not None and w == self.slow_worker.index:
+                    time.sleep((self.slow_worker.factor - 1) * (pushed - began))
+
+        tf_logger = logging.getLogger("tensorflow")
+        quiet = _ScheduleWarningFilter()
+        tf_logger.addFilter(quiet)
+        threads = [threading.Thread(target=drive, args=(w,), daemon=True,
+                                    name=f"ralp-sync-worker-{w}") for w in range(self.workers)]  # fmt: skip
+        try:
+            for t in threads:
+                t.start()
+            self._wait(threads, lock, errors, lambda: len(results))
+        finally:
+            with lock:
+                claimed = steps  # let every driver go home
+                lock.notify_all()
+            for t in threads:
+                t.join(timeout=self.step_timeout)
+            tf_logger.removeFilter(quiet)
+        if errors:
+            raise errors[0]
+        if self.policy.paradigm == "bsp" and pushes_in_round:
+            self.apply_round(tf.constant(pushes_in_round))  # the last, partial round
+        return SyncedEpoch(results, end_times, ran_on, server.record)
+
+    def _wait(self, threads, lock, errors, done: Callable[[], int]) -> None:
+        last_done, last_progress, last_probe = 0, time.monotonic(), 0.0
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.05)
+            with lock:
+                if errors:
+                    return
+            now = time.monotonic()
+            if done() != last_done:
+                last_done, last_progress = done(), now
+            if self.check_cluster is not None and now - last_probe > 1.0:
+                last_probe = now
+                self.check_cluster()
+            if now - last_progress > self.step_timeout:
+                from ralp.ps_strategy.cluster import ClusterError
+
+                raise ClusterError(
+                    f"no training step finished for {self.step_timeout:.0f} s under "
+                    f"{self.policy}: a task of the cluster is hung or far too slow"
+                )

@@ -1,0 +1,76 @@
+"""Synchronization paradigms on a real local cluster: BSP against synchronous SGD, the bound
+under a slow worker, the hook, RALP's tail, bad settings."""
+
+import numpy as np
+import pytest
+
+from ralp import LocalCluster, run_in_fresh_process
+from ralp.ps_strategy.fresh_process import ChildError
+from tests import cluster_jobs as jobs
+
+pytestmark = pytest.mark.cluster
+DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0"}
+
+
+@pytest.mark.parametrize("mode", ["ps", "ralp"])
+def test_bsp_is_synchronous_sgd_on_the_combined_batch(mode):
+    rounds, workers = 3, 2
+    with LocalCluster(workers=workers, ps=1, env=DETERMINISTIC) as cluster:
+        got = run_in_fresh_process(jobs.bsp_weights, cluster.spec, mode, rounds, workers,
+                                   env=DETERMINISTIC, timeout=300)  # fmt: skip
+    assert got["mode"] == mode and got["max_gap"] == 0 and got["clocks"] == [rounds] * workers
+    # one update per round, for the head and (RALP) the tail alike
+    assert set(got["iterations"].values()) == {rounds}, got["iterations"]
+    expected = run_in_fresh_process(jobs.sync_sgd_weights, got["initial"], rounds, workers,
+                                    env=DETERMINISTIC, timeout=300)  # fmt: skip
+    assert any(not np.allclose(a, b) for a, b in zip(got["initial"], expected, strict=True))
+    for a, b in zip(got["final"], expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _starts_gaps(record: dict) -> list[int]:
+    return [gap for _, _, _, gap in record["starts"]]
+
+
+@pytest.mark.parametrize(("sync", "bound"), [("bsp", 0), ("ssp:1", 1), ("dssp:1:3", 3)])
+def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
+    steps = 18
+    with LocalCluster(workers=3, ps=1) as cluster:
+        got = run_in_fresh_process(jobs.synced_run, cluster.spec, sync, steps, "0:3",
+                                   timeout=300)  # fmt: skip
+    record = got["record"]
+    assert sum(record["clocks"]) == steps == len(got["losses"]) == len(got["workers"])
+    assert max(_starts_gaps(record)) <= bound
+    assert record["max_gap"] <= bound
+    # the slow worker ran fewest steps unless BSP kept everyone in step
+    counts = np.bincount(got["workers"], minlength=3)
+    assert counts[0] == min(counts)
+    if sync != "bsp":
+        assert record["total_waiting_s"] > 0  # the fast workers were held back at times
+
+
+def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
+    with LocalCluster(workers=2, ps=1) as cluster:
+        got = run_in_fresh_process(jobs.synced_run, cluster.spec, "asp", 16, "0:4",
+                                   timeout=300)  # fmt: skip
+    record = got["record"]
+    assert record["total_waiting_s"] == 0 and record["holds"] == []
+    assert record["max_gap"] >= 2  # nobody held the fast worker back
+
+
+def test_the_hook_selects_the_paradigm_for_one_fit_with_ralp():
+    with LocalCluster(workers=2, ps=1) as cluster:
+        got = run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 12, "1:3",
+                                   "ralp", True, timeout=300)  # fmt: skip
+    assert got["mode"] == "ralp"
+    assert got["record"]["max_gap"] <= 1 and sum(got["record"]["clocks"]) == 12
+    # The tail is updated on the PS for every batch, in order: never stale (12 updates).
+    assert got["iterations"] == {"head": 12, "tail": 12}
+
+
+def test_bad_sync_settings_are_refused_with_a_reason():
+    with LocalCluster(workers=2, ps=1) as cluster:
+        with pytest.raises(ChildError, match="slow worker 5 does not exist"):
+            run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 4, "5:2", timeout=300)
+        with pytest.raises(ChildError, match="use bsp, asp, ssp:S or dssp:L:U"):
+            run_in_fresh_process(jobs.synced_run, cluster.spec, "stale", 4, None, timeout=300)
