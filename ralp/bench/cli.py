@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
                    "cluster); auto: netns if available, else local")  # fmt: skip
     p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit")
     p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
+    p.add_argument("--sync", nargs="+", metavar="SYNC", help="PS modes: synchronization "
+                   "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
+                   "ParameterServerStrategy's own asynchronous scheduling)")  # fmt: skip
+    p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
+                   "takes FACTOR times as long per step (an injected delay)")  # fmt: skip
     p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
                    "host file ('host slots=N' lines); ranks are started over ssh")  # fmt: skip
     p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
@@ -133,6 +138,7 @@ def workload_for(args, model: str, default: bool) -> dict:
         image_size=args.image_size or (DEFAULT_IMAGE_SIZE.get(model) if default else None),
         num_classes=args.num_classes or (10 if args.data == "digits" else 1000),
         data=args.data,
+        slow_worker=args.slow_worker,
         steps=args.steps or (DEFAULT_RUN_STEPS if default else DEFAULT_STEPS),
         warmup=args.warmup,
         device_type=args.device_type,
@@ -147,11 +153,14 @@ def _runs(args, default: bool) -> list[RunSpec]:
     if unknown:
         raise UsageError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
     modes = args.modes or list(DEFAULT_MODES)
+    if args.sync and not set(modes) - {"horovod"}:
+        raise UsageError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
+                         "synchronous by construction")  # fmt: skip
     runs = []
     for model in models:
-        workload = workload_for(args, model, default)
         for n in args.devices or DEFAULT_DEVICES:
-            for mode in modes:
+            for mode, sync in [(m, s) for m in modes for s in _syncs(args, m)]:
+                workload = {**workload_for(args, model, default), "sync": sync}
                 if args.workers and mode == "horovod":
                     w = args.workers
                     runs.append(RunSpec(model, mode, w, w, 0, **workload).resolved())
@@ -161,6 +170,13 @@ def _runs(args, default: bool) -> list[RunSpec]:
                 else:
                     runs.append(RunSpec.for_devices(model, mode, n, **workload).resolved())
     return runs
+
+
+def _syncs(args, mode: str) -> list[str | None]:
+    """The sync paradigms a mode runs under: each of --sync for the PS modes."""
+    if not args.sync or mode == "horovod":
+        return [None]
+    return list(args.sync)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -77,6 +77,8 @@ class RunSpec:
     device_type: str = "cpu"
     seed: int = 0
     data: str = "synthetic"
+    sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
+    slow_worker: str | None = None  # "INDEX:FACTOR": one worker that many times slower
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -98,11 +100,36 @@ class RunSpec:
             raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
         if self.device_type not in ("cpu", "gpu"):
             raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+        if self.sync is not None or self.slow_worker is not None:
+            self._check_sync()
         if self.data not in DATA:
             raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
         if self.data == "digits" and self.num_classes != 10:
             raise BenchError(f"the digits have 10 classes: use --num-classes 10 with --data "
                              f"digits, got {self.num_classes}")  # fmt: skip
+
+    def _check_sync(self) -> None:
+        from ralp.ps_strategy.staleness import SyncError, SyncPolicy
+        from ralp.ps_strategy.sync import SlowWorker
+
+        if self.mode == "horovod":
+            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
+                             "by construction)")  # fmt: skip
+        try:
+            policy = SyncPolicy.parse(self.sync) if self.sync else None
+            slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
+        except SyncError as e:
+            raise BenchError(str(e)) from None
+        if slow is not None and slow.index >= self.workers:
+            raise BenchError(f"--slow-worker {self.slow_worker}: worker {slow.index} does not "
+                             f"exist in a run with {self.workers} workers")  # fmt: skip
+        if policy is not None:
+            # one canonical spelling in records: "ssp:3", "dssp:3:15"
+            text = policy.paradigm + "".join(
+                f":{v}" for v in {"ssp": (policy.staleness,),
+                                  "dssp": (policy.staleness, policy.upper)}.get(policy.paradigm, ())
+            )  # fmt: skip
+            object.__setattr__(self, "sync", text)
 
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
@@ -132,7 +159,8 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        return f"{self.model} {self.mode} N={self.devices} ({self.workers}+{self.ps})"
+        sync = f" {self.sync}" if self.sync else ""
+        return f"{self.model} {self.mode}{sync} N={self.devices} ({self.workers}+{self.ps})"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -55,6 +55,8 @@ def bench_job(
         batch_size=B,
         device_type=run.device_type,
         step_timeout=600.0,
+        sync=run.sync,
+        slow_worker=run.slow_worker,
     )
     plan = trainer.plan
     if plan.is_empty:
@@ -104,9 +106,19 @@ def bench_job(
         "bytes_per_step_predicted": float(predicted.worker_link.total),
         "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
         "final_loss": float(history.step_losses[-1]) if history.step_losses else None,
+        **sync_figures(history),
     }
     record.update(link_figures(before, after, steps))
     return record
+
+
+def sync_figures(history) -> dict:
+    """Under a sync paradigm: the largest clock gap any step started at, and the time workers
+    spent held (all workers, seconds)."""
+    if not history.sync:
+        return {"sync_max_gap": None, "sync_waiting_s": None}
+    return {"sync_max_gap": max(r.max_gap for r in history.sync),
+            "sync_waiting_s": sum(sum(r.waiting_s) for r in history.sync)}  # fmt: skip
 
 
 def dataset_fn_for(run: RunSpec):

@@ -20,11 +20,11 @@ from ralp._text import human_bytes, text_grid
 
 RECORD_KEYS: tuple[str, ...] = (
     "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
-    "batch_size", "image_size", "num_classes", "data", "steps", "warmup",
+    "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "steps", "warmup",
     "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
-    "compute_step_time_s", "network_step_time_s", "bound_ratio",
+    "compute_step_time_s", "network_step_time_s", "bound_ratio", "sync_max_gap", "sync_waiting_s",
     "speedup_vs_ps", "speedup_vs_horovod", "error",
 )  # fmt: skip
 
@@ -33,7 +33,8 @@ MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horov
 BASELINE_MODE = "ps"
 # Fields a record must share with a plain-PS record to be compared with it: the same workload
 # on the same network. ``_consolidated`` keeps jobs that shared a cluster apart from solo runs.
-SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth")
+SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
+               "slow_worker")  # fmt: skip
 MAX_WIDTH = 120
 
 
@@ -99,7 +100,8 @@ def _bound(r: dict) -> str:
 
 
 def _mode_cell(r: dict) -> str:
-    return r["mode"] if r.get("job") is None else f"{r['mode']} j{r['job']}"
+    mode = f"{r['mode']} {r['sync']}" if r.get("sync") else r["mode"]
+    return mode if r.get("job") is None else f"{mode} j{r['job']}"
 
 
 TABLE_HEADER = ["model", "N", "mode", "W+PS", "img/s", "vs PS", "step s", "B/step meas",

@@ -130,14 +130,15 @@ def run_all(
 
 def _key(record: dict) -> tuple:
     return tuple(record[k] for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
-                                     "image_size", "num_classes", "data"))  # fmt: skip
+                                     "image_size", "num_classes", "data", "sync", "slow_worker"))  # fmt: skip
 
 
 def _empty_figures() -> dict:
     keys = ("images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
             "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
             "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted", "compute_step_time_s",
-            "network_step_time_s", "bound_ratio", "speedup_vs_ps", "speedup_vs_horovod")  # fmt: skip
+            "network_step_time_s", "bound_ratio", "speedup_vs_ps", "speedup_vs_horovod",
+            "sync_max_gap", "sync_waiting_s")  # fmt: skip
     return dict.fromkeys(keys)
 
 

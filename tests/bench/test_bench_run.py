@@ -61,6 +61,9 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
         (["--backend", "tf-config", "--modes", "horovod"], "--hostfile FILE (mode horovod)"),
         (["--backend", "local", "--hostfile", "hosts.txt"], "use it with --backend tf-config"),
         (["--backend", "local", "--data", "digits", "--num-classes", "1000"], "10 classes"),
+        (["--backend", "local", "--modes", "horovod", "--sync", "bsp"], "for the PS modes"),
+        (["--backend", "local", "--sync", "ssp"], "ssp needs its bound"),
+        (["--backend", "local", "--modes", "ps", "--slow-worker", "7:2"], "worker 7 does not"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):

@@ -1,0 +1,272 @@
+"""Synchronization paradigms on real data: test accuracy against wall time, one slow worker.
+
+    python -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \\
+        --workers 4 --slow-worker 0:2 --steps 480 --target 0.9 --out sync.json --plot sync.png
+
+Each paradigm trains the zoo's lenet (28 px) on scikit-learn's handwritten digits (75% to
+train, sharded over the workers; 25% held out) on a fresh cluster (netns when available, as
+the bench). While it trains, a thread in the coordinator reads the weights every
+``--eval-every`` seconds; each snapshot's test accuracy is computed after training, so
+evaluation takes no training time. Reported per paradigm: accuracy against wall time (plot),
+time to reach ``--target`` accuracy, iterations per second, waiting time, largest clock gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+
+PROG = "python -m ralp.bench.sync_experiment"
+DEFAULT_SYNCS = ("bsp", "asp", "ssp:3", "ssp:9", "ssp:15", "dssp:3:15")
+IMAGE = 28
+
+
+def digits_split(seed: int = 0):
+    """(x_train, y_train, x_test, y_test): the digits at 8x8x1 in [0, 1], stratified 75/25."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from ralp.models.digits import digits_arrays
+
+    images, labels = digits_arrays(seed)
+    x_train, x_test, y_train, y_test = train_test_split(images, labels, test_size=0.25,
+                                                        random_state=seed, stratify=labels)  # fmt: skip
+    return x_train, y_train.astype(np.int32), x_test, y_test.astype(np.int32)
+
+
+def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, batch: int,
+               learning_rate: float, eval_every: float, seed: int,
+               read_links=None) -> dict:  # fmt: skip
+    """The coordinator's job: train under ``sync``; weight snapshots over time, evaluated."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import ralp
+    from ralp.models.digits import to_model_input
+
+    x_train, y_train, x_test, y_test = digits_split(seed)
+
+    def dataset_fn(context=None):
+        shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
+            else (0, 1)  # fmt: skip
+        xs, ys = x_train[shard::shards], y_train[shard::shards]
+        return (tf.data.Dataset.from_tensor_slices((xs, ys))
+                .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
+                .batch(batch, drop_remainder=True)
+                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+
+    keras.utils.set_random_seed(seed)
+    model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
+    initial = model.get_weights()  # before wrap: PSS makes the local variables unreadable
+    trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
+                        batch_size=batch, sync=sync, slow_worker=slow_worker)  # fmt: skip
+    snapshots: list[tuple[float, int, list]] = []
+    done = [0]
+    stop = threading.Event()
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            done[0] += 1
+
+    start = time.perf_counter()
+
+    def watch() -> None:
+        while not stop.wait(eval_every):
+            snapshots.append((time.perf_counter() - start, done[0], trainer.get_weights()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    links_before = dict(read_links()) if read_links else None
+    watcher.start()
+    try:
+        history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
+                              verbose=0, callbacks=[Count()])  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join()
+    wall = time.perf_counter() - start
+    links_after = dict(read_links()) if read_links else None
+    snapshots.append((wall, done[0], trainer.get_weights()))
+
+    plain = trainer.unwrap()
+    x_eval = to_model_input(x_test, IMAGE)
+    curve = []
+    for t, n, weights in [(0.0, 0, initial), *snapshots]:
+        plain.set_weights(weights)
+        logits = plain.predict(x_eval, batch_size=512, verbose=0)
+        accuracy = float(np.mean(np.argmax(logits, -1) == y_test))
+        curve.append({"time_s": t, "steps": n, "accuracy": accuracy})
+    record = history.sync[0].to_dict() if history.sync else {}
+    counts = np.bincount(history.step_workers, minlength=len(spec.workers)).tolist() \
+        if history.step_workers else None  # fmt: skip
+    return {
+        "sync": sync, "slow_worker": slow_worker, "mode": trainer.mode, "steps": steps,
+        "batch_size": batch, "learning_rate": learning_rate, "wall_s": wall,
+        "iterations_per_s": steps / wall, "curve": curve,
+        "final_accuracy": curve[-1]["accuracy"],
+        "max_gap": record.get("max_gap"), "total_waiting_s": record.get("total_waiting_s"),
+        "waiting_s": record.get("waiting_s"), "steps_per_worker": counts,
+        "dssp_decisions": len(record.get("decisions", [])),
+        # Bytes each link carried while training (netns): the steps run on the workers, so
+        # the chief's link carries only control and the weight snapshots.
+        "link_bytes": {t: links_after[t].total - links_before[t].total for t in links_after}
+        if links_after else None,
+    }  # fmt: skip
+
+
+def time_to(curve: list[dict], target: float) -> float | None:
+    """The first time the accuracy reached ``target`` (None if it never did)."""
+    for point in curve:
+        if point["accuracy"] >= target:
+            return point["time_s"]
+    return None
+
+
+def table(results: list[dict], target: float) -> str:
+    from ralp._text import text_grid
+
+    header = ["sync", "it/s", f"t to {target:.0%} (s)", "final acc", "wall s", "wait s",
+              "max gap", "steps per worker"]  # fmt: skip
+    rows = []
+    for r in results:
+        if r.get("error"):
+            rows.append([r["sync"], "-", "-", "-", "-", "-", "-", f"error: {r['error']}"])
+            continue
+        reached = time_to(r["curve"], target)
+        rows.append([r["sync"], f"{r['iterations_per_s']:.1f}",
+                     "never" if reached is None else f"{reached:.1f}",
+                     f"{r['final_accuracy']:.3f}", f"{r['wall_s']:.1f}",
+                     f"{r['total_waiting_s']:.1f}" if r.get("total_waiting_s") is not None else "-",
+                     str(r.get("max_gap", "-")),
+                     " ".join(map(str, r.get("steps_per_worker") or []))])  # fmt: skip
+    return "\n".join(text_grid(header, rows))
+
+
+def plot(results: list[dict], target: float, path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_s) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for r in results:
+        if r.get("error"):
+            continue
+        times = [p["time_s"] for p in r["curve"]]
+        steps = [p["steps"] for p in r["curve"]]
+        acc = [p["accuracy"] for p in r["curve"]]
+        style = "--" if r["sync"].startswith("dssp") else "-"
+        ax_t.plot(times, acc, style, marker=".", label=r["sync"])
+        ax_s.plot(steps, acc, style, marker=".", label=r["sync"])
+    for ax, xlabel in ((ax_t, "wall time (s)"), (ax_s, "steps (all workers)")):
+        ax.axhline(target, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test accuracy")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    ax_t.legend(loc="lower right", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Accuracy against wall time of the "
+                                "synchronization paradigms on the digits, one worker slowed.")  # fmt: skip
+    p.add_argument("--syncs", nargs="+", default=list(DEFAULT_SYNCS), metavar="SYNC",
+                   help=f"paradigms (default: {' '.join(DEFAULT_SYNCS)})")  # fmt: skip
+    p.add_argument("--workers", type=positive_int, default=4)
+    p.add_argument("--slow-worker", default="0:2", metavar="INDEX:FACTOR",
+                   help="heterogeneity (default 0:2: worker 0 takes twice as long)")  # fmt: skip
+    p.add_argument("--mode", choices=("ps", "ralp"), default="ps")
+    p.add_argument("--steps", type=positive_int, default=480, help="steps in all (all workers)")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument("--eval-every", type=float, default=2.0, help="seconds between snapshots")
+    p.add_argument("--target", type=float, default=0.9, help="target test accuracy")
+    p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
+    p.add_argument("--bandwidth", default=None, help="netns link rate (default 1gbit)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", metavar="JSON")
+    p.add_argument("--plot", metavar="PNG")
+    p.add_argument(
+        "--show", metavar="JSON", help="run nothing: table (and --plot) of saved results"
+    )
+    return p
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        results = json.loads(Path(args.show).read_text())["results"] if args.show else _run(args)
+    except (UsageError, ValueError, OSError) as e:
+        return fail(PROG, str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
+    print(table(results, args.target))
+    if args.plot:
+        plot(results, args.target, args.plot, f"lenet on digits, {args.workers} workers, "
+             f"worker {args.slow_worker} slower")  # fmt: skip
+        print(f"wrote {args.plot}")
+    return 1 if any(r.get("error") for r in results) else 0
+
+
+def _run(args) -> list[dict]:
+    from tqdm import tqdm
+
+    from ralp.bench.cli import DEFAULT_BANDWIDTH
+    from ralp.bench.launcher import Launcher
+    from ralp.ps_strategy.cluster import ClusterError
+    from ralp.ps_strategy.fresh_process import ChildError, run_in_fresh_process
+    from ralp.ps_strategy.staleness import SyncPolicy
+    from ralp.ps_strategy.sync import SlowWorker
+
+    quiet_tensorflow()
+    for s in args.syncs:
+        SyncPolicy.parse(s)  # bad names fail before any cluster starts
+    if args.slow_worker and SlowWorker.parse(args.slow_worker).index >= args.workers:
+        raise UsageError(f"--slow-worker {args.slow_worker}: there are {args.workers} workers")
+    backend = args.backend
+    if backend == "auto":
+        from ralp.ps_strategy.netns import netns_unavailable_reason
+
+        backend = "local" if netns_unavailable_reason() else "netns"
+    bandwidth = (args.bandwidth or DEFAULT_BANDWIDTH) if backend == "netns" else None
+    launcher = Launcher(backend, bandwidth=bandwidth)
+    launcher.check()
+    results = []
+    for sync in tqdm(args.syncs, unit="run", desc="paradigms"):
+        try:
+            with launcher.cluster(args.workers, 1) as handle:
+                result = run_in_fresh_process(
+                    sync_curve, handle.spec, sync, args.slow_worker, args.mode, args.steps,
+                    args.batch_size, args.learning_rate, args.eval_every, args.seed,
+                    handle.read_links, netns=handle.netns, timeout=3600, env={"CUDA_VISIBLE_DEVICES": "-1"},
+                )  # fmt: skip
+        except (ChildError, ClusterError) as e:
+            result = {"sync": sync, "error": str(e).strip().splitlines()[0][:200]}
+        result.update(backend=backend, bandwidth=bandwidth, workers=args.workers)
+        results.append(result)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
+        print(f"wrote {args.out}")
+    return results
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()

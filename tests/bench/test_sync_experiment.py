@@ -1,0 +1,54 @@
+"""The sync experiment: its figures, and a tiny run end to end (JSON, table, plot)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ralp.bench.sync_experiment import table, time_to
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_time_to_target_is_the_first_snapshot_reaching_it():
+    curve = [{"time_s": 0.0, "accuracy": 0.1}, {"time_s": 2.0, "accuracy": 0.85},
+             {"time_s": 4.0, "accuracy": 0.92}, {"time_s": 6.0, "accuracy": 0.89}]  # fmt: skip
+    assert time_to(curve, 0.9) == 4.0
+    assert time_to(curve, 0.8) == 2.0
+    assert time_to(curve, 0.95) is None
+
+
+def test_table_shows_each_paradigm_and_errors():
+    ok = {"sync": "ssp:3", "iterations_per_s": 12.5, "curve": [{"time_s": 3.0, "accuracy": 0.93}],
+          "final_accuracy": 0.93, "wall_s": 9.0, "total_waiting_s": 1.25, "max_gap": 3,
+          "steps_per_worker": [10, 20]}  # fmt: skip
+    text = table([ok, {"sync": "bsp", "error": "worker lost"}], 0.9)
+    assert "ssp:3" in text and "12.5" in text and "3.0" in text and "10 20" in text
+    assert "error: worker lost" in text
+
+
+@pytest.mark.cluster
+def test_a_tiny_experiment_end_to_end(tmp_path):
+    out, png = tmp_path / "sync.json", tmp_path / "sync.png"
+    p = subprocess.run([sys.executable, "-m", "ralp.bench.sync_experiment", "--syncs", "bsp",
+                        "dssp:1:3", "--workers", "2", "--slow-worker", "1:2", "--steps", "16",
+                        "--backend", "local", "--eval-every", "0.5", "--out", str(out),
+                        "--plot", str(png)], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    results = json.loads(out.read_text())["results"]
+    assert [r["sync"] for r in results] == ["bsp", "dssp:1:3"]
+    for r in results:
+        assert r.get("error") is None
+        assert sum(r["steps_per_worker"]) == 16 and r["iterations_per_s"] > 0
+        assert r["curve"][0]["steps"] == 0 and r["curve"][-1]["steps"] == 16
+        assert all(0 <= point["accuracy"] <= 1 for point in r["curve"])
+    assert results[0]["max_gap"] == 0 and results[1]["max_gap"] <= 3
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert "dssp:1:3" in p.stdout
+
+
+def test_bad_paradigm_is_refused_before_any_cluster():
+    p = subprocess.run([sys.executable, "-m", "ralp.bench.sync_experiment", "--syncs", "ssp",
+                        "--backend", "local"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 2 and "ssp needs its bound" in p.stderr
