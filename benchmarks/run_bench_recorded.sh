@@ -3,7 +3,7 @@
 # benchmarks/results/bench_*. Needs root (netns backend) and Horovod (./scripts/setup.sh).
 # On a 2-core machine this takes about 110 minutes in all. --steps and --warmup count per worker.
 # Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit|
-#                                          horovod-1gbit|horovod-10gbit]...
+#                                          horovod-1gbit|horovod-10gbit|sync]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ PY=.venv/bin/python
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -41,6 +41,10 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench --backend netns --bandwidth $bw --models vgg11 alexnet resnet50 \
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod --devices 4 8 --steps 3 --quiet \
       --out $R/bench_horovod_$bw.json --plot $R/bench_horovod_$bw.png || true ;;
+  sync)  # issue 6: BSP / ASP / SSP / DSSP on real data, 4 workers, worker 0 twice as slow
+    $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \
+      --workers 4 --slow-worker 0:2 --steps 480 --target 0.9 \
+      --out $R/sync_digits.json --plot $R/sync_digits.png ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
