@@ -236,3 +236,20 @@ def test_show_reprints_saved_results_without_running(tmp_path):
     bad.write_text("{}")
     p = _bench("--show", str(bad), timeout=60)
     assert p.returncode == 2 and "not a list of bench records" in p.stderr
+
+
+@pytest.mark.cluster
+def test_bench_sync_runs_record_their_bound(tmp_path):
+    out = tmp_path / "sync.json"
+    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "4",
+               "--sync", "bsp", "ssp:1", "--slow-worker", "0:2", "--steps", "3", "--warmup", "1",
+               "--num-classes", "10", "--image-size", "28", "--batch-size", "8",
+               "--out", str(out), "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    records = json.loads(out.read_text())
+    assert [(r["mode"], r["sync"], r["slow_worker"]) for r in records] == [
+        ("ps", "bsp", "0:2"), ("ps", "ssp:1", "0:2")]  # fmt: skip
+    bsp, ssp = records
+    assert bsp["sync_max_gap"] == 0 and ssp["sync_max_gap"] <= 1
+    assert bsp["error"] is None and bsp["images_per_sec"] > 0
+    assert "ps bsp" in p.stdout and "ps ssp:1" in p.stdout

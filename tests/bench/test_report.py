@@ -29,6 +29,7 @@ def record(**overrides) -> dict:
         "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
         "backend": "netns", "bandwidth": "1gbit", "job": None,
         "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
+        "sync": None, "slow_worker": None,
         "steps": 20, "warmup": 3,
         "images_per_sec": 100.0, "images_per_sec_std": 2.5,
         "step_time_s": 0.96, "step_time_std_s": 0.02,
@@ -36,6 +37,7 @@ def record(**overrides) -> dict:
         "bytes_ratio": 1.2e9 / 1.19e9,
         "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
         "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
+        "sync_max_gap": None, "sync_waiting_s": None,
         "speedup_vs_ps": None, "speedup_vs_horovod": None, "error": None,
     }  # fmt: skip
     assert set(overrides) <= set(r) | {"scenario"}, set(overrides) - set(r)
