@@ -206,12 +206,17 @@ def _kill_pids(pids: list[int]) -> None:
 
 
 def _last_error_line(lines) -> str | None:
-    """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix."""
-    for line in reversed(lines):
-        text = line.split(">:", 1)[-1].strip()
-        head = text.split(":", 1)[0]
-        if head.endswith(("Error", "Exception")) and " " not in head:
-            return text[:300]
+    """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix: a
+    rank's own error first (lines horovodrun prefixes with ``[rank]<stderr>:``), then the
+    launcher's (its "one or more processes exited" summary)."""
+    lines = list(lines)
+    from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
+    for group in (from_ranks, lines):
+        for line in reversed(group):
+            text = line.split(">:", 1)[-1].strip()
+            head = text.split(":", 1)[0]
+            if head.endswith(("Error", "Exception")) and " " not in head:
+                return text[:300]
     for line in reversed(lines):
         if line.strip():
             return line.split(">:", 1)[-1].strip()[:300]

@@ -129,7 +129,7 @@ def run_all(
 
 
 def _key(record: dict) -> tuple:
-    return tuple(record[k] for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
+    return tuple(record.get(k) for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
                                      "image_size", "num_classes", "data", "sync", "slow_worker"))  # fmt: skip
 
 
