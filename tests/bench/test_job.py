@@ -47,8 +47,11 @@ def test_derived_figures_and_bound_ratio():
     assert d["network_step_time_s"] == pytest.approx(0.1)
     record.update(d)
     ref = {**record, "step_time_s": 0.5}
-    add_compute_reference([record], {tuple(ref[k] for k in ("model", "mode", "devices",
-                          "workers", "ps", "batch_size", "image_size", "num_classes")): ref})  # fmt: skip
+    # the reference is matched on the workload: model, mode, sizes, data and sync settings
+    key = tuple(ref.get(k) for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
+                                     "image_size", "num_classes", "data", "sync",
+                                     "slow_worker"))  # fmt: skip
+    add_compute_reference([record], {key: ref})
     assert record["compute_step_time_s"] == 0.5
     assert record["bound_ratio"] == pytest.approx(2.0 / 0.5)
 
