@@ -123,13 +123,8 @@ class RunSpec:
         if slow is not None and slow.index >= self.workers:
             raise BenchError(f"--slow-worker {self.slow_worker}: worker {slow.index} does not "
                              f"exist in a run with {self.workers} workers")  # fmt: skip
-        if policy is not None:
-            # one canonical spelling in records: "ssp:3", "dssp:3:15"
-            text = policy.paradigm + "".join(
-                f":{v}" for v in {"ssp": (policy.staleness,),
-                                  "dssp": (policy.staleness, policy.upper)}.get(policy.paradigm, ())
-            )  # fmt: skip
-            object.__setattr__(self, "sync", text)
+        if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
+            object.__setattr__(self, "sync", policy.spec)
 
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:

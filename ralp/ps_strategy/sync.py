@@ -52,6 +52,12 @@ class SlowWorker:
         return slow
 
 
+def check_slow_worker(slow_worker: SlowWorker | None, workers: int) -> None:
+    if slow_worker is not None and slow_worker.index >= workers:
+        raise SyncError(f"slow worker {slow_worker.index} does not exist: the cluster has "
+                        f"{workers} workers (0..{workers - 1})")  # fmt: skip
+
+
 class _ScheduleWarningFilter(logging.Filter):
     """Drop TF's warning that a strategy method ran outside ``ClusterCoordinator.schedule``:
     the drivers dispatch the step to a chosen worker on purpose."""
@@ -90,9 +96,7 @@ class SyncedSteps:
     ):
         if policy.paradigm == "bsp" and apply_round is None:
             raise SyncError("BSP needs the round update (the trainer builds it)")
-        if slow_worker is not None and slow_worker.index >= workers:
-            raise SyncError(f"slow worker {slow_worker.index} does not exist: the cluster has "
-                            f"{workers} workers (0..{workers - 1})")  # fmt: skip
+        check_slow_worker(slow_worker, workers)
         self.policy = policy
         self.workers = workers
         self.step = step

@@ -43,7 +43,7 @@ from ralp.ps_strategy.steps import (
     ralp_step,
     round_update,
 )
-from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
+from ralp.ps_strategy.sync import SlowWorker, SyncedSteps, check_slow_worker
 
 MODES = ("auto", "ralp", "ps")
 IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the trainer watches the cluster
@@ -158,7 +158,6 @@ class Trainer:
         self.original = model
         self.sync = sync
         self.slow_worker = slow_worker
-        self._make_optimizer = None
         self.connection = connection
         self.plan = plan
         self.mode = mode
@@ -166,7 +165,6 @@ class Trainer:
         self.step_timeout = step_timeout
         self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         make_optimizer = optimizer_factory(optimizer)
-        self._make_optimizer = make_optimizer
         strategy = connection.strategy
         self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
         self.model = self.placed.model
@@ -387,10 +385,7 @@ class Trainer:
         return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes], end_times
 
     def _check_sync(self, sync: SyncPolicy, slow_worker: SlowWorker | None) -> None:
-        workers = self.connection.num_workers
-        if slow_worker is not None and slow_worker.index >= workers:
-            raise ValueError(f"slow worker {slow_worker.index} does not exist: the cluster has "
-                             f"{workers} workers (0..{workers - 1})")  # fmt: skip
+        check_slow_worker(slow_worker, self.connection.num_workers)
         if sync.paradigm == "bsp":
             self._build_bsp()
 
