@@ -54,6 +54,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def words(values: list[str]) -> list[str]:
+    """The items of a list option given as "a b", "a,b" or both."""
+    return [w for value in values for w in value.split(",") if w]
+
+
 def fail(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2

@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
 from ralp.bench.config import (
     BACKENDS,
     DATA,
@@ -48,10 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Without arguments: a small default comparison (scaled vgg11 and resnet50, "
         "ps vs ralp-n, N=4, netns at 1gbit when run as root, else local).",
     )
-    p.add_argument("--models", nargs="+", metavar="MODEL", help="zoo models (default: "
+    p.add_argument("--models", nargs="+", metavar="MODEL",
+                   help="zoo models, by spaces or commas (default: "
                    f"{' '.join(DEFAULT_MODELS)})")  # fmt: skip
-    p.add_argument("--modes", nargs="+", choices=MODES, metavar="MODE",
-                   help=f"from {', '.join(MODES)} (default: {' '.join(DEFAULT_MODES)})")  # fmt: skip
+    p.add_argument("--modes", nargs="+", metavar="MODE",
+                   help=f"from {', '.join(MODES)}, by spaces or commas (default: "
+                   f"{' '.join(DEFAULT_MODES)})")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
@@ -78,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                    "cluster); auto: netns if available, else local")  # fmt: skip
     p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit")
     p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
-    p.add_argument("--sync", nargs="+", metavar="SYNC", help="PS modes: synchronization "
+    p.add_argument("--sync", nargs="+", metavar="SYNC",
+                   help="PS modes: synchronization "
                    "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
                    "ParameterServerStrategy's own asynchronous scheduling)")  # fmt: skip
     p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
@@ -153,6 +156,9 @@ def _runs(args, default: bool) -> list[RunSpec]:
     if unknown:
         raise UsageError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
     modes = args.modes or list(DEFAULT_MODES)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise UsageError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
     if args.sync and not set(modes) - {"horovod"}:
         raise UsageError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
                          "synchronous by construction")  # fmt: skip
@@ -182,6 +188,9 @@ def _syncs(args, mode: str) -> list[str | None]:
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    for name in ("models", "modes", "sync"):  # "a b" and "a,b" alike
+        if getattr(args, name):
+            setattr(args, name, words(getattr(args, name)))
     # Without --models, the small default comparison's workload (scaled sizes, fewer steps)
     # fills in what was not asked for; naming models means the paper's defaults.
     default = args.models is None

@@ -173,7 +173,7 @@ def _bench(*args):
 @pytest.mark.cluster
 def test_bench_horovod_mode_end_to_end_on_loopback(tmp_path):
     out = tmp_path / "r.json"
-    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "horovod",
+    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps,horovod",  # commas too
                "--devices", "2", "--image-size", "28", "--batch-size", "8", "--steps", "3",
                "--warmup", "1", "--num-classes", "10", "--out", str(out))  # fmt: skip
     stdout, stderr = p.communicate(timeout=600)
