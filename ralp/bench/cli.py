@@ -31,7 +31,7 @@ PROG = "python -m ralp.bench"
 # The default comparison: FC-heavy vgg11 against resnet50 (almost no FC), scaled down so a
 # 2-core machine runs all four runs in about three minutes.
 DEFAULT_MODELS = ("vgg11", "resnet50")
-DEFAULT_MODES = ("ps", "ralp-n")
+DEFAULT_MODES = ("ps", "ralp-n", "horovod")  # horovod left out (with a note) if not installed
 DEFAULT_DEVICES = (4,)
 DEFAULT_IMAGE_SIZE = {"vgg11": 64, "resnet50": 32}
 DEFAULT_BATCH_SIZE = 8
@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         "(and the modes' resource configurations) on a cluster: images/s, step time, and "
         "bytes per step measured on each link and predicted by the profiler.",
         epilog="Without arguments: a small default comparison (scaled vgg11 and resnet50, "
-        "ps vs ralp-n, N=4, netns at 1gbit when run as root, else local).",
+        "ps vs ralp-n vs horovod, N=4, netns at 1gbit when run as root, else local).",
     )
     p.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo models, by spaces or commas (default: "
@@ -155,7 +155,7 @@ def _runs(args, default: bool) -> list[RunSpec]:
     unknown = [m for m in models if m not in MODEL_NAMES]
     if unknown:
         raise UsageError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
-    modes = args.modes or list(DEFAULT_MODES)
+    modes = args.modes or default_modes()
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise UsageError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
@@ -176,6 +176,18 @@ def _runs(args, default: bool) -> list[RunSpec]:
                 else:
                     runs.append(RunSpec.for_devices(model, mode, n, **workload).resolved())
     return runs
+
+
+def default_modes(note: bool = False) -> list[str]:
+    """The default comparison's modes: Horovod only where it is installed."""
+    from ralp.baselines.horovod_launch import horovod_unavailable_reason
+
+    reason = horovod_unavailable_reason()
+    if reason is None:
+        return list(DEFAULT_MODES)
+    if note:
+        print(f"{PROG}: leaving out mode horovod: {reason}", file=sys.stderr)
+    return [m for m in DEFAULT_MODES if m != "horovod"]
 
 
 def _syncs(args, mode: str) -> list[str | None]:
@@ -217,7 +229,7 @@ def _run(args, default: bool) -> int:
     bandwidth = args.bandwidth
     if backend == "netns" and bandwidth is None:
         bandwidth = DEFAULT_BANDWIDTH
-    modes = set(args.modes or DEFAULT_MODES)
+    modes = set(args.modes or default_modes(note=True))
     ps_on_cluster = backend == "tf-config" and (modes - {"horovod"} or args.jobs)
     launcher = Launcher(
         backend,
