@@ -253,3 +253,14 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
     assert bsp["sync_max_gap"] == 0 and ssp["sync_max_gap"] <= 1
     assert bsp["error"] is None and bsp["images_per_sec"] > 0
     assert "ps bsp" in p.stdout and "ps ssp:1" in p.stdout
+
+
+def test_default_modes_leave_out_horovod_where_it_is_missing(monkeypatch, capsys):
+    import ralp.baselines.horovod_launch as launch
+    from ralp.bench import cli
+
+    monkeypatch.setattr(launch, "horovod_unavailable_reason", lambda: "not installed here")
+    assert cli.default_modes(note=True) == ["ps", "ralp-n"]
+    assert "leaving out mode horovod: not installed here" in capsys.readouterr().err
+    monkeypatch.setattr(launch, "horovod_unavailable_reason", lambda: None)
+    assert cli.default_modes() == ["ps", "ralp-n", "horovod"]
