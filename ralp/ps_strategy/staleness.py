@@ -80,21 +80,19 @@ class SyncPolicy:
         """The largest gap a worker may start an iteration at (None: unbounded)."""
         return {"bsp": 0, "asp": None, "ssp": self.staleness, "dssp": self.upper}[self.paradigm]
 
+    def _numbers(self) -> tuple[int, ...]:
+        return {"ssp": (self.staleness,), "dssp": (self.staleness, self.upper)}.get(
+            self.paradigm, ()
+        )
+
     @property
     def spec(self) -> str:
         """The text :meth:`parse` reads back: "bsp", "asp", "ssp:3", "dssp:3:15"."""
-        if self.paradigm == "ssp":
-            return f"ssp:{self.staleness}"
-        if self.paradigm == "dssp":
-            return f"dssp:{self.staleness}:{self.upper}"
-        return self.paradigm
+        return self.paradigm + "".join(f":{n}" for n in self._numbers())
 
-    def __str__(self) -> str:
-        if self.paradigm == "ssp":
-            return f"ssp({self.staleness})"
-        if self.paradigm == "dssp":
-            return f"dssp({self.staleness},{self.upper})"
-        return self.paradigm
+    def __str__(self) -> str:  # "ssp(3)", "dssp(3,15)"
+        numbers = self._numbers()
+        return f"{self.paradigm}({','.join(map(str, numbers))})" if numbers else self.paradigm
 
 
 class DSSPController:
