@@ -3,7 +3,7 @@
 # benchmarks/results/bench_*. Needs root (netns backend) and Horovod (./scripts/setup.sh).
 # On a 2-core machine this takes about 110 minutes in all. --steps and --warmup count per worker.
 # Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit|
-#                                          horovod-1gbit|horovod-10gbit|sync]...
+#                                          horovod-1gbit|horovod-10gbit|sync|sync-3w]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ PY=.venv/bin/python
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -45,6 +45,10 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \
       --workers 4 --slow-worker 0:2 --steps 480 --target 0.9 \
       --out $R/sync_digits.json --plot $R/sync_digits.png ;;
+  sync-3w)  # the same with 3 workers, worker 0 three times as slow
+    $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:15 dssp:3:15 \
+      --workers 3 --slow-worker 0:3 --steps 360 --target 0.9 \
+      --out $R/sync_digits_3w_3x.json --plot $R/sync_digits_3w_3x.png ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
