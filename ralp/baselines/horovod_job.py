@@ -69,7 +69,10 @@ def horovod_bench_job(run, read_links=None) -> dict | None:
     say = emit if rank == 0 else (lambda kind, value: None)
     say("phase", "warm-up")
     trainer = HorovodTrainer(hvd, model, keras.optimizers.SGD(learning_rate=1e-3))
-    batches = _rank_batches(run, dataset_fn_for, rank, size)
+    # The same dataset function as the PS modes; a rank reads its shard as a worker would.
+    import tensorflow as tf
+
+    batches = dataset_fn_for(run)(tf.distribute.InputContext(size, rank, size))
     trainer.fit(batches, max(run.warmup, 1))
 
     trainer.barrier()
@@ -105,16 +108,6 @@ def horovod_bench_job(run, read_links=None) -> dict | None:
     }
     record.update(link_figures(before, after, steps))
     return record
-
-
-def _rank_batches(run, dataset_fn_for, rank: int, size: int):
-    """This rank's input: synthetic batches, or its shard of the digits."""
-    if run.data == "digits":
-        from ralp.models.digits import digits_batches
-
-        return digits_batches(run.image_size, run.batch_size, shard=rank, num_shards=size,
-                              seed=run.seed)  # fmt: skip
-    return dataset_fn_for(run)(None)
 
 
 def main(argv: list[str] | None = None) -> int:

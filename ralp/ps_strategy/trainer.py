@@ -43,7 +43,7 @@ from ralp.ps_strategy.steps import (
     ralp_step,
     round_update,
 )
-from ralp.ps_strategy.sync import SlowWorker, SyncedSteps, check_slow_worker
+from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
 
 MODES = ("auto", "ralp", "ps")
 IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the trainer watches the cluster
@@ -291,8 +291,8 @@ class Trainer:
             raise ValueError("give at most one StalenessHook per fit")
         if hooks:
             sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
-        if sync is not None:
-            self._check_sync(sync, slow_worker)
+        if sync is not None and sync.paradigm == "bsp":
+            self._build_bsp()
         iterator = None if sync is not None else self._iterator(dataset_fn)
         history = History()
         for cb in callbacks:
@@ -384,11 +384,6 @@ class Trainer:
             bar.close()
         return [tuple(np.asarray(v) for v in r.fetch()) for r in remotes], end_times
 
-    def _check_sync(self, sync: SyncPolicy, slow_worker: SlowWorker | None) -> None:
-        check_slow_worker(slow_worker, self.connection.num_workers)
-        if sync.paradigm == "bsp":
-            self._build_bsp()
-
     def _worker_iterator_list(self, dataset_fn) -> list:
         """Each worker's own input iterator, made on that worker (its shard of the data)."""
         key = id(dataset_fn)
@@ -405,16 +400,7 @@ class Trainer:
     def _run_synced(self, dataset_fn, steps, sync, slow_worker, verbose, label, callbacks):
         from tqdm import tqdm
 
-        iterators = self._worker_iterator_list(dataset_fn)
-        bar = tqdm(total=steps, desc=f"{label} {sync}", unit="batch", disable=not verbose,
-                   leave=True)  # fmt: skip
-        count = [0]
-
-        def on_step(worker: int) -> None:
-            count[0] += 1
-            bar.update(1)
-            _call(callbacks, "on_train_batch_end", count[0] - 1, None)
-
+        # First: its checks (a slow worker that does not exist) fail before anything is made.
         runner = SyncedSteps(
             sync,
             self.connection.num_workers,
@@ -427,6 +413,16 @@ class Trainer:
             ),  # fmt: skip
             step_timeout=self.step_timeout,
         )
+        iterators = self._worker_iterator_list(dataset_fn)
+        bar = tqdm(total=steps, desc=f"{label} {sync}", unit="batch", disable=not verbose,
+                   leave=True)  # fmt: skip
+        count = [0]
+
+        def on_step(worker: int) -> None:
+            count[0] += 1
+            bar.update(1)
+            _call(callbacks, "on_train_batch_end", count[0] - 1, None)
+
         try:
             return runner.run(iterators, steps, on_step)
         except tf.errors.UnavailableError as e:
