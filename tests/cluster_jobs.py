@@ -329,3 +329,17 @@ def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str =
     iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
     return {"record": record.to_dict(), "workers": history.step_workers,
             "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}  # fmt: skip
+
+
+def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
+    """Each optimizer's update count after ``steps`` batches from concurrent workers."""
+    import keras
+
+    import ralp
+
+    x, y = fixed_data()
+    trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
+                        optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
+                        sync=sync)  # fmt: skip
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
+    return {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}

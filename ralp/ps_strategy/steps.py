@@ -77,6 +77,25 @@ def ps_local(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimize
     return optimizer
 
 
+def _atomic_assign_add(self, value):
+    return self.value.assign_add(tf.cast(value, self.dtype))
+
+
+def atomic_iterations(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    """Make the optimizer count its updates with one atomic add on the counter's task.
+
+    Keras 3's ``Variable.assign_add`` is ``assign(self + value)``: a read, then a write. When
+    workers update at once (the coordinator's asynchronous schedule, ASP, SSP, DSSP) two of
+    them read the same count and one increment is lost; two workers and 60 ASP steps counted
+    41-53. The count drives learning-rate schedules and Adam's bias correction, and users read
+    it as the step count. ``tf.Variable.assign_add`` is one ``AssignAddVariableOp``, which
+    holds the variable's lock. (Rebinds one method of the counter, as of Keras 3.15.1.)
+    """
+    counter = optimizer._iterations
+    counter.assign_add = types.MethodType(_atomic_assign_add, counter)
+    return optimizer
+
+
 def plain_step(strategy, model: keras.Model, optimizer, loss_fn, accumulators=None) -> Callable:
     """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
     variables = model.trainable_variables

@@ -37,6 +37,7 @@ from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
 from ralp.ps_strategy.connect import Connection, connect, describe, unreachable
 from ralp.ps_strategy.staleness import SyncPolicy, SyncRecord
 from ralp.ps_strategy.steps import (
+    atomic_iterations,
     make_accumulators,
     plain_step,
     ps_local,
@@ -170,7 +171,7 @@ class Trainer:
         self.model = self.placed.model
         if plan.is_empty:
             with strategy.scope():
-                self.optimizers = {"optimizer": make_optimizer()}
+                self.optimizers = {"optimizer": atomic_iterations(make_optimizer())}
                 self.optimizers["optimizer"].build(self.model.trainable_variables)
             self.split = None
             self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
@@ -178,7 +179,7 @@ class Trainer:
             self.split = split_model(self.placed)
             loss_task = self.placed.loss_task
             with strategy.scope():
-                head_opt = make_optimizer()
+                head_opt = atomic_iterations(make_optimizer())
                 head_opt.build(self.split.head.trainable_variables)
                 # The tail optimizer's own variables (iteration, learning rate; made in its
                 # constructor) go to the loss task, where its update runs. Its slots are made
