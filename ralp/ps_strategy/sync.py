@@ -24,6 +24,7 @@ head and is updated once per round too.
 from __future__ import annotations
 
 import logging
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +35,9 @@ from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncRecord, SyncSe
 
 @dataclass(frozen=True)
 class SlowWorker:
-    """Heterogeneity: worker ``index`` takes ``factor`` times as long per iteration (a delay
-    of (factor - 1) x its step time after each push, as a slower device would)."""
+    """Heterogeneity: worker ``index`` takes ``factor`` times as long per iteration, as a
+    slower device would: a delay after each push of (factor - 1) x its typical step time
+    (:class:`Slowdown`)."""
 
     index: int
     factor: float
@@ -50,6 +52,39 @@ class SlowWorker:
         if slow.index < 0 or slow.factor < 1:
             raise SyncError(f"slow worker {text!r}: the index must be >= 0 and the factor >= 1")
         return slow
+
+
+CALIBRATION_STEPS = 5  # the slow worker's own steps whose median fixes its delay
+
+
+class Slowdown:
+    """The delay after each of the slow worker's pushes.
+
+    For its first steps the delay is (factor - 1) x the median of its step times so far
+    (the very first is left out: it includes tracing). After ``CALIBRATION_STEPS`` of them
+    the delay is fixed. A delay that followed every step time would compound on a shared
+    CPU: the fast workers' extra iterations slow the slow worker's steps, which would then
+    lengthen its delay, so its factor would depend on what the others do. A fixed delay keeps
+    a worker's speed its own, as on separate machines (and as DSSP's controller assumes).
+    """
+
+    def __init__(self, factor: float):
+        self.factor = factor
+        self.step_times: list[float] = []
+        self.fixed_s: float | None = None
+
+    def after(self, step_time: float) -> float:
+        """The delay (seconds) after a step that took ``step_time``."""
+        if self.fixed_s is not None:
+            return self.fixed_s
+        self.step_times.append(step_time)
+        typical = self.step_times[1:]
+        if not typical:
+            return 0.0
+        delay = (self.factor - 1) * statistics.median(typical)
+        if len(typical) >= CALIBRATION_STEPS:
+            self.fixed_s = delay
+        return delay
 
 
 def check_slow_worker(slow_worker: SlowWorker | None, workers: int) -> None:
@@ -118,6 +153,7 @@ class SyncedSteps:
         end_times: list[float] = []
         ran_on: list[int] = []
         errors: list[BaseException] = []
+        slowdown = Slowdown(self.slow_worker.factor) if self.slow_worker else None
         origin = time.perf_counter()
         for w in range(self.workers):
             server.start(w, 0.0)
@@ -159,8 +195,8 @@ class SyncedSteps:
                     lock.notify_all()
                 if on_step is not None:
                     on_step(w)
-                if self.slow_worker is not None and w == self.slow_worker.index:
-                    time.sleep((self.slow_worker.factor - 1) * (pushed - began))
+                if slowdown is not None and w == self.slow_worker.index:
+                    time.sleep(slowdown.after(pushed - began))
 
         tf_logger = logging.getLogger("tensorflow")
         quiet = _ScheduleWarningFilter()

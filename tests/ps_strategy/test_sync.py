@@ -6,12 +6,26 @@ import pytest
 
 from ralp import LocalCluster, run_in_fresh_process
 from ralp.ps_strategy.fresh_process import ChildError
+from ralp.ps_strategy.sync import CALIBRATION_STEPS, Slowdown
 from tests import cluster_jobs as jobs
 
-pytestmark = pytest.mark.cluster
 DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0"}
 
 
+def test_the_slow_workers_delay_is_fixed_after_calibration():
+    slowdown = Slowdown(factor=3.0)
+    assert slowdown.after(5.0) == 0.0  # the first step includes tracing: no delay from it
+    typical = [1.0, 1.2, 0.8, 1.0, 1.1][:CALIBRATION_STEPS]
+    delays = [slowdown.after(t) for t in typical]
+    assert delays[0] == pytest.approx(2.0) and delays[1] == pytest.approx(2.2)
+    fixed = 2.0 * float(np.median(typical))
+    assert delays[-1] == pytest.approx(fixed) and slowdown.fixed_s == pytest.approx(fixed)
+    # later steps, however long (a shared CPU under load), do not change the delay
+    assert slowdown.after(10.0) == slowdown.after(0.1) == pytest.approx(fixed)
+    assert Slowdown(factor=1.0).after(1.0) == 0.0
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("mode", ["ps", "ralp"])
 def test_bsp_is_synchronous_sgd_on_the_combined_batch(mode):
     rounds, workers = 3, 2
@@ -32,6 +46,7 @@ def _starts_gaps(record: dict) -> list[int]:
     return [gap for _, _, _, gap in record["starts"]]
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize(("sync", "bound"), [("bsp", 0), ("ssp:1", 1), ("dssp:1:3", 3)])
 def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
     steps = 18
@@ -49,6 +64,7 @@ def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
         assert record["total_waiting_s"] > 0  # the fast workers were held back at times
 
 
+@pytest.mark.cluster
 def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.synced_run, cluster.spec, "asp", 16, "0:4",
@@ -58,6 +74,7 @@ def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
     assert record["max_gap"] >= 2  # nobody held the fast worker back
 
 
+@pytest.mark.cluster
 def test_the_hook_selects_the_paradigm_for_one_fit_with_ralp():
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 12, "1:3",
@@ -68,6 +85,7 @@ def test_the_hook_selects_the_paradigm_for_one_fit_with_ralp():
     assert got["iterations"] == {"head": 12, "tail": 12}
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize(("mode", "sync"), [("ps", "asp"), ("ralp", None)])
 def test_every_update_of_concurrent_workers_is_counted(mode, sync):
     # Keras counts an update with read-then-assign; two workers at once lost 10-30% of counts
@@ -79,6 +97,7 @@ def test_every_update_of_concurrent_workers_is_counted(mode, sync):
     assert set(got.values()) == {steps}, got
 
 
+@pytest.mark.cluster
 def test_bad_sync_settings_are_refused_with_a_reason():
     with LocalCluster(workers=2, ps=1) as cluster:
         with pytest.raises(ChildError, match="slow worker 5 does not exist"):
