@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ralp._text import human_bytes
 from ralp.profiler.bytes_model import StepTraffic, horovod_traffic, ps_traffic, ralp_traffic
 from ralp.profiler.defaults import (
     DEFAULT_BATCH_SIZE,
@@ -69,6 +70,31 @@ class Profile:
         return sum(self.table.row(name).params for name in self.offloaded_layers)
 
     @property
+    def busiest_link_bytes(self) -> dict[str, int]:
+        """Per mode, the bytes per step on its busiest link (busier direction)."""
+        return {mode: t.busiest_link_bytes for mode, t in self.bytes_per_step.items()}
+
+    def _wire_caveat(self) -> str:
+        """What the busiest links say against the skewness rule: the PS link carries every
+        worker's boundary and kept variables, while Horovod spreads its bytes over the
+        workers' links, so a model with little to offload can lose to it on the wire."""
+        link = self.busiest_link_bytes
+        ralp, ps, hvd = link["ralp"], link["ps"], link["horovod"]
+        text = (
+            f"; busiest link {human_bytes(ralp)} per step against {human_bytes(ps)} for "
+            f"plain PS and {human_bytes(hvd)} for Horovod"
+        )
+        slower = [name for name, other in (("plain PS", ps), ("Horovod", hvd)) if other < ralp]
+        if slower:
+            text += (
+                f". Caution: {' and '.join(slower)} load{'s' if len(slower) == 1 else ''} the "
+                f"busiest link less, so on a bandwidth-bound network expect "
+                f"{'it' if len(slower) == 1 else 'them'} to be faster; measure with "
+                f"python -m ralp.bench --modes ps ralp-n horovod"
+            )
+        return text
+
+    @property
     def verdict(self) -> str:
         """One honest sentence: whether placement pays off for this model, and why."""
         s, k = self.skewness, self.threshold
@@ -85,7 +111,7 @@ class Profile:
         return (
             f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}; "
             f"{len(self.offloaded_layers)} layers holding {share:.1%} of the parameters move to "
-            f"the PS; bytes per step {ratio:.3f}x of plain PS"
+            f"the PS; bytes per step {ratio:.3f}x of plain PS" + self._wire_caveat()
         )
 
 

@@ -40,8 +40,15 @@ class StepTraffic:
     total: int
     breakdown: dict[str, int] = field(default_factory=dict)  # total by what crosses
 
+    @property
+    def busiest_link_bytes(self) -> int:
+        """Bytes per step on the busiest link, in its busier direction (links are full
+        duplex): on a bandwidth-bound network the step takes at least this over bandwidth."""
+        return max(max(link.tx, link.rx) for link in (self.worker_link, *self.ps_links))
+
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["busiest_link_bytes"] = self.busiest_link_bytes
         d["worker_link"]["total"] = self.worker_link.total
         for link, obj in zip(d["ps_links"], self.ps_links, strict=True):
             link["total"] = obj.total

@@ -39,6 +39,7 @@ def to_dict(p: Profile) -> dict:
         "boundary_bytes_per_step": p.boundary_bytes,
         "verdict": p.verdict,
         "bytes_per_step": {mode: t.total for mode, t in traffic.items()},
+        "busiest_link_bytes": p.busiest_link_bytes,
         "traffic": {mode: t.to_dict() for mode, t in traffic.items()},
         "layers": [r.to_dict() for r in p.table.rows],
     }
@@ -79,6 +80,8 @@ def to_text(p: Profile) -> str:
         f"Bytes per step (W={p.workers} workers, M={p.ps} PS): "
         f"ps {human_bytes(t['ps'].total)}   horovod {human_bytes(t['horovod'].total)}   "
         f"ralp {human_bytes(t['ralp'].total)} ({t['ralp'].total / ps_total:.3f}x of ps)",
+        "Busiest link per step (busier direction): "
+        + "   ".join(f"{mode} {human_bytes(n)}" for mode, n in p.busiest_link_bytes.items()),
         f"Verdict: {p.verdict}",
         "",
     ]

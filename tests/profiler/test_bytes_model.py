@@ -109,6 +109,16 @@ def test_horovod_ring_allreduce():
     assert horovod_traffic(1000, workers=1).total == 0
 
 
+def test_the_busiest_link_is_the_largest_one_way_load_of_any_link(tiny):
+    S = 40 + 8 + 400 + 20 + 80 + 16
+    assert ps_traffic(tiny, workers=3, ps=1).busiest_link_bytes == 3 * S  # the PS, each way
+    # two PS tasks: the one holding variables 0, 2, 4 is the busier
+    assert ps_traffic(tiny, workers=2, ps=2).busiest_link_bytes == 2 * (40 + 400 + 80)
+    assert horovod_traffic(1000, workers=4).busiest_link_bytes == 1500
+    lopsided = placed_traffic(tiny, {}, [0] * 6, workers=1, ps=1, mode="ps")
+    assert lopsided.busiest_link_bytes == S and lopsided.to_dict()["busiest_link_bytes"] == S
+
+
 def test_bad_cluster_sizes(tiny):
     with pytest.raises(ValueError, match="workers"):
         ps_traffic(tiny, workers=0, ps=1)

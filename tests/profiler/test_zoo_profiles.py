@@ -43,6 +43,18 @@ def test_decision(zoo_profile):
         assert p.bytes_per_step["ralp"].total < 0.2 * p.bytes_per_step["ps"].total
 
 
+def test_the_verdict_warns_where_horovod_loads_the_busiest_link_less(zoo_profile):
+    name, _, p = zoo_profile
+    link = p.busiest_link_bytes
+    if not p.eligible:
+        return
+    # FC-heavy models: RALP's PS link carries far less than Horovod's worker links; the
+    # FC-light ones (2 to 15% offloaded) keep almost every byte on one PS link.
+    assert (link["ralp"] < link["horovod"]) == (name in FC_HEAVY)
+    assert ("Caution: Horovod" in p.verdict) == (name not in FC_HEAVY), p.verdict
+    assert link["ralp"] < link["ps"]
+
+
 def test_lenet_with_ten_classes_is_left_skewed():
     p = ralp.profile(ralp.build_model("lenet", num_classes=10), 32)
     assert p.skewness < -0.5 and p.eligible and p.split_after == "pool2"
