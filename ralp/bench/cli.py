@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
                    "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
                    "ParameterServerStrategy's own asynchronous scheduling)")  # fmt: skip
     p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
-                   "takes FACTOR times as long per step (an injected delay)")  # fmt: skip
+                   "takes FACTOR times as long per step (an injected delay); INDEX:+SECONDS: a fixed "
+                   "delay after each of its steps")  # fmt: skip
     p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
                    "host file ('host slots=N' lines); ranks are started over ssh")  # fmt: skip
     p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "

@@ -78,7 +78,7 @@ class RunSpec:
     seed: int = 0
     data: str = "synthetic"
     sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
-    slow_worker: str | None = None  # "INDEX:FACTOR": one worker that many times slower
+    slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -114,6 +114,7 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
         "max_gap": record.get("max_gap"), "total_waiting_s": record.get("total_waiting_s"),
         "waiting_s": record.get("waiting_s"), "steps_per_worker": counts,
         "dssp_decisions": len(record.get("decisions", [])),
+        "slow_delay_s": record.get("slow_delay_s"),
         # Bytes each link carried while training (netns): the steps run on the workers, so
         # the chief's link carries only control and the weight snapshots.
         "link_bytes": {t: links_after[t].total - links_before[t].total for t in links_after}
@@ -133,11 +134,11 @@ def table(results: list[dict], target: float) -> str:
     from ralp._text import text_grid
 
     header = ["sync", "it/s", f"t to {target:.0%} (s)", "final acc", "wall s", "wait s",
-              "max gap", "steps per worker"]  # fmt: skip
+              "max gap", "slow delay s", "steps per worker"]  # fmt: skip
     rows = []
     for r in results:
         if r.get("error"):
-            rows.append([r["sync"], "-", "-", "-", "-", "-", "-", f"error: {r['error']}"])
+            rows.append([r["sync"], *["-"] * 7, f"error: {r['error']}"])
             continue
         reached = time_to(r["curve"], target)
         rows.append([r["sync"], f"{r['iterations_per_s']:.1f}",
@@ -145,6 +146,7 @@ def table(results: list[dict], target: float) -> str:
                      f"{r['final_accuracy']:.3f}", f"{r['wall_s']:.1f}",
                      f"{r['total_waiting_s']:.1f}" if r.get("total_waiting_s") is not None else "-",
                      str(r.get("max_gap", "-")),
+                     "-" if r.get("slow_delay_s") is None else f"{r['slow_delay_s']:.3f}",
                      " ".join(map(str, r.get("steps_per_worker") or []))])  # fmt: skip
     return "\n".join(text_grid(header, rows))
 
@@ -186,7 +188,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"paradigms (default: {' '.join(DEFAULT_SYNCS)})")  # fmt: skip
     p.add_argument("--workers", type=positive_int, default=4)
     p.add_argument("--slow-worker", default="0:2", metavar="INDEX:FACTOR",
-                   help="heterogeneity (default 0:2: worker 0 takes twice as long)")  # fmt: skip
+                   help="heterogeneity (default 0:2: worker 0 takes twice as long; "
+                   "INDEX:+SECONDS for a fixed delay after each of its steps)")  # fmt: skip
     p.add_argument("--mode", choices=("ps", "ralp"), default="ps")
     p.add_argument("--steps", type=positive_int, default=480, help="steps in all (all workers)")
     p.add_argument("--batch-size", type=positive_int, default=32)

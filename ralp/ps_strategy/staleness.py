@@ -142,6 +142,7 @@ class SyncRecord:
     holds: list[tuple[float, float, int]] = field(default_factory=list)  # (from, until, worker)
     max_gap: int = 0
     decisions: list[tuple[float, int, int]] = field(default_factory=list)  # dssp: (t, worker, r*)
+    slow_delay_s: float | None = None  # the delay injected after each slow-worker push, if any
 
     def to_dict(self) -> dict:
         return {
@@ -152,6 +153,7 @@ class SyncRecord:
             "starts": [list(s) for s in self.starts],
             "holds": [list(h) for h in self.holds],
             "decisions": [list(d) for d in self.decisions],
+            "slow_delay_s": self.slow_delay_s,
         }
 
 

@@ -35,23 +35,38 @@ from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncRecord, SyncSe
 
 @dataclass(frozen=True)
 class SlowWorker:
-    """Heterogeneity: worker ``index`` takes ``factor`` times as long per iteration, as a
-    slower device would: a delay after each push of (factor - 1) x its typical step time
-    (:class:`Slowdown`)."""
+    """Heterogeneity: worker ``index`` is made slower by a delay after each of its pushes.
+
+    ``INDEX:FACTOR`` (``factor``): it takes ``factor`` times as long per iteration, as a slower
+    device would: a delay of (factor - 1) x its typical step time (:class:`Slowdown`).
+    ``INDEX:+SECONDS`` (``delay_s``): a fixed delay, the same in every run, for experiments
+    that compare runs.
+    """
 
     index: int
-    factor: float
+    factor: float = 1.0
+    delay_s: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> SlowWorker:
+        usage = f"slow worker {text!r}: use INDEX:FACTOR (e.g. 1:2) or INDEX:+SECONDS (1:+0.2)"
         try:
-            index, factor = text.split(":")
-            slow = cls(int(index), float(factor))
+            index, amount = text.split(":")
+            if amount.strip().startswith("+"):
+                slow = cls(int(index), delay_s=float(amount))
+            else:
+                slow = cls(int(index), float(amount))
         except ValueError:
-            raise SyncError(f"slow worker {text!r}: use INDEX:FACTOR, e.g. 1:2") from None
-        if slow.index < 0 or slow.factor < 1:
-            raise SyncError(f"slow worker {text!r}: the index must be >= 0 and the factor >= 1")
+            raise SyncError(usage) from None
+        if slow.index < 0 or slow.factor < 1 or (slow.delay_s is not None and slow.delay_s < 0):
+            raise SyncError(f"slow worker {text!r}: the index must be >= 0, the factor >= 1 and "
+                            f"the delay >= 0")  # fmt: skip
         return slow
+
+    def __str__(self) -> str:
+        if self.delay_s is not None:
+            return f"{self.index}:+{self.delay_s:g}"
+        return f"{self.index}:{self.factor:g}"
 
 
 CALIBRATION_STEPS = 5  # the slow worker's own steps whose median fixes its delay
@@ -68,10 +83,15 @@ class Slowdown:
     a worker's speed its own, as on separate machines (and as DSSP's controller assumes).
     """
 
-    def __init__(self, factor: float):
+    def __init__(self, factor: float = 1.0, delay_s: float | None = None):
         self.factor = factor
         self.step_times: list[float] = []
-        self.fixed_s: float | None = None
+        self.fixed_s: float | None = delay_s  # given, or set once calibrated
+        self.last_s: float | None = delay_s  # the delay last applied
+
+    @classmethod
+    def of(cls, slow: SlowWorker) -> Slowdown:
+        return cls(slow.factor, slow.delay_s)
 
     def after(self, step_time: float) -> float:
         """The delay (seconds) after a step that took ``step_time``."""
@@ -84,6 +104,7 @@ class Slowdown:
         delay = (self.factor - 1) * statistics.median(typical)
         if len(typical) >= CALIBRATION_STEPS:
             self.fixed_s = delay
+        self.last_s = delay
         return delay
 
 
@@ -153,7 +174,7 @@ class SyncedSteps:
         end_times: list[float] = []
         ran_on: list[int] = []
         errors: list[BaseException] = []
-        slowdown = Slowdown(self.slow_worker.factor) if self.slow_worker else None
+        slowdown = Slowdown.of(self.slow_worker) if self.slow_worker else None
         origin = time.perf_counter()
         for w in range(self.workers):
             server.start(w, 0.0)
@@ -218,6 +239,8 @@ class SyncedSteps:
             raise errors[0]
         if self.policy.paradigm == "bsp" and pushes_in_round:
             self.apply_round(tf.constant(pushes_in_round))  # the last, partial round
+        if slowdown is not None:
+            server.record.slow_delay_s = slowdown.last_s
         return SyncedEpoch(results, end_times, ran_on, server.record)
 
     def _wait(self, threads, lock, errors, done: Callable[[], int]) -> None:

@@ -549,7 +549,8 @@ def wrap(
     ``sync`` picks the synchronization paradigm (:mod:`ralp.ps_strategy.sync`): None (the
     default) is ParameterServerStrategy's own asynchronous scheduling; "bsp", "asp", "ssp"
     (``staleness=s``) and "dssp" (``staleness=(s_L, s_U)``) run one driver per worker with
-    the bound enforced. ``slow_worker="INDEX:FACTOR"`` slows one worker down (heterogeneity).
+    the bound enforced. ``slow_worker="INDEX:FACTOR"`` (or ``"INDEX:+SECONDS"``, a fixed delay per
+    step) slows one worker down (heterogeneity).
 
     Run this in the coordinator (chief) process, once per process: ParameterServerStrategy
     connects the whole process to the cluster. Wrapping a ``Trainer`` again with the same

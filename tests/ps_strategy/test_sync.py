@@ -6,7 +6,8 @@ import pytest
 
 from ralp import LocalCluster, run_in_fresh_process
 from ralp.ps_strategy.fresh_process import ChildError
-from ralp.ps_strategy.sync import CALIBRATION_STEPS, Slowdown
+from ralp.ps_strategy.staleness import SyncError
+from ralp.ps_strategy.sync import CALIBRATION_STEPS, Slowdown, SlowWorker
 from tests import cluster_jobs as jobs
 
 DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0"}
@@ -19,10 +20,22 @@ def test_the_slow_workers_delay_is_fixed_after_calibration():
     delays = [slowdown.after(t) for t in typical]
     assert delays[0] == pytest.approx(2.0) and delays[1] == pytest.approx(2.2)
     fixed = 2.0 * float(np.median(typical))
-    assert delays[-1] == pytest.approx(fixed) and slowdown.fixed_s == pytest.approx(fixed)
+    assert slowdown.fixed_s == pytest.approx(fixed)
+    assert delays[-1] == slowdown.last_s == pytest.approx(fixed)
     # later steps, however long (a shared CPU under load), do not change the delay
     assert slowdown.after(10.0) == slowdown.after(0.1) == pytest.approx(fixed)
     assert Slowdown(factor=1.0).after(1.0) == 0.0
+    fixed_from_the_start = Slowdown.of(SlowWorker.parse("2:+0.25"))
+    assert [fixed_from_the_start.after(t) for t in (5.0, 1.0, 0.1)] == [0.25] * 3
+
+
+def test_slow_worker_spellings():
+    assert SlowWorker.parse("1:2") == SlowWorker(1, factor=2.0)
+    assert SlowWorker.parse("0:+0.2") == SlowWorker(0, delay_s=0.2)
+    assert str(SlowWorker.parse("0:+0.2")) == "0:+0.2" and str(SlowWorker(3, 1.5)) == "3:1.5"
+    for bad in ("1", "a:2", "1:x", "1:0.5", "-1:2", "1:+-0.2", "1:2:3"):
+        with pytest.raises(SyncError, match="slow worker"):
+            SlowWorker.parse(bad)
 
 
 @pytest.mark.cluster
@@ -57,6 +70,7 @@ def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
     assert sum(record["clocks"]) == steps == len(got["losses"]) == len(got["workers"])
     assert max(_starts_gaps(record)) <= bound
     assert record["max_gap"] <= bound
+    assert record["slow_delay_s"] > 0  # from the slow worker's own step times
     # the slow worker ran fewest steps unless BSP kept everyone in step
     counts = np.bincount(got["workers"], minlength=3)
     assert counts[0] == min(counts)
@@ -77,9 +91,9 @@ def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
 @pytest.mark.cluster
 def test_the_hook_selects_the_paradigm_for_one_fit_with_ralp():
     with LocalCluster(workers=2, ps=1) as cluster:
-        got = run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 12, "1:3",
+        got = run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 12, "1:+0.05",
                                    "ralp", True, timeout=300)  # fmt: skip
-    assert got["mode"] == "ralp"
+    assert got["mode"] == "ralp" and got["record"]["slow_delay_s"] == 0.05
     assert got["record"]["max_gap"] <= 1 and sum(got["record"]["clocks"]) == 12
     # The tail is updated on the PS for every batch, in order: never stale (12 updates).
     assert got["iterations"] == {"head": 12, "tail": 12}
