@@ -207,6 +207,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def plot_title(results: list[dict]) -> str:
+    """From the results themselves, so that --show titles saved runs right."""
+    from ralp.ps_strategy.sync import SlowWorker
+
+    done = [r for r in results if not r.get("error")]
+    if not done:
+        return "lenet on digits"
+    workers = len(done[0].get("steps_per_worker") or [])
+    slow = done[0].get("slow_worker")
+    return (f"lenet on digits, {workers} workers, "
+            + (SlowWorker.parse(slow).describe() if slow else "no slow worker"))  # fmt: skip
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -218,8 +231,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 130
     print(table(results, args.target))
     if args.plot:
-        plot(results, args.target, args.plot, f"lenet on digits, {args.workers} workers, "
-             f"worker {args.slow_worker} slower")  # fmt: skip
+        plot(results, args.target, args.plot, plot_title(results))
         print(f"wrote {args.plot}")
     return 1 if any(r.get("error") for r in results) else 0
 

@@ -63,6 +63,11 @@ class SlowWorker:
                             f"the delay >= 0")  # fmt: skip
         return slow
 
+    def describe(self) -> str:
+        if self.delay_s is not None:
+            return f"worker {self.index} +{self.delay_s:g} s per step"
+        return f"worker {self.index} {self.factor:g}x slower"
+
     def __str__(self) -> str:
         if self.delay_s is not None:
             return f"{self.index}:+{self.delay_s:g}"

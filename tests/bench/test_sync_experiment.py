@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ralp.bench.sync_experiment import table, time_to
+from ralp.bench.sync_experiment import plot_title, table, time_to
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -28,6 +28,15 @@ def test_table_shows_each_paradigm_and_errors():
     assert "error: worker lost" in text
 
 
+def test_the_plot_title_comes_from_the_saved_results():
+    run = {"sync": "asp", "steps_per_worker": [48, 157, 155], "slow_worker": "0:+0.4"}
+    assert plot_title([{"sync": "bsp", "error": "x"}, run]) == (
+        "lenet on digits, 3 workers, worker 0 +0.4 s per step"
+    )
+    assert plot_title([{**run, "slow_worker": "1:2"}]).endswith("worker 1 2x slower")
+    assert plot_title([{**run, "slow_worker": None}]).endswith("no slow worker")
+
+
 @pytest.mark.cluster
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "sync.json", tmp_path / "sync.png"
@@ -46,6 +55,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     assert results[0]["max_gap"] == 0 and results[1]["max_gap"] <= 3
     assert png.read_bytes()[:8] == PNG_MAGIC
     assert "dssp:1:3" in p.stdout
+    assert all(r["slow_delay_s"] > 0 for r in results)
 
 
 def test_bad_paradigm_is_refused_before_any_cluster():
