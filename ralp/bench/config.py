@@ -110,7 +110,7 @@ class RunSpec:
 
     def _check_sync(self) -> None:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
-        from ralp.ps_strategy.sync import SlowWorker
+        from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
         if self.mode == "horovod":
             raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
@@ -120,9 +120,10 @@ class RunSpec:
             slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
         except SyncError as e:
             raise BenchError(str(e)) from None
-        if slow is not None and slow.index >= self.workers:
-            raise BenchError(f"--slow-worker {self.slow_worker}: worker {slow.index} does not "
-                             f"exist in a run with {self.workers} workers")  # fmt: skip
+        try:
+            check_slow_worker(slow, self.workers)
+        except SyncError as e:
+            raise BenchError(f"--slow-worker {self.slow_worker}: {e}") from None
         if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
             object.__setattr__(self, "sync", policy.spec)
 

@@ -244,13 +244,13 @@ def _run(args) -> list[dict]:
     from ralp.ps_strategy.cluster import ClusterError
     from ralp.ps_strategy.fresh_process import ChildError, run_in_fresh_process
     from ralp.ps_strategy.staleness import SyncPolicy
-    from ralp.ps_strategy.sync import SlowWorker
+    from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
     quiet_tensorflow()
     for s in args.syncs:
         SyncPolicy.parse(s)  # bad names fail before any cluster starts
-    if args.slow_worker and SlowWorker.parse(args.slow_worker).index >= args.workers:
-        raise UsageError(f"--slow-worker {args.slow_worker}: there are {args.workers} workers")
+    if args.slow_worker:
+        check_slow_worker(SlowWorker.parse(args.slow_worker), args.workers)
     backend = args.backend
     if backend == "auto":
         from ralp.ps_strategy.netns import netns_unavailable_reason
