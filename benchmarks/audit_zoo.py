@@ -21,7 +21,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
 
-    from ralp.placement.audit_job import AuditSettings, audit
+    from ralp.audit.job import AuditSettings, audit
 
     records = []
     print(f"{'model':8s} {'mode':5s} {'ps':>2s} {'misplaced':>9s} {'offl.var B':>10s} "

@@ -32,6 +32,7 @@ def measure(spec, model_name: str, image_size: int, batch: int, steps: int, mode
 
     import ralp
     from ralp.placement import rewriter
+    from ralp.placement.choose import choose_plan
     from ralp.ps_strategy import trainer as trainer_module
 
     keras.utils.set_random_seed(0)
@@ -60,7 +61,7 @@ def measure(spec, model_name: str, image_size: int, batch: int, steps: int, mode
 
     trainer_module.placed_clone = timed_clone
     start = time.perf_counter()
-    plan, _ = trainer_module.choose_plan(model, mode, 1, batch_size=batch)
+    plan = choose_plan(model, mode, workers=1, num_ps=1, batch_size=batch).plan
     timings["plan_s"] = time.perf_counter() - start
     start = time.perf_counter()
     trainer = ralp.wrap(

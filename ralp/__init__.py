@@ -1,103 +1,64 @@
 """ralp: resource-aware layer placement for parameter-server training of CNNs.
 
-Public API (imported lazily, so ``import ralp`` stays cheap and has no side effects):
+The public API is the one table below (public name -> the module that defines it). Names load
+lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 
-- :func:`profile` -- layer table, skewness, eligibility and split point of a Keras model.
-- :func:`build_model`, :data:`MODEL_NAMES` -- the benchmark model zoo.
-- :class:`Plan` -- which layers run on which PS task (from the profiler, JSON, or by hand).
-- :func:`wrap` -- place a Keras model on a PS cluster; returns a :class:`Trainer` with ``fit``.
-- :class:`ClusterSpec`, :class:`LocalCluster` -- cluster addresses; PS and worker tasks as
-  local server processes.
-- :func:`run_in_fresh_process` -- run a coordinator job in a process of its own.
-- ``wrap(..., sync="dssp", staleness=(3, 15))``, :class:`StalenessHook`, :class:`SyncPolicy`,
-  :func:`simulate_sync` -- synchronization paradigms (BSP, ASP, SSP, DSSP) for the PS trainer.
-- :class:`HorovodTrainer` -- the data-parallel baseline: a Keras 3 model trained with
-  Horovod's ring allreduce, inside a Horovod rank (``horovodrun``).
+- ``profile``, ``Profile``, ``LayerRow``, ``ProfileError``: layer table, skewness, eligibility
+  and split point of a Keras model; ``register_layer_kind`` teaches the profiler a layer type.
+- ``build_model``, ``MODEL_NAMES``, ``get_model_spec``: the benchmark model zoo.
+- ``Plan``, ``PlanError``: which layers run on which PS task.
+- ``wrap`` -> ``Trainer`` (``fit``, ``History``, ``StalenessHook``; ``PlacementWarning``,
+  ``ClusterWarning``): place a Keras model on a PS cluster and train it.
+- ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
+- ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
+- ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_EXPORTS = {
-    "profile": "ralp.profiler.api",
-    "Profile": "ralp.profiler.api",
-    "LayerRow": "ralp.profiler.layer_table",
-    "ProfileError": "ralp.profiler.layer_table",
-    "build_model": "ralp.models",
-    "MODEL_NAMES": "ralp.models",
-    "get_model_spec": "ralp.models",
-    "Plan": "ralp.placement.plan",
-    "PlanError": "ralp.placement.plan",
-    "wrap": "ralp.ps_strategy.trainer",
-    "Trainer": "ralp.ps_strategy.trainer",
-    "History": "ralp.ps_strategy.trainer",
-    "PlacementWarning": "ralp.ps_strategy.trainer",
-    "ClusterWarning": "ralp.ps_strategy.trainer",
-    "ClusterSpec": "ralp.ps_strategy.cluster",
-    "ClusterError": "ralp.ps_strategy.cluster",
-    "LocalCluster": "ralp.ps_strategy.cluster",
-    "run_in_fresh_process": "ralp.ps_strategy.fresh_process",
-    "HorovodTrainer": "ralp.baselines.horovod_train",
-    "StalenessHook": "ralp.ps_strategy.trainer",
-    "SyncPolicy": "ralp.ps_strategy.staleness",
-    "simulate_sync": "ralp.ps_strategy.staleness",
+# public name -> (module, attribute); the only list of the public API
+_API: dict[str, tuple[str, str]] = {
+    "profile": ("ralp.profiler.api", "profile"),
+    "Profile": ("ralp.profiler.api", "Profile"),
+    "LayerRow": ("ralp.profiler.layer_table", "LayerRow"),
+    "ProfileError": ("ralp.profiler.layer_table", "ProfileError"),
+    "register_layer_kind": ("ralp.profiler.kinds", "register_layer_kind"),
+    "build_model": ("ralp.models", "build_model"),
+    "MODEL_NAMES": ("ralp.models", "MODEL_NAMES"),
+    "get_model_spec": ("ralp.models", "get_model_spec"),
+    "Plan": ("ralp.placement.plan", "Plan"),
+    "PlanError": ("ralp.placement.plan", "PlanError"),
+    "wrap": ("ralp.ps_strategy.trainer", "wrap"),
+    "Trainer": ("ralp.ps_strategy.trainer", "Trainer"),
+    "PlacementWarning": ("ralp.ps_strategy.trainer", "PlacementWarning"),
+    "History": ("ralp.ps_strategy.callbacks", "History"),
+    "StalenessHook": ("ralp.ps_strategy.callbacks", "StalenessHook"),
+    "ClusterWarning": ("ralp.ps_strategy.health", "ClusterWarning"),
+    "SyncPolicy": ("ralp.ps_strategy.staleness", "SyncPolicy"),
+    "simulate_sync": ("ralp.ps_strategy.staleness", "simulate"),
+    "ClusterSpec": ("ralp.cluster.spec", "ClusterSpec"),
+    "ClusterError": ("ralp.cluster.spec", "ClusterError"),
+    "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
+    "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
+    "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
 }
 
-__all__ = [
-    "MODEL_NAMES",
-    "ClusterError",
-    "ClusterSpec",
-    "ClusterWarning",
-    "History",
-    "HorovodTrainer",
-    "LayerRow",
-    "LocalCluster",
-    "Plan",
-    "PlanError",
-    "PlacementWarning",
-    "Profile",
-    "ProfileError",
-    "StalenessHook",
-    "SyncPolicy",
-    "Trainer",
-    "build_model",
-    "get_model_spec",
-    "profile",
-    "run_in_fresh_process",
-    "simulate_sync",
-    "wrap",
-]
+__all__ = sorted(_API)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name not in _API:
         raise AttributeError(f"module 'ralp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, attribute = _API[name]
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value
     return value
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from ralp.baselines.horovod_train import HorovodTrainer
-    from ralp.models import MODEL_NAMES, build_model, get_model_spec
-    from ralp.placement.plan import Plan, PlanError
-    from ralp.profiler.api import Profile, profile
-    from ralp.profiler.layer_table import LayerRow, ProfileError
-    from ralp.ps_strategy.cluster import ClusterError, ClusterSpec, LocalCluster
-    from ralp.ps_strategy.fresh_process import run_in_fresh_process
-    from ralp.ps_strategy.staleness import SyncPolicy
-    from ralp.ps_strategy.staleness import simulate as simulate_sync
-    from ralp.ps_strategy.trainer import (
-        ClusterWarning,
-        History,
-        PlacementWarning,
-        StalenessHook,
-        Trainer,
-        wrap,
-    )
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

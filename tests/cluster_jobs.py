@@ -148,6 +148,13 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
         for v in layer.variables
     }
     slots = {v.path: v.value.device for opt in trainer.optimizers.values() for v in opt.variables}
+    from ralp._compat import slot_variables
+
+    slots_by_layer = {
+        layer.name: [slot.value.device for opt in trainer.optimizers.values()
+                     for v in layer.trainable_variables for slot in slot_variables(opt, v)]
+        for layer in trainer.model.layers if layer.trainable_variables
+    }  # fmt: skip
     again = ralp.wrap(trainer, spec, mode="ralp", plan=plan)
     plain = trainer.unwrap()
     same = all(
@@ -155,6 +162,7 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
         for a, b in zip(plain.get_weights(), trainer.get_weights(), strict=True)
     )
     return {"plan": trainer.plan.to_dict(), "layer_vars": layer_vars, "slots": slots,
+            "slots_by_layer": slots_by_layer,
             "wrap_twice_is_same": again is trainer, "unwrap_keeps_weights": same,
             "unwrapped_type": type(plain).__name__}  # fmt: skip
 

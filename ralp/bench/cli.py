@@ -9,34 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
-from ralp.bench.config import (
-    BACKENDS,
-    DATA,
-    DEFAULT_STEPS,
-    DEFAULT_WARMUP,
-    MODES,
-    BenchError,
-    RunSpec,
-)
-from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
+from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
+from ralp.bench.runspec import BACKENDS, DATA, DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError
+from ralp.cluster.spec import ClusterError
+from ralp.defaults import DEFAULT_BANDWIDTH
 
 PROG = "python -m ralp.bench"
-
-# The default comparison: FC-heavy vgg11 against resnet50 (almost no FC), scaled down so a
-# 2-core machine runs all four runs in about three minutes.
-DEFAULT_MODELS = ("vgg11", "resnet50")
-DEFAULT_MODES = ("ps", "ralp-n", "horovod")  # horovod left out (with a note) if not installed
-DEFAULT_DEVICES = (4,)
-DEFAULT_IMAGE_SIZE = {"vgg11": 64, "resnet50": 32}
-DEFAULT_BATCH_SIZE = 8
-DEFAULT_RUN_STEPS = 5  # per worker
-DEFAULT_BANDWIDTH = "1gbit"
+_D = DEFAULT_COMPARISON
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,10 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo models, by spaces or commas (default: "
-                   f"{' '.join(DEFAULT_MODELS)})")  # fmt: skip
+                   f"{' '.join(_D.models)})")  # fmt: skip
     p.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
-                   f"{' '.join(DEFAULT_MODES)})")  # fmt: skip
+                   f"{' '.join(_D.modes)})")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
@@ -70,15 +54,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--image-size", type=positive_int, help="scale the models' input down "
                    "(default: each model's benchmark size)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
-                   f"{DEFAULT_STEPS}; {DEFAULT_RUN_STEPS} in the default comparison)")  # fmt: skip
-    p.add_argument("--warmup", type=positive_int, default=DEFAULT_WARMUP, help="warm-up steps "
-                   f"per worker before measuring (default {DEFAULT_WARMUP})")  # fmt: skip
+                   f"{DEFAULT_STEPS}; {_D.steps} in the default comparison)")  # fmt: skip
+    p.add_argument("--warmup", type=positive_int, help="warm-up steps "
+                   f"per worker before measuring (default {DEFAULT_WARMUP}; {_D.warmup} in the "
+                   "default comparison)")  # fmt: skip
     p.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: each task uses its GPU, the RALP PS included")  # fmt: skip
     p.add_argument("--backend", choices=(*BACKENDS, "auto"), default="auto",
                    help="local (loopback), netns (shaped links, root), tf-config (a running "
                    "cluster); auto: netns if available, else local")  # fmt: skip
-    p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit")
+    p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit "
+                   f"(default {DEFAULT_BANDWIDTH})")  # fmt: skip
     p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
     p.add_argument("--sync", nargs="+", metavar="SYNC",
                    help="PS modes: synchronization "
@@ -95,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                    "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
     p.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
                    "shared bottleneck link (netns); see --scenarios")  # fmt: skip
-    p.add_argument("--scenarios", nargs="+", choices=("all-ralp", "all-ps", "mixed"),
+    p.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
                    help="consolidation scenarios (default: all three)")  # fmt: skip
     p.add_argument("--out", metavar="JSON", help="write the records as JSON (and CSV beside)")
     p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
@@ -106,113 +92,34 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cluster_spec(args) -> ClusterSpec:
-    if args.cluster:
-        try:
-            with open(args.cluster) as f:
-                return ClusterSpec.from_dict(json.load(f))
-        except OSError as e:
-            raise UsageError(f"cannot read --cluster {args.cluster!r}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise UsageError(f"--cluster {args.cluster!r} is not JSON: {e}") from None
-    spec, job, _ = ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))
-    if job != "chief":
-        raise UsageError(f"TF_CONFIG says this is task {job!r}; run the bench as the 'chief' "
-                         "(each other host runs python -m ralp.server)")  # fmt: skip
-    return spec
+def request_from(args: argparse.Namespace) -> BenchRequest:
+    """The parsed options as a :class:`BenchRequest` (lists given as "a b" or "a,b")."""
 
+    def listed(values):
+        return tuple(words(values)) if values else None
 
-def _backend(args) -> str:
-    if args.backend != "auto":
-        return args.backend
-    from ralp.ps_strategy.netns import netns_unavailable_reason
-
-    reason = netns_unavailable_reason()
-    if reason:
-        print(f"{PROG}: netns backend unavailable ({reason}); running on local loopback "
-              "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
-        return "local"
-    return "netns"
-
-
-def workload_for(args, model: str, default: bool) -> dict:
-    """RunSpec fields other than model and resources: what was asked, else the defaults."""
-    return dict(
-        batch_size=args.batch_size or (DEFAULT_BATCH_SIZE if default else None),
-        image_size=args.image_size or (DEFAULT_IMAGE_SIZE.get(model) if default else None),
-        num_classes=args.num_classes or (10 if args.data == "digits" else 1000),
-        data=args.data,
-        slow_worker=args.slow_worker,
-        steps=args.steps or (DEFAULT_RUN_STEPS if default else DEFAULT_STEPS),
-        warmup=args.warmup,
-        device_type=args.device_type,
-    )
-
-
-def _runs(args, default: bool) -> list[RunSpec]:
-    from ralp.models import MODEL_NAMES
-
-    models = args.models or list(DEFAULT_MODELS)
-    unknown = [m for m in models if m not in MODEL_NAMES]
-    if unknown:
-        raise UsageError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
-    modes = args.modes or default_modes()
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        raise UsageError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
-    if args.sync and not set(modes) - {"horovod"}:
-        raise UsageError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
-                         "synchronous by construction")  # fmt: skip
-    runs = []
-    for model in models:
-        for n in args.devices or DEFAULT_DEVICES:
-            for mode, sync in [(m, s) for m in modes for s in _syncs(args, m)]:
-                workload = {**workload_for(args, model, default), "sync": sync}
-                if args.workers and mode == "horovod":
-                    w = args.workers
-                    runs.append(RunSpec(model, mode, w, w, 0, **workload).resolved())
-                elif args.workers or args.ps:
-                    w, ps = args.workers or 1, args.ps or 1
-                    runs.append(RunSpec(model, mode, w + ps, w, ps, **workload).resolved())
-                else:
-                    runs.append(RunSpec.for_devices(model, mode, n, **workload).resolved())
-    return runs
-
-
-def default_modes(note: bool = False) -> list[str]:
-    """The default comparison's modes: Horovod only where it is installed."""
-    from ralp.baselines.horovod_launch import horovod_unavailable_reason
-
-    reason = horovod_unavailable_reason()
-    if reason is None:
-        return list(DEFAULT_MODES)
-    if note:
-        print(f"{PROG}: leaving out mode horovod: {reason}", file=sys.stderr)
-    return [m for m in DEFAULT_MODES if m != "horovod"]
-
-
-def _syncs(args, mode: str) -> list[str | None]:
-    """The sync paradigms a mode runs under: each of --sync for the PS modes."""
-    if not args.sync or mode == "horovod":
-        return [None]
-    return list(args.sync)
+    return BenchRequest(
+        models=listed(args.models), modes=listed(args.modes),
+        devices=tuple(args.devices) if args.devices else None, workers=args.workers,
+        ps=args.ps, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
+        image_size=args.image_size, steps=args.steps, warmup=args.warmup,
+        device_type=args.device_type, backend=args.backend, bandwidth=args.bandwidth,
+        latency=args.latency, sync=listed(args.sync), slow_worker=args.slow_worker,
+        hostfile=args.hostfile, cluster_file=args.cluster,
+        compute_reference=args.compute_reference, jobs=args.jobs,
+        scenarios=tuple(args.scenarios) if args.scenarios else None,
+    )  # fmt: skip
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    for name in ("models", "modes", "sync"):  # "a b" and "a,b" alike
-        if getattr(args, name):
-            setattr(args, name, words(getattr(args, name)))
-    # Without --models, the small default comparison's workload (scaled sizes, fewer steps)
-    # fills in what was not asked for; naming models means the paper's defaults.
-    default = args.models is None
     # SIGTERM ends the run like Ctrl-C: every cluster, namespace and process is cleaned up.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if args.show:
             return _show(args)
-        return _run(args, default)
+        return _run(request_from(args), args)
     except (UsageError, BenchError, ClusterError) as e:
         return fail(PROG, str(e))
     except KeyboardInterrupt:
@@ -220,48 +127,64 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _run(args, default: bool) -> int:
+def _run(request: BenchRequest, args) -> int:
     from ralp.bench import report
     from ralp.bench.launcher import Launcher
-    from ralp.bench.runner import run_all
+    from ralp.horovod.launch import horovod_unavailable_reason
 
     quiet_tensorflow()  # first: TF's start-up banner would break the progress bar
-    backend = _backend(args)
-    bandwidth = args.bandwidth
-    if backend == "netns" and bandwidth is None:
-        bandwidth = DEFAULT_BANDWIDTH
-    modes = set(args.modes or default_modes(note=True))
-    ps_on_cluster = backend == "tf-config" and (modes - {"horovod"} or args.jobs)
+    backend, why_not_netns = request.backend_choice()
+    if why_not_netns:
+        print(f"{PROG}: netns backend unavailable ({why_not_netns}); running on local loopback "
+              "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
+    horovod_missing = horovod_unavailable_reason() if request.modes is None else None
+    if horovod_missing:
+        print(f"{PROG}: leaving out mode horovod: {horovod_missing}", file=sys.stderr)
+    modes = request.mode_names(horovod_missing)
+    ps_on_cluster = backend == "tf-config" and (set(modes) - {"horovod"} or request.jobs)
     launcher = Launcher(
         backend,
-        bandwidth=bandwidth,
-        latency=args.latency,
-        device_type=args.device_type,
-        cluster_spec=_cluster_spec(args) if ps_on_cluster else None,
-        hostfile=args.hostfile,
+        bandwidth=request.link_bandwidth(backend),
+        latency=request.latency,
+        device_type=request.device_type,
+        cluster_spec=request.cluster_spec() if ps_on_cluster else None,
+        hostfile=request.hostfile,
     )
     launcher.check(modes)
-    if args.jobs:
-        from ralp.bench.consolidate import run_consolidation
-
-        return run_consolidation(args, launcher, default)
-    runs = _runs(args, default)
     records: list[dict] = []
     try:
-        run_all(runs, launcher, compute_reference=args.compute_reference,
-                progress=not args.quiet, on_record=records.append)  # fmt: skip
+        if request.jobs:
+            from ralp.bench.consolidate import run_consolidation
+
+            run_consolidation(request, launcher, progress=not args.quiet, on_record=records.append)
+        else:
+            from ralp.bench.runner import run_all
+
+            run_all(request.runs(modes), launcher, compute_reference=request.compute_reference,
+                    progress=not args.quiet, on_record=records.append)  # fmt: skip
     finally:
-        # Ctrl-C keeps what was measured: the finished records are still written.
-        report.add_speedups(records)
+        # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
-            print(report.to_table(records))
-            verdicts = {r["model"]: r.get("profiler_verdict") for r in records}
-            for model, verdict in verdicts.items():
-                if verdict:
-                    print(f"profiler on {model}: {verdict}")
+            _print_records(records)
             for path in report.write_outputs(records, args.out, args.csv, args.plot):
                 print(f"wrote {path}")
     return 1 if any(r.get("error") for r in records) else 0
+
+
+def _print_records(records: list[dict]) -> None:
+    from ralp.bench import report
+    from ralp.bench.records import add_speedups, consolidated
+
+    jobs = [r for r in records if consolidated(r)]
+    solo = add_speedups([r for r in records if not consolidated(r)])
+    if solo:
+        print(report.to_table(solo))
+        verdicts = {r["model"]: r.get("profiler_verdict") for r in solo}
+        for model, verdict in verdicts.items():
+            if verdict:
+                print(f"profiler on {model}: {verdict}")
+    if jobs:
+        print(report.consolidation_table(jobs))
 
 
 def _show(args) -> int:
@@ -276,12 +199,7 @@ def _show(args) -> int:
         raise UsageError(f"--show {args.show!r} is not JSON: {e}") from None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise UsageError(f"--show {args.show!r} is not a list of bench records")
-    consolidated = [r for r in records if r.get("job") is not None]
-    plain = [r for r in records if r.get("job") is None]
-    if plain:
-        print(report.to_table(report.add_speedups(plain)))
-    if consolidated:
-        print(report.consolidation_table(consolidated))
+    _print_records(records)
     for path in report.write_outputs(records, None, args.csv, args.plot):
         print(f"wrote {path}")
     return 0

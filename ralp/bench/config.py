@@ -1,162 +1,159 @@
-"""What one benchmark run is: the model, the mode and its resources, the workload.
+"""What the bench was asked to do, resolved once: the request, its defaults, the run matrix and
+the backend.
 
-Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
-
-=========  =============  ======================================================
-mode       workers + PS   why
-=========  =============  ======================================================
-ps         N/2 + N/2      plain ParameterServerStrategy, common practice
-ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
-ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
-horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
-=========  =============  ======================================================
-
-Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
-(scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
+The CLI only parses; a :class:`BenchRequest` holds what was asked. From it come the run specs
+(:meth:`BenchRequest.runs`: models x devices x modes x sync paradigms, each a resolved
+:class:`~ralp.bench.runspec.RunSpec`), the backend (:meth:`BenchRequest.backend_choice`: netns
+where this machine allows it, else local, with the reason) and, for a real cluster, its spec.
+Without ``--models`` the bench runs the small embedded comparison, :data:`DEFAULT_COMPARISON`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+import json
+import os
+from dataclasses import dataclass, field
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod")
-DATA = ("synthetic", "digits")
-BACKENDS = ("local", "netns", "tf-config")
-DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
-DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
-
-
-class BenchError(ValueError):
-    """A benchmark request that cannot be run as asked; the message says what to change."""
-
-
-def resources(mode: str, devices: int) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices."""
-    if mode not in MODES:
-        raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    if mode == "horovod":
-        if devices < 2:
-            raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
-        return devices, 0
-    if mode == "ps":
-        if devices < 2 or devices % 2:
-            raise BenchError(
-                f"mode 'ps' splits the devices evenly into workers and PS tasks: N must be even "
-                f"and at least 2, got {devices}"
-            )
-        return devices // 2, devices // 2
-    if devices < 2:
-        raise BenchError(
-            f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
-        )
-    if mode == "ralp-h":
-        return max(1, devices // 2), 1
-    return devices - 1, 1
+from ralp.bench.runspec import DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError, RunSpec
+from ralp.cluster.spec import ClusterError, ClusterSpec
+from ralp.defaults import DEFAULT_BANDWIDTH
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """One measured run: a model trained in one mode on one cluster shape.
+class DefaultComparison:
+    """The small comparison ``python -m ralp.bench`` runs with no arguments: FC-heavy vgg11
+    against resnet50 (almost no FC), scaled down so a 2-core machine runs it in minutes."""
 
-    ``image_size``/``batch_size`` None mean the model's benchmark defaults. ``devices`` is what
-    the mode was given (N); ``workers`` + ``ps`` may be fewer (ralp-h leaves devices idle).
-    ``steps`` and ``warmup`` count per worker, as tf_cnn_benchmarks' ``num_batches`` does: a
-    run measures ``steps x workers`` batches in all.
-    """
+    models: tuple[str, ...] = ("vgg11", "resnet50")
+    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod")  # horovod only where installed
+    devices: tuple[int, ...] = (4,)
+    image_size: dict[str, int] = field(default_factory=lambda: {"vgg11": 64, "resnet50": 32})
+    batch_size: int = 8
+    steps: int = 5  # measured steps per worker
+    warmup: int = 1  # per worker: the step that instantiates its graph is not measured
 
-    model: str
-    mode: str
-    devices: int
-    workers: int
-    ps: int
+
+DEFAULT_COMPARISON = DefaultComparison()
+SCENARIOS = ("all-ps", "all-ralp", "mixed")
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """Every option of ``python -m ralp.bench``; None means "not given"."""
+
+    models: tuple[str, ...] | None = None
+    modes: tuple[str, ...] | None = None
+    devices: tuple[int, ...] | None = None
+    workers: int | None = None
+    ps: int | None = None
     batch_size: int | None = None
-    image_size: int | None = None
-    num_classes: int = 1000
-    steps: int = DEFAULT_STEPS
-    warmup: int = DEFAULT_WARMUP
-    device_type: str = "cpu"
-    seed: int = 0
+    num_classes: int | None = None
     data: str = "synthetic"
-    sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
-    slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
+    image_size: int | None = None
+    steps: int | None = None
+    warmup: int | None = None
+    device_type: str = "cpu"
+    backend: str = "auto"
+    bandwidth: str | None = None
+    latency: str | None = None
+    sync: tuple[str, ...] | None = None
+    slow_worker: str | None = None
+    hostfile: str | None = None
+    cluster_file: str | None = None
+    compute_reference: bool = False
+    jobs: int | None = None
+    scenarios: tuple[str, ...] | None = None
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise BenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
-        if self.mode == "horovod":
-            if self.workers < 1 or self.ps != 0:
-                raise BenchError(f"mode 'horovod' runs workers only (no PS task), got "
-                                 f"{self.workers} workers and {self.ps} PS")  # fmt: skip
-            if self.device_type != "cpu":
-                raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
-                                 "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
-        elif self.workers < 1 or self.ps < 1:
-            raise BenchError(f"a run needs at least one worker and one PS task, got "
-                             f"{self.workers} workers and {self.ps} PS")  # fmt: skip
-        if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
-            # BRIEF §4: several PS tasks for RALP (activations of many workers) is future work.
-            raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
-        if self.steps < 1 or self.warmup < 0:
-            raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
-        if self.device_type not in ("cpu", "gpu"):
-            raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
-        if self.sync is not None or self.slow_worker is not None:
-            self._check_sync()
-        if self.data not in DATA:
-            raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
-        if self.data == "digits" and self.num_classes != 10:
-            raise BenchError(f"the digits have 10 classes: use --num-classes 10 with --data "
-                             f"digits, got {self.num_classes}")  # fmt: skip
+    @property
+    def is_default_comparison(self) -> bool:
+        """No models named: the embedded comparison's workload fills what was not asked."""
+        return self.models is None
 
-    def _check_sync(self) -> None:
-        from ralp.ps_strategy.staleness import SyncError, SyncPolicy
-        from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
+    def model_names(self) -> list[str]:
+        from ralp.models import MODEL_NAMES
 
-        if self.mode == "horovod":
-            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
-                             "by construction)")  # fmt: skip
-        try:
-            policy = SyncPolicy.parse(self.sync) if self.sync else None
-            slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
-        except SyncError as e:
-            raise BenchError(str(e)) from None
-        try:
-            check_slow_worker(slow, self.workers)
-        except SyncError as e:
-            raise BenchError(f"--slow-worker {self.slow_worker}: {e}") from None
-        if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
-            object.__setattr__(self, "sync", policy.spec)
+        models = list(self.models or DEFAULT_COMPARISON.models)
+        unknown = [m for m in models if m not in MODEL_NAMES]
+        if unknown:
+            raise BenchError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
+        return models
 
-    @classmethod
-    def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
-        workers, ps = resources(mode, devices)
-        return cls(model, mode, devices, workers, ps, **workload)
+    def mode_names(self, horovod_missing: str | None = None) -> list[str]:
+        """The modes asked for; by default the comparison's, without horovod where it is
+        missing (``horovod_missing`` says why)."""
+        if self.modes is not None:
+            unknown = [m for m in self.modes if m not in MODES]
+            if unknown:
+                raise BenchError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+            return list(self.modes)
+        modes = list(DEFAULT_COMPARISON.modes)
+        return [m for m in modes if m != "horovod"] if horovod_missing else modes
 
-    def resolved(self) -> RunSpec:
-        """The same run with the model's default image and batch sizes filled in."""
-        from ralp.models import get_model_spec
-
-        spec = get_model_spec(self.model)
-        image = self.image_size or spec.default_image_size
-        if image < spec.min_image_size:
-            raise BenchError(f"{self.model} needs --image-size >= {spec.min_image_size} "
-                             f"(its strides and pools), got {image}")  # fmt: skip
-        return replace(
-            self, image_size=image, batch_size=self.batch_size or spec.default_batch_size
+    def workload(self, model: str) -> dict:
+        """RunSpec fields other than model and resources: what was asked, else the defaults."""
+        default = self.is_default_comparison
+        return dict(
+            batch_size=self.batch_size or (DEFAULT_COMPARISON.batch_size if default else None),
+            image_size=self.image_size
+            or (DEFAULT_COMPARISON.image_size.get(model) if default else None),
+            num_classes=self.num_classes or (10 if self.data == "digits" else 1000),
+            data=self.data,
+            slow_worker=self.slow_worker,
+            steps=self.steps or (DEFAULT_COMPARISON.steps if default else DEFAULT_STEPS),
+            warmup=self.warmup or (DEFAULT_COMPARISON.warmup if default else DEFAULT_WARMUP),
+            device_type=self.device_type,
         )
 
-    @property
-    def measured_steps(self) -> int:
-        return self.steps * self.workers
+    def runs(self, modes: list[str]) -> list[RunSpec]:
+        """The run matrix: every model x device count x mode x sync paradigm, in that order."""
+        if self.sync and not set(modes) - {"horovod"}:
+            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
+                             "synchronous by construction")  # fmt: skip
+        runs = []
+        for model in self.model_names():
+            for n in self.devices or DEFAULT_COMPARISON.devices:
+                for mode in modes:
+                    syncs = list(self.sync) if self.sync and mode != "horovod" else [None]
+                    for sync in syncs:
+                        runs.append(self._run(model, mode, n, sync))
+        return runs
 
-    @property
-    def warmup_steps(self) -> int:
-        return max(self.warmup, 1) * self.workers
+    def _run(self, model: str, mode: str, devices: int, sync: str | None) -> RunSpec:
+        workload = {**self.workload(model), "sync": sync}
+        if self.workers and mode == "horovod":
+            return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
+        if self.workers or self.ps:
+            w, ps = self.workers or 1, self.ps or 1
+            return RunSpec(model, mode, w + ps, w, ps, **workload)
+        return RunSpec.for_devices(model, mode, devices, **workload)
 
-    @property
-    def label(self) -> str:
-        sync = f" {self.sync}" if self.sync else ""
-        return f"{self.model} {self.mode}{sync} N={self.devices} ({self.workers}+{self.ps})"
+    def backend_choice(self) -> tuple[str, str | None]:
+        """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""
+        if self.backend != "auto":
+            return self.backend, None
+        from ralp.cluster.iproute import netns_unavailable_reason
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+        reason = netns_unavailable_reason()
+        return ("local", reason) if reason else ("netns", None)
+
+    def link_bandwidth(self, backend: str) -> str | None:
+        """The simulated links' rate: as asked, or the default on netns."""
+        if backend == "netns" and self.bandwidth is None:
+            return DEFAULT_BANDWIDTH
+        return self.bandwidth
+
+    def cluster_spec(self) -> ClusterSpec:
+        """The running cluster of the tf-config backend: ``--cluster FILE`` or ``TF_CONFIG``."""
+        if self.cluster_file:
+            try:
+                with open(self.cluster_file) as f:
+                    return ClusterSpec.from_dict(json.load(f))
+            except OSError as e:
+                raise BenchError(f"cannot read --cluster {self.cluster_file!r}: {e.strerror}") from None
+            except json.JSONDecodeError as e:
+                raise BenchError(f"--cluster {self.cluster_file!r} is not JSON: {e}") from None
+        spec, job, _ = ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))
+        if job != "chief":
+            raise ClusterError(f"TF_CONFIG says this is task {job!r}; run the bench as the 'chief' "
+                               "(each other host runs python -m ralp.server)")  # fmt: skip
+        return spec

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ralp.bench.config import BenchError, RunSpec
+from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
 from ralp.bench.job import Barrier, bench_job
 from ralp.bench.launcher import Launcher
-from ralp.bench.runner import RUN_TIMEOUT_S, derived_figures
-from ralp.ps_strategy.fresh_process import run_in_fresh_process
-
-SCENARIOS = ("all-ps", "all-ralp", "mixed")
+from ralp.bench.records import derived_figures, make_record, short_error
+from ralp.bench.runner import RUN_TIMEOUT_S
+from ralp.bench.runspec import BenchError, RunSpec
+from ralp.cluster.fresh_process import run_in_fresh_process
 
 
 def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
@@ -48,7 +49,7 @@ def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
         else:
             mode = "ralp-n" if k < (jobs + 1) // 2 else "ps"
         model = models[k % len(models)]
-        runs.append(RunSpec.for_devices(model, mode, devices, **workload_for(model)).resolved())
+        runs.append(RunSpec.for_devices(model, mode, devices, **workload_for(model)))
     return runs
 
 
@@ -57,7 +58,8 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     """Run the scenario's jobs at once on one fabric with a shared trunk; one record each."""
     from tqdm import tqdm
 
-    from ralp.ps_strategy.netns import NetnsCluster, NetnsFabric
+    from ralp.cluster.fabric import NetnsFabric
+    from ralp.cluster.netns_cluster import NetnsCluster
 
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
                          trunk_bandwidth=launcher.bandwidth)  # fmt: skip
@@ -92,7 +94,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                 try:
                     results[k] = run_in_fresh_process(
                         bench_job, clusters[k].spec, runs[k], clusters[k].link_reader(),
-                        Barrier(gates, k), netns=clusters[k].chief_namespace,
+                        Barrier(gates, k), started=time.time(), netns=clusters[k].chief_namespace,
                         on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                         env={"CUDA_VISIBLE_DEVICES": "-1"},
                     )  # fmt: skip
@@ -121,22 +123,21 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
         trunk_bytes = (trunk_end.tx - trunk.tx) + (trunk_end.rx - trunk.rx)
     records = []
     for k, (run, result) in enumerate(zip(runs, results, strict=True)):
-        base = {"backend": "netns", "bandwidth": launcher.bandwidth, "job": k,
-                "scenario": scenario, "trunk_bytes_measured": trunk_bytes}  # fmt: skip
+        where = {"backend": "netns", "bandwidth": launcher.bandwidth, "job": k,
+                 "scenario": scenario, "trunk_bytes_measured": trunk_bytes}  # fmt: skip
         if isinstance(result, dict):
-            record = {**result, **base, "error": None}
+            result["setup_s"] = round(sum(result["setup"].values()), 3)
+            record = make_record(run.to_dict(), where, result)
             # The bottleneck is the shared trunk, not one job's link: no per-job network time.
             record.update(derived_figures({**record, "busiest_link_bytes": None}, None))
             records.append(record)
         else:
-            records.append({**run.to_dict(), **base, "error": str(result).splitlines()[0]})
+            records.append(make_record(run.to_dict(), where, error=short_error(result)))
     return records
 
 
 def _gate(gates: str, phase: str, gate: str, jobs: int, fabric):
     """Wait until every job reached ``phase``, read the trunk counters, open ``gate``."""
-    import time
-
     while not all(Path(gates, f"{phase}-{k}").exists() for k in range(jobs)):
         time.sleep(0.05)
     counters = fabric.trunk_bytes()
@@ -144,27 +145,21 @@ def _gate(gates: str, phase: str, gate: str, jobs: int, fabric):
     return counters
 
 
-def run_consolidation(args, launcher: Launcher, default: bool) -> int:
-    """``--jobs J``: every scenario asked for; prints each job's throughput."""
-    from ralp.bench import report
-    from ralp.bench.cli import DEFAULT_MODELS, workload_for
-
+def run_consolidation(request: BenchRequest, launcher: Launcher, progress: bool = True,
+                      on_record=None) -> list[dict]:  # fmt: skip
+    """``--jobs J``: every scenario asked for, in order; one record per job."""
     if launcher.backend != "netns":
         raise BenchError("--jobs needs the netns backend: the jobs must share one shaped link "
                          "(run as root with --backend netns)")  # fmt: skip
     if not launcher.bandwidth:
         raise BenchError("--jobs needs --bandwidth: the rate of the shared link")
-    devices = (args.devices or [4])[0]
-    models = args.models or list(DEFAULT_MODELS)
+    devices = (request.devices or DEFAULT_COMPARISON.devices)[0]
+    models = request.model_names()
     records: list[dict] = []
-    try:
-        for scenario in args.scenarios or SCENARIOS:
-            runs = scenario_runs(scenario, args.jobs, models, devices,
-                                 lambda model: workload_for(args, model, default))  # fmt: skip
-            records += run_scenario(scenario, runs, launcher, progress=not args.quiet)
-    finally:
-        if records:
-            print(report.consolidation_table(records))
-            for path in report.write_outputs(records, args.out, args.csv, args.plot):
-                print(f"wrote {path}")
-    return 1 if any(r.get("error") for r in records) else 0
+    for scenario in request.scenarios or SCENARIOS:
+        runs = scenario_runs(scenario, request.jobs, models, devices, request.workload)
+        for record in run_scenario(scenario, runs, launcher, progress=progress):
+            records.append(record)
+            if on_record:
+                on_record(record)
+    return records

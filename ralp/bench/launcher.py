@@ -8,8 +8,8 @@
 - ``tf-config``: a real cluster that is already running ``python -m ralp.server`` on each
   host; the bench is the chief. A run uses the first workers and PS tasks it needs.
 
-Mode ``horovod`` starts no PS cluster: :mod:`ralp.baselines.horovod_launch` starts its ranks
-with horovodrun (local; on a real cluster from ``hostfile``) or in namespaces (netns).
+Mode ``horovod`` starts no PS cluster: :mod:`ralp.horovod.launch` starts its ranks with
+horovodrun (local; on a real cluster from ``hostfile``) or in namespaces (netns).
 
 Each backend gives a :class:`ClusterHandle` in a ``with`` block and stops what it started when
 the block ends, also on errors and Ctrl-C.
@@ -21,12 +21,17 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ralp.bench.config import BACKENDS, BenchError
-from ralp.bench.job import LinkReader
-from ralp.ps_strategy.cluster import ClusterError, ClusterSpec, LocalCluster
+from ralp.bench.runspec import BACKENDS, BenchError
+from ralp.cluster.local import LocalCluster
+from ralp.cluster.spec import ClusterError, ClusterSpec
+from ralp.horovod.launch import horovod_unavailable_reason
+from ralp.profiler.links import LinkBytes
+
+LinkReader = Callable[[], Mapping[str, LinkBytes]]  # "worker:0" / "ps:0" / "chief:0" -> counters
 
 
 @dataclass
@@ -37,6 +42,7 @@ class ClusterHandle:
     netns: str | None = None  # the coordinator's network namespace (netns backend)
     read_links: LinkReader | None = None  # picklable; None where links are not measured
     cluster: object | None = None  # the LocalCluster / NetnsCluster, when we started one
+    start_s: float = 0.0  # seconds it took to start (namespaces, servers ready)
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,6 @@ class Launcher:
         """Fail now, before any run, if the backend (or Horovod, for mode horovod) cannot work
         on this machine."""
         if "horovod" in modes:
-            from ralp.baselines.horovod_launch import horovod_unavailable_reason
-
             reason = horovod_unavailable_reason()
             if reason:
                 raise BenchError(f"mode horovod is unavailable: {reason}")
@@ -80,7 +84,8 @@ class Launcher:
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "
                              "TF_CONFIG (task type 'chief') or pass --cluster FILE")  # fmt: skip
         if self.backend == "netns":
-            from ralp.ps_strategy.netns import netns_unavailable_reason, parse_bandwidth
+            from ralp.cluster.iproute import netns_unavailable_reason
+            from ralp.cluster.units import parse_bandwidth
 
             reason = netns_unavailable_reason()
             if reason:
@@ -88,7 +93,7 @@ class Launcher:
             if self.bandwidth:
                 parse_bandwidth(self.bandwidth)
             if self.latency:  # a throwaway host: does this kernel emulate delay (netem)?
-                from ralp.ps_strategy.netns import NetnsFabric
+                from ralp.cluster.fabric import NetnsFabric
 
                 with NetnsFabric(None, self.latency, prefix=f"rlp{os.getpid()}-probe") as fabric:
                     fabric.add_host("probe")
@@ -99,17 +104,19 @@ class Launcher:
             yield ClusterHandle(self._subset(workers, ps))
             return
         task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
+        start = time.time()
         if self.backend == "local":
             with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type) as c:
-                yield ClusterHandle(c.spec, cluster=c)
+                yield ClusterHandle(c.spec, cluster=c, start_s=round(time.time() - start, 3))
         else:
-            from ralp.ps_strategy.netns import NetnsCluster
+            from ralp.cluster.netns_cluster import NetnsCluster
 
             cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
                                    device_type=self.device_type, task_env=task_env)  # fmt: skip
             with cluster:
                 yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
-                                    read_links=cluster.link_reader(), cluster=cluster)  # fmt: skip
+                                    read_links=cluster.link_reader(), cluster=cluster,
+                                    start_s=round(time.time() - start, 3))  # fmt: skip
 
     def _subset(self, workers: int, ps: int) -> ClusterSpec:
         spec = self.cluster_spec

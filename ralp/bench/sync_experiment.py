@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp.defaults import DEFAULT_BANDWIDTH, DEFAULT_BATCH_SIZE
 
 PROG = "python -m ralp.bench.sync_experiment"
 DEFAULT_SYNCS = ("bsp", "asp", "ssp:3", "ssp:9", "ssp:15", "dssp:3:15")
@@ -192,12 +193,13 @@ def _parser() -> argparse.ArgumentParser:
                    "INDEX:+SECONDS for a fixed delay after each of its steps)")  # fmt: skip
     p.add_argument("--mode", choices=("ps", "ralp"), default="ps")
     p.add_argument("--steps", type=positive_int, default=480, help="steps in all (all workers)")
-    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
     p.add_argument("--eval-every", type=float, default=2.0, help="seconds between snapshots")
     p.add_argument("--target", type=float, default=0.9, help="target test accuracy")
     p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
-    p.add_argument("--bandwidth", default=None, help="netns link rate (default 1gbit)")
+    p.add_argument("--bandwidth", default=None,
+                   help=f"netns link rate (default {DEFAULT_BANDWIDTH})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--plot", metavar="PNG")
@@ -239,10 +241,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args) -> list[dict]:
     from tqdm import tqdm
 
-    from ralp.bench.cli import DEFAULT_BANDWIDTH
+    from ralp.bench.config import BenchRequest
     from ralp.bench.launcher import Launcher
-    from ralp.ps_strategy.cluster import ClusterError
-    from ralp.ps_strategy.fresh_process import ChildError, run_in_fresh_process
+    from ralp.bench.records import make_sync_result, short_error
+    from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
+    from ralp.cluster.spec import ClusterError
     from ralp.ps_strategy.staleness import SyncPolicy
     from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
@@ -251,27 +254,26 @@ def _run(args) -> list[dict]:
         SyncPolicy.parse(s)  # bad names fail before any cluster starts
     if args.slow_worker:
         check_slow_worker(SlowWorker.parse(args.slow_worker), args.workers)
-    backend = args.backend
-    if backend == "auto":
-        from ralp.ps_strategy.netns import netns_unavailable_reason
-
-        backend = "local" if netns_unavailable_reason() else "netns"
-    bandwidth = (args.bandwidth or DEFAULT_BANDWIDTH) if backend == "netns" else None
+    request = BenchRequest(backend=args.backend, bandwidth=args.bandwidth)
+    backend, _ = request.backend_choice()
+    bandwidth = request.link_bandwidth(backend)
     launcher = Launcher(backend, bandwidth=bandwidth)
     launcher.check()
     results = []
     for sync in tqdm(args.syncs, unit="run", desc="paradigms"):
+        where = {"backend": backend, "bandwidth": bandwidth, "workers": args.workers}
         try:
             with launcher.cluster(args.workers, 1) as handle:
-                result = run_in_fresh_process(
+                figures = run_in_fresh_process(
                     sync_curve, handle.spec, sync, args.slow_worker, args.mode, args.steps,
                     args.batch_size, args.learning_rate, args.eval_every, args.seed,
-                    handle.read_links, netns=handle.netns, timeout=3600, env={"CUDA_VISIBLE_DEVICES": "-1"},
+                    handle.read_links, netns=handle.netns, timeout=3600,
+                    env={"CUDA_VISIBLE_DEVICES": "-1"},
                 )  # fmt: skip
         except (ChildError, ClusterError) as e:
-            result = {"sync": sync, "error": str(e).strip().splitlines()[0][:200]}
-        result.update(backend=backend, bandwidth=bandwidth, workers=args.workers)
-        results.append(result)
+            results.append(make_sync_result(sync, where, error=short_error(e)))
+            continue
+        results.append(make_sync_result(figures.pop("sync"), where, figures))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))

@@ -5,7 +5,7 @@ Three pieces, each used by the trainer:
 - :func:`placed_clone` re-creates the user's model inside ``ParameterServerStrategy.scope()``.
   Layers the plan keeps get PSS' round-robin variables; each offloaded layer is constructed
   and built under a variable creator that colocates all of its variables with a small anchor
-  variable on its PS task (PSS honours ``colocate_with`` but overrides ``tf.device``). Weights
+  variable on its PS task (:func:`ralp._compat.colocating_creator`). Weights
   are copied from the user's model, which is left untouched.
 - :func:`split_model` cuts the placed model into a *head* (kept layers, run on the workers)
   and a *tail* (offloaded layers, run on the PS), sharing the same layer objects.
@@ -19,12 +19,13 @@ Three pieces, each used by the trainer:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import keras
 import tensorflow as tf
 
+from ralp._compat import colocating_creator, inbound_nodes, keras_history
 from ralp.placement.plan import Plan, PlanError, ps_device
 
 
@@ -44,16 +45,6 @@ def make_anchor(task: int, device_type: str = "CPU") -> tf.Variable:
     variable with it is how a variable is pinned to that task under PSS."""
     with tf.device(ps_device(task, device_type)):
         return tf.Variable(0, dtype=tf.int64, trainable=False, name=f"ralp_anchor_ps{task}")
-
-
-def colocating_creator(anchor: tf.Variable) -> Callable:
-    def creator(next_creator, **kwargs):
-        # PSS' _create_variable honours colocate_with (and then skips its round-robin).
-        kwargs["colocate_with"] = anchor
-        kwargs["use_resource"] = True
-        return next_creator(**kwargs)
-
-    return creator
 
 
 @dataclass
@@ -146,9 +137,9 @@ def split_model(placed: PlacedModel) -> Split:
     for layer in model.layers:
         if layer.name not in offloaded:
             continue
-        for node in layer._inbound_nodes:
+        for node in inbound_nodes(layer):
             for tensor in node.input_tensors:
-                producer = tensor._keras_history.operation.name
+                producer = keras_history(tensor)[0].name
                 if producer not in offloaded and producer not in boundary:
                     boundary.append(producer)
     order = [layer.name for layer in model.layers]

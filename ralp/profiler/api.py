@@ -5,16 +5,17 @@ Each stage is its own module; this one chains them and keeps the result in one v
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ralp._text import human_bytes
-from ralp.profiler.bytes_model import StepTraffic, horovod_traffic, ps_traffic, ralp_traffic
-from ralp.profiler.defaults import (
+from ralp.defaults import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PS,
     DEFAULT_THRESHOLD,
     DEFAULT_WORKERS,
 )
+from ralp.profiler.bytes_model import StepTraffic, mode_traffic
 from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_table
 from ralp.profiler.ps_assignment import spread_layers
 from ralp.profiler.skewness import is_eligible, parameter_skewness
@@ -68,6 +69,11 @@ class Profile:
     @property
     def offloaded_params(self) -> int:
         return sum(self.table.row(name).params for name in self.offloaded_layers)
+
+    def traffic(self, offloaded: Mapping[str, int] | None = None) -> StepTraffic:
+        """Bytes per step of a PS placement on this profile's cluster: plain PS when nothing is
+        ``offloaded`` (layer -> PS task), else RALP with those layers on the PS."""
+        return mode_traffic(self.table, "ralp", self.workers, self.ps, offloaded)
 
     @property
     def busiest_link_bytes(self) -> dict[str, int]:
@@ -142,12 +148,11 @@ def profile(
 
     # RALP bytes at the best admissible split (what mode "ralp" would move if forced), or
     # plain PS traffic when there is nothing to offload.
-    if split.index is None:
-        ralp, boundary = ps_traffic(table, workers, ps), []
-    else:
+    offloaded: dict[str, int] = {}
+    boundary: list[str] = []
+    if split.index is not None:
         moved = table.rows[split.index + 1 :]
         offloaded = spread_layers([r.name for r in moved], [r.param_bytes for r in moved], ps)
-        ralp = ralp_traffic(table, offloaded, workers, ps)
         boundary = cut_sources(split_layers, split.index)
     return Profile(
         table=table,
@@ -158,9 +163,9 @@ def profile(
         workers=workers,
         ps=ps,
         bytes_per_step={
-            "ps": ps_traffic(table, workers, ps),
-            "horovod": horovod_traffic(table.param_bytes_total, workers),
-            "ralp": ralp,
+            "ps": mode_traffic(table, "ps", workers, ps),
+            "horovod": mode_traffic(table, "horovod", workers),
+            "ralp": mode_traffic(table, "ralp", workers, ps, offloaded),
         },
         boundary_layers=tuple(boundary),
     )

@@ -15,7 +15,13 @@ The PS and RALP figures come from one rule applied to a placement of the layer t
 
 Plain PS puts every layer on the workers (BRIEF §2: 2 x model bytes x W in total). RALP moves
 the offloaded layers onto their PS task, so only the kept layers' variables and the boundary
-activations cross. Horovod ring-allreduce sends and receives 2 x S x (W-1)/W per worker.
+activations cross. Horovod ring-allreduce sends and receives 2 x S x (W-1)/W per worker, where
+S counts the *trainable* variables only: Horovod averages gradients, and non-trainable state
+(batch-norm moving statistics) stays on each replica. Under PS every variable crosses, the
+non-trainable ones too: each worker reads them and writes their moving-average updates.
+
+:func:`mode_traffic` is the one entry point: the profiler, the bench and the audit all get a
+mode's predicted bytes from it.
 """
 
 from __future__ import annotations
@@ -157,10 +163,10 @@ def ralp_traffic(
     return placed_traffic(table, offloaded, homes, workers, ps, mode="ralp")
 
 
-def horovod_traffic(model_bytes: int, workers: int) -> StepTraffic:
+def horovod_traffic(gradient_bytes: int, workers: int) -> StepTraffic:
     """Ring allreduce of every gradient: each worker sends and receives 2 x S x (W-1)/W."""
     _check_cluster(workers, 0)
-    per_worker = 2 * model_bytes * (workers - 1) // workers
+    per_worker = 2 * gradient_bytes * (workers - 1) // workers
     return StepTraffic(
         mode="horovod",
         workers=workers,
@@ -170,3 +176,28 @@ def horovod_traffic(model_bytes: int, workers: int) -> StepTraffic:
         total=per_worker * workers,
         breakdown={"gradients": per_worker * workers},
     )
+
+
+MODES = ("ps", "horovod", "ralp")
+
+
+def mode_traffic(
+    table: LayerTable,
+    mode: str,
+    workers: int,
+    ps: int = 1,
+    offloaded: Mapping[str, int] | None = None,
+) -> StepTraffic:
+    """The byte model of one training mode, per step (one batch on every worker).
+
+    ``mode``: "ps" (plain PS, ``ps`` tasks), "horovod" (ring allreduce of the trainable
+    variables' gradients, no PS) or "ralp" (``offloaded`` maps each offloaded row to its PS
+    task; an empty mapping is plain PS).
+    """
+    if mode == "ps" or (mode == "ralp" and not offloaded):
+        return ps_traffic(table, workers, ps)
+    if mode == "horovod":
+        return horovod_traffic(table.trainable_param_bytes_total, workers)
+    if mode == "ralp":
+        return ralp_traffic(table, offloaded, workers, ps)
+    raise ValueError(f"unknown mode {mode!r}; the byte model knows {', '.join(MODES)}")

@@ -1,4 +1,4 @@
-"""``python -m ralp.profile``: will layer placement pay off for this model, and where to split?"""
+"""``python -m ralp.profiler``: will layer placement pay off for this model, and where to split?"""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import sys
 from collections.abc import Sequence
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
-from ralp.profiler.defaults import (
+from ralp.defaults import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PS,
     DEFAULT_THRESHOLD,
     DEFAULT_WORKERS,
 )
 
-PROG = "python -m ralp.profile"
+PROG = "python -m ralp.profiler"
 FORMATS = ("table", "json", "csv")
 
 
@@ -33,12 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--all", action="store_true", help="every zoo model, one summary table")
     src.add_argument("--list", action="store_true", help="list the zoo models and exit")
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
-                   "model's benchmark default; 32 for --keras-model)")  # fmt: skip
+                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")  # fmt: skip
     p.add_argument("--num-classes", type=positive_int, default=1000,
                    help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")  # fmt: skip
     p.add_argument("--image-size", type=positive_int, help="scale the zoo model's input down")
     p.add_argument("--threshold", type=float, default=None,
-                   help="skewness threshold K: eligible iff S <= K (default -0.5)")  # fmt: skip
+                   help=f"skewness threshold K: eligible iff S <= K (default {DEFAULT_THRESHOLD})")  # fmt: skip
     p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
                    help=f"workers W for the byte model (default {DEFAULT_WORKERS})")  # fmt: skip
     p.add_argument("--ps", type=positive_int, default=DEFAULT_PS,

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 import keras
 import tensorflow as tf
 
+from ralp._compat import inbound_nodes, is_functional, keras_history
 from ralp.profiler.kinds import rule_for
 
 
@@ -30,6 +31,7 @@ class LayerRow:
     params: int  # trainable + non-trainable (what a PS stores and serves)
     trainable_params: int
     param_bytes: int
+    trainable_param_bytes: int  # what has gradients: Horovod allreduces only these
     output_shape: tuple[int, ...]  # first output, without the batch dimension
     output_elements: int  # per sample, all outputs of the layer
     output_bytes: int  # per step: output_elements * batch size * dtype size
@@ -72,6 +74,10 @@ class LayerTable:
     def param_bytes_total(self) -> int:
         return sum(r.param_bytes for r in self.rows)
 
+    @property
+    def trainable_param_bytes_total(self) -> int:
+        return sum(r.trainable_param_bytes for r in self.rows)
+
 
 def _dtype_size(dtype) -> int:
     return tf.dtypes.as_dtype(keras.backend.standardize_dtype(dtype)).size
@@ -79,12 +85,10 @@ def _dtype_size(dtype) -> int:
 
 def _is_graph_model(layer) -> bool:
     """Functional and built Sequential models: the kinds whose layer graph is known statically."""
-    return isinstance(layer, keras.Model) and isinstance(
-        layer, keras.src.models.functional.Functional | keras.Sequential
-    )
+    return isinstance(layer, keras.Sequential) or is_functional(layer)
 
 
-def _check_model(model, where: str) -> None:
+def check_model(model, where: str) -> None:
     if not isinstance(model, keras.Model):
         raise ProfileError(
             f"{where}: expected a keras.Model, got {type(model).__name__}. ralp profiles Keras 3 "
@@ -116,7 +120,7 @@ def _static_shape(shape, where: str) -> tuple[int, ...]:
 
 
 def _producer(tensor):
-    op, node_index, tensor_index = tensor._keras_history
+    op, node_index, tensor_index = keras_history(tensor)
     return op, node_index, tensor_index
 
 
@@ -137,7 +141,7 @@ class _Flattener:
 
         ``bindings`` maps id(input KerasTensor of this model) -> the outer row feeding it.
         """
-        _check_model(model, f"layer {prefix or model.name!r}")
+        check_model(model, f"layer {prefix or model.name!r}")
         visited: set[tuple[int, int]] = set()
         # Iterative DFS post-order: inputs of a node are emitted before the node, in the order
         # the node consumes them, which follows definition order for branchy models.
@@ -154,7 +158,7 @@ class _Flattener:
                 if key in visited:
                     continue
                 stack.append(((op, node_index), True))
-                node = op._inbound_nodes[node_index]
+                node = inbound_nodes(op)[node_index]
                 for t in reversed(node.input_tensors):
                     if id(t) in bindings and id(t) not in self._tensor_source:
                         continue  # an input of a nested model, fed from outside
@@ -169,7 +173,7 @@ class _Flattener:
         raise ProfileError(f"internal: no producer recorded for tensor {tensor!r}")
 
     def _emit(self, op, node_index: int, prefix: str, bindings: dict[int, str]) -> None:
-        node = op._inbound_nodes[node_index]
+        node = inbound_nodes(op)[node_index]
         if isinstance(op, keras.layers.InputLayer) and any(
             id(t) in bindings for t in node.output_tensors
         ):
@@ -209,7 +213,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
     """The ordered layer table of ``model`` at ``batch_size``, from static shapes only."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ProfileError(f"batch_size must be a positive integer, got {batch_size!r}")
-    _check_model(model, f"model {getattr(model, 'name', model)!r}")
+    check_model(model, f"model {getattr(model, 'name', model)!r}")
     flat = _Flattener(batch_size)
     output_names = flat.walk(model, "", {})
 
@@ -222,6 +226,8 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         params = sum(math.prod(w.shape) for w in weights)
         trainable = sum(math.prod(w.shape) for w in layer.trainable_weights)
         var_bytes = [(w.path, math.prod(w.shape) * _dtype_size(w.dtype)) for w in weights]
+        trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
+                              for w in layer.trainable_weights)  # fmt: skip
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
         out_shapes, in_shapes = flat.out_shapes[name], flat.in_shapes[name]
         elements = sum(math.prod(s) for s in out_shapes)
@@ -235,6 +241,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
                 params=params,
                 trainable_params=trainable,
                 param_bytes=sum(b for _, b in var_bytes),
+                trainable_param_bytes=trainable_bytes,
                 output_shape=out_shapes[0],
                 output_elements=elements,
                 output_bytes=elements * batch_size * flat.out_itemsize[name],

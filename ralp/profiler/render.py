@@ -18,7 +18,7 @@ LAYER_COLUMNS = [f for f in LayerRow.__dataclass_fields__]
 
 
 def to_dict(p: Profile) -> dict:
-    """The JSON contract of ``python -m ralp.profile --format json``."""
+    """The JSON contract of ``python -m ralp.profiler --format json``."""
     traffic = p.bytes_per_step
     return {
         "model": p.model,

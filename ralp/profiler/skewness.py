@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ralp.profiler.defaults import DEFAULT_THRESHOLD
+from ralp.defaults import DEFAULT_THRESHOLD
 
 
 def parameter_skewness(params: Sequence[int]) -> float:

@@ -1,50 +1,16 @@
 """Connecting this process, as the coordinator (chief), to a PS cluster.
 
-Before TensorFlow is asked to connect, every task's address is probed with a plain TCP
-connect, bounded in time: gRPC would otherwise retry an unreachable task for a long time.
+Every task is probed first (:func:`ralp.cluster.probe.probe`), so an unreachable cluster is
+an error within a bounded time rather than gRPC's long retries.
 """
 
 from __future__ import annotations
 
-import socket
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from ralp.ps_strategy.cluster import ClusterError, ClusterSpec
-
-
-def unreachable(spec: ClusterSpec, timeout: float = 1.0) -> list[tuple[str, int, str]]:
-    """The PS/worker tasks not accepting TCP connections right now."""
-    missing = []
-    for job, index, address in spec.tasks():
-        host, port = address.rsplit(":", 1)
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-                pass
-        except OSError:
-            missing.append((job, index, address))
-    return missing
-
-
-def describe(tasks: list[tuple[str, int, str]]) -> str:
-    return ", ".join(f"{job}:{index} at {address}" for job, index, address in tasks)
-
-
-def probe(spec: ClusterSpec, timeout: float = 10.0) -> None:
-    """Raise :class:`ClusterError` naming every PS/worker task not accepting connections
-    within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        missing = unreachable(spec)
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise ClusterError(
-                f"cluster unreachable after {timeout:.0f} s: {describe(missing)}. Start each task "
-                "with `python -m ralp.server` (TF_CONFIG set) or use ralp.LocalCluster."
-            )
-        time.sleep(0.2)
+from ralp.cluster.probe import probe
+from ralp.cluster.spec import ClusterError, ClusterSpec
 
 
 @dataclass

@@ -95,6 +95,18 @@ class SyncPolicy:
         return f"{self.paradigm}({','.join(map(str, numbers))})" if numbers else self.paradigm
 
 
+def as_policy(sync, staleness=None) -> SyncPolicy | None:
+    """A :class:`SyncPolicy` from a name ("ssp", "dssp:3:15"), a policy, or None (no paradigm:
+    ParameterServerStrategy's own asynchronous schedule)."""
+    if sync is None:
+        if staleness is not None:
+            raise SyncError("staleness needs a sync paradigm (sync='ssp' or 'dssp')")
+        return None
+    if isinstance(sync, SyncPolicy):
+        return sync
+    return SyncPolicy.parse(sync, staleness)
+
+
 class DSSPController:
     """Chooses how many extra iterations the fastest worker may run (BRIEF §6).
 

@@ -24,12 +24,11 @@ is released only when the update is done.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 
-import keras
 import tensorflow as tf
 
+from ralp._compat import variable_device
 from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
 
@@ -40,63 +39,7 @@ def count_correct(labels, logits):
     return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
 
-def _device_of(variable) -> str:
-    return (variable.value if isinstance(variable, keras.Variable) else variable).device
-
-
-def _update_where_each_variable_lives(self, grads, trainable_variables, learning_rate):
-    for grad, var in zip(grads, trainable_variables, strict=True):
-        with tf.device(_device_of(var)):
-            self.update_step(grad, var, learning_rate)
-
-
-def _decay_where_each_variable_lives(self, variables):
-    if self.weight_decay is None:
-        return
-    for var in variables:
-        if self._use_weight_decay(var):
-            with tf.device(_device_of(var)):
-                lr = tf.cast(self.learning_rate, var.dtype)
-                wd = tf.cast(self.weight_decay, var.dtype)
-                var.assign(var - var * wd * lr)
-
-
-def ps_local(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
-    """Make a Keras 3 (TF backend) optimizer update each variable on that variable's task.
-
-    ``TFOptimizer._backend_update_step`` all-reduces the gradients in the replica context and
-    applies them through ``merge_call``. For the tail that is wrong twice: under PSS the
-    all-reduce result lands on the worker (the gradient would round-trip PS -> worker -> PS),
-    and a ``merge_call`` inside ``CriticalSection.execute`` deadlocks. With one replica per
-    worker the all-reduce is the identity, so applying each variable's update directly, under
-    its own device, computes the same thing where the variable and its slots live.
-    (Rebinds two methods of Keras' optimizer base class, as of the pinned Keras 3.15.1.)
-    """
-    optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
-    optimizer._apply_weight_decay = types.MethodType(_decay_where_each_variable_lives, optimizer)
-    return optimizer
-
-
-def _atomic_assign_add(self, value):
-    return self.value.assign_add(tf.cast(value, self.dtype))
-
-
-def atomic_iterations(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
-    """Make the optimizer count its updates with one atomic add on the counter's task.
-
-    Keras 3's ``Variable.assign_add`` is ``assign(self + value)``: a read, then a write. When
-    workers update at once (the coordinator's asynchronous schedule, ASP, SSP, DSSP) two of
-    them read the same count and one increment is lost; two workers and 60 ASP steps counted
-    41-53. The count drives learning-rate schedules and Adam's bias correction, and users read
-    it as the step count. ``tf.Variable.assign_add`` is one ``AssignAddVariableOp``, which
-    holds the variable's lock. (Rebinds one method of the counter, as of Keras 3.15.1.)
-    """
-    counter = optimizer._iterations
-    counter.assign_add = types.MethodType(_atomic_assign_add, counter)
-    return optimizer
-
-
-def plain_step(strategy, model: keras.Model, optimizer, loss_fn, accumulators=None) -> Callable:
+def plain_step(strategy, model, optimizer, loss_fn, accumulators=None) -> Callable:
     """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
     variables = model.trainable_variables
 
@@ -194,7 +137,7 @@ def make_accumulators(variables) -> list[tf.Variable]:
     gradient sends it to the PS once, as an update would)."""
     accumulators = []
     for v in variables:
-        with tf.device(_device_of(v)):
+        with tf.device(variable_device(v)):
             accumulators.append(tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
                                             name="bsp_accumulator"))  # fmt: skip
     return accumulators
@@ -207,7 +150,8 @@ def accumulate(accumulators, grads) -> None:
 
 def round_update(groups) -> Callable:
     """BSP's one update per round: ``groups`` is a list of (optimizer, variables,
-    accumulators); each optimizer (made :func:`ps_local`) applies the mean of its
+    accumulators); each optimizer (made
+    :func:`ralp._compat.update_where_variables_live`) applies the mean of its
     accumulated gradients, then the accumulators are zeroed. Runs where the variables live."""
 
     @tf.function

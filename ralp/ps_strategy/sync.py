@@ -30,7 +30,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncRecord, SyncServer
+from ralp._compat import SCHEDULE_WARNING
+from ralp.ps_strategy.loops import EpochRun, Watchdog
+from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncServer
 
 
 @dataclass(frozen=True)
@@ -124,15 +126,7 @@ class _ScheduleWarningFilter(logging.Filter):
     the drivers dispatch the step to a chosen worker on purpose."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "without using `ClusterCoordinator.schedule`" not in record.getMessage()
-
-
-@dataclass
-class SyncedEpoch:
-    results: list[tuple]  # per step: (loss, correct) as numpy
-    end_times: list[float]  # perf_counter when each step's push was seen
-    workers: list[int]  # which worker ran each step
-    record: SyncRecord
+        return SCHEDULE_WARNING not in record.getMessage()
 
 
 class SyncedSteps:
@@ -167,7 +161,8 @@ class SyncedSteps:
         self.check_cluster = check_cluster
         self.step_timeout = step_timeout
 
-    def run(self, iterators: list, steps: int, on_step: Callable[[int], None] | None = None):
+    def run(self, iterators: list, steps: int,
+            on_step: Callable[[], None] | None = None) -> EpochRun:  # fmt: skip
         import tensorflow as tf
 
         server = SyncServer(self.policy, self.workers)
@@ -220,7 +215,7 @@ class SyncedSteps:
                         permitted[g] = True
                     lock.notify_all()
                 if on_step is not None:
-                    on_step(w)
+                    on_step()
                 if slowdown is not None and w == self.slow_worker.index:
                     time.sleep(slowdown.after(pushed - began))
 
@@ -246,26 +241,14 @@ class SyncedSteps:
             self.apply_round(tf.constant(pushes_in_round))  # the last, partial round
         if slowdown is not None:
             server.record.slow_delay_s = slowdown.last_s
-        return SyncedEpoch(results, end_times, ran_on, server.record)
+        return EpochRun(results, end_times, ran_on, server.record)
 
     def _wait(self, threads, lock, errors, done: Callable[[], int]) -> None:
-        last_done, last_progress, last_probe = 0, time.monotonic(), 0.0
+        watch = Watchdog(self.check_cluster, self.step_timeout, f" under {self.policy}")
         while any(t.is_alive() for t in threads):
             for t in threads:
                 t.join(timeout=0.05)
             with lock:
                 if errors:
                     return
-            now = time.monotonic()
-            if done() != last_done:
-                last_done, last_progress = done(), now
-            if self.check_cluster is not None and now - last_probe > 1.0:
-                last_probe = now
-                self.check_cluster()
-            if now - last_progress > self.step_timeout:
-                from ralp.ps_strategy.cluster import ClusterError
-
-                raise ClusterError(
-                    f"no training step finished for {self.step_timeout:.0f} s under "
-                    f"{self.policy}: a task of the cluster is hung or far too slow"
-                )
+            watch(done())

@@ -7,12 +7,13 @@ import sys
 
 import pytest
 
-from ralp.bench.config import RunSpec
 from ralp.bench.job import bench_job
 from ralp.bench.launcher import Launcher
+from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runner import measure
-from ralp.ps_strategy.fresh_process import ChildError, run_in_fresh_process
-from ralp.ps_strategy.netns import netns_unavailable_reason
+from ralp.bench.runspec import RunSpec
+from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
+from ralp.cluster.iproute import netns_unavailable_reason
 
 NETNS = netns_unavailable_reason()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
@@ -37,7 +38,9 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     records = json.loads(out.read_text())
     assert [r["mode"] for r in records] == ["ps", "ralp-n"]
     for r in records:
+        assert tuple(r)[: len(RECORD_KEYS)] == RECORD_KEYS  # in the schema's order
         assert set(REQUIRED) <= set(r), set(REQUIRED) - set(r)
+        assert r["setup_s"] > 0 and r["setup"]["place"] > 0
         assert r["error"] is None and r["backend"] == "local" and r["bandwidth"] is None
         assert r["images_per_sec"] > 0 and r["step_time_s"] > 0
         assert r["bytes_per_step_measured"] is None  # loopback links are not measured
@@ -121,11 +124,15 @@ def test_a_task_crash_on_netns_leaves_no_process_or_namespace():
 @pytest.mark.cluster
 @pytest.mark.parametrize("mode", ["ps", "ralp-n"])
 def test_measured_bytes_match_the_audit_prediction(mode):
-    from ralp.placement.audit_job import AuditSettings, audit
+    from ralp.audit.job import AuditSettings, audit
 
     run = RunSpec.for_devices("lenet", mode, 2, **TINY)
     record = measure(run, Launcher("netns", bandwidth="1gbit"))
     assert record["error"] is None, record["error"]
+    assert tuple(record)[: len(RECORD_KEYS)] == RECORD_KEYS  # the producer follows the schema
+    assert set(record["setup"]) == {"cluster_start", "coordinator_start", "build_model",
+                                    "place", "warmup"}  # fmt: skip
+    assert record["setup_s"] == pytest.approx(sum(record["setup"].values()), abs=0.01)
     audited = audit(AuditSettings("lenet", "ps" if mode == "ps" else "ralp", run.workers,
                                   run.ps, 28, 16, 10))  # fmt: skip
     predicted = audited["crossing_bytes_per_worker_batch"]
@@ -136,7 +143,7 @@ def test_measured_bytes_match_the_audit_prediction(mode):
 
 @pytest.mark.cluster
 def test_tf_config_backend_uses_a_running_cluster_and_leaves_it_running(tmp_path):
-    from ralp.ps_strategy.cluster import LocalCluster
+    from ralp.cluster.local import LocalCluster
 
     with LocalCluster(2, 1) as cluster:
         path = tmp_path / "cluster.json"
@@ -172,21 +179,27 @@ def test_latency_without_netem_fails_before_any_run():
     assert "netem" in p.stderr and "Traceback" not in p.stderr
 
 
-def _started_by(pid: int) -> list[int]:
-    """Processes still alive that were launched for the bench process ``pid``."""
+def _descendants(pid: int) -> list:
+    """Every process the bench process ``pid`` started, directly or not, still alive."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _tasks(processes) -> list:
+    """The cluster's server tasks among ``processes`` (they name themselves ralp-<task>)."""
+    import psutil
+
     found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    args = f.read().split(b"\0")
-            except OSError:
-                continue
-            if (
-                b"--parent-pid" in args
-                and args[args.index(b"--parent-pid") + 1] == str(pid).encode()
-            ):
-                found.append(int(entry))
+    for process in processes:
+        try:
+            if process.name().startswith("ralp-"):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
     return found
 
 
@@ -204,15 +217,19 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
                          # its children SIGINT ignored, and Python then keeps ignoring it.
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 120
-    while not _started_by(p.pid) and time.monotonic() < deadline:
+    while len(_tasks(_descendants(p.pid))) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _started_by(p.pid), "the bench started no task"
+    assert len(_tasks(_descendants(p.pid))) == 2, "the bench started no cluster"
     time.sleep(15)  # well into the run
+    started = _descendants(p.pid)  # tasks, coordinator, zygote and all
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "interrupted" in err
-    assert _started_by(p.pid) == []
+    deadline = time.monotonic() + 15
+    while any(q.is_running() and q.status() != "zombie" for q in started):
+        assert time.monotonic() < deadline, [q.pid for q in started if q.is_running()]
+        time.sleep(0.2)
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}-" not in listing
 
@@ -255,12 +272,11 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
     assert "ps bsp" in p.stdout and "ps ssp:1" in p.stdout
 
 
-def test_default_modes_leave_out_horovod_where_it_is_missing(monkeypatch, capsys):
-    import ralp.baselines.horovod_launch as launch
-    from ralp.bench import cli
+def test_default_modes_leave_out_horovod_where_it_is_missing():
+    from ralp.bench.config import BenchRequest
 
-    monkeypatch.setattr(launch, "horovod_unavailable_reason", lambda: "not installed here")
-    assert cli.default_modes(note=True) == ["ps", "ralp-n"]
-    assert "leaving out mode horovod: not installed here" in capsys.readouterr().err
-    monkeypatch.setattr(launch, "horovod_unavailable_reason", lambda: None)
-    assert cli.default_modes() == ["ps", "ralp-n", "horovod"]
+    assert BenchRequest().mode_names(horovod_missing="not installed") == ["ps", "ralp-n"]
+    assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod"]
+    # asked for by name, a mode stays: the launcher then says why it cannot run
+    named = BenchRequest(modes=("ps", "horovod"))
+    assert named.mode_names(horovod_missing="not installed") == ["ps", "horovod"]

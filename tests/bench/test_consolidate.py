@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from ralp.bench.config import BenchError
 from ralp.bench.consolidate import scenario_runs
-from ralp.ps_strategy.netns import netns_unavailable_reason
+from ralp.bench.records import RECORD_KEYS
+from ralp.bench.runspec import BenchError
+from ralp.cluster.iproute import netns_unavailable_reason
 
 NETNS = netns_unavailable_reason()
 
@@ -45,6 +46,7 @@ def test_two_jobs_share_one_trunk_and_each_reports_its_throughput(tmp_path):
     assert [(r["job"], r["scenario"], r["mode"]) for r in records] == [
         (0, "mixed", "ralp-n"), (1, "mixed", "ps")]  # fmt: skip
     for r in records:
+        assert tuple(r)[: len(RECORD_KEYS)] == RECORD_KEYS  # consolidation follows the schema
         assert r["images_per_sec"] > 0 and r["error"] is None
         assert r["bytes_ratio"] == pytest.approx(1.0, abs=0.10)
     # Every worker <-> PS byte of both jobs crossed the one trunk.

@@ -1,137 +1,15 @@
-"""``ralp.bench.report``: speedups, the text table, JSON/CSV, output files, the figure."""
+"""``ralp.bench.report``: the text table, JSON/CSV, output files, the consolidation table."""
 
 import csv
 import io
 import json
-import subprocess
-import sys
-
-import pytest
 
 from ralp.bench import report
-from ralp.bench.report import (
-    RECORD_KEYS,
-    add_speedups,
-    consolidation_table,
-    plot,
-    to_csv,
-    to_json,
-    to_table,
-    write_outputs,
-)
+from ralp.bench.records import RECORD_KEYS, add_speedups
+from ralp.bench.report import consolidation_table, to_csv, to_json, to_table, write_outputs
+from tests.bench.records_fixtures import failed, local, record
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def record(**overrides) -> dict:
-    """A complete, successful record (every schema key), with ``overrides`` applied."""
-    r = {
-        "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
-        "backend": "netns", "bandwidth": "1gbit", "job": None,
-        "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
-        "sync": None, "slow_worker": None,
-        "steps": 20, "warmup": 3,
-        "images_per_sec": 100.0, "images_per_sec_std": 2.5,
-        "step_time_s": 0.96, "step_time_std_s": 0.02,
-        "bytes_per_step_measured": 1.2e9, "bytes_per_step_predicted": 1.19e9,
-        "bytes_ratio": 1.2e9 / 1.19e9,
-        "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
-        "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
-        "sync_max_gap": None, "sync_waiting_s": None,
-        "speedup_vs_ps": None, "speedup_vs_horovod": None, "error": None,
-    }  # fmt: skip
-    assert set(overrides) <= set(r) | {"scenario"}, set(overrides) - set(r)
-    r.update(overrides)
-    return r
-
-
-def failed(**overrides) -> dict:
-    numeric = {k: None for k in RECORD_KEYS if k.endswith(("_s", "_measured", "_predicted"))}
-    numeric |= {"images_per_sec": None, "images_per_sec_std": None, "bytes_ratio": None,
-                "bound_ratio": None}  # fmt: skip
-    return record(**numeric | {"error": "worker 1 ran out of memory"} | overrides)
-
-
-def local(**overrides) -> dict:
-    """A local-backend record: no shaping and no byte counters."""
-    none = {"bandwidth": None, "bytes_per_step_measured": None, "bytes_ratio": None,
-            "ps_bytes_per_step_measured": None}  # fmt: skip
-    return record(**{"backend": "local"} | none | overrides)
-
-
-@pytest.fixture
-def mixed() -> list[dict]:
-    return add_speedups([
-        record(),
-        record(mode="ralp-h", images_per_sec=150.0, bytes_per_step_measured=3.0e8,
-               bytes_per_step_predicted=2.9e8, bytes_ratio=3.0e8 / 2.9e8),
-        record(mode="ralp-n", images_per_sec=130.0, bytes_per_step_measured=None,
-               bytes_per_step_predicted=4.0e8, bytes_ratio=None),
-        failed(mode="horovod"),
-        record(model="resnet50", images_per_sec=80.0, bytes_per_step_measured=2.0e8,
-               bytes_per_step_predicted=2.0e8, bytes_ratio=1.0),
-        record(model="resnet50", mode="horovod", images_per_sec=96.0,
-               bytes_per_step_measured=1.5e8, bytes_per_step_predicted=1.6e8,
-               bytes_ratio=1.5 / 1.6),
-        record(model="resnet50", devices=2, workers=1, mode="ralp-h", images_per_sec=40.0),
-    ])  # fmt: skip
-
-
-# --------------------------------------------------------------------------- import
-
-
-def test_import_loads_neither_matplotlib_nor_tensorflow():
-    code = (
-        "import sys, ralp.bench.report; "
-        "print(sorted(m for m in ('matplotlib', 'tensorflow', 'keras') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-def test_record_keys_are_the_schema():
-    assert tuple(record()) == RECORD_KEYS
-
-
-# --------------------------------------------------------------------------- speedups
-
-
-def test_add_speedups_matches_the_ps_record_of_the_same_workload(mixed):
-    by = {(r["model"], r["devices"], r["mode"]): r["speedup_vs_ps"] for r in mixed}
-    assert by["vgg19", 4, "ps"] == 1.0
-    assert by["vgg19", 4, "ralp-h"] == pytest.approx(1.5)
-    assert by["vgg19", 4, "ralp-n"] == pytest.approx(1.3)
-    assert by["vgg19", 4, "horovod"] is None  # failed run
-    assert by["resnet50", 4, "horovod"] == pytest.approx(1.2)
-    assert by["resnet50", 2, "ralp-h"] is None  # no ps run with 2 devices
-
-
-@pytest.mark.parametrize(
-    "field, value",
-    [("devices", 8), ("num_classes", 1000), ("image_size", 224), ("backend", "tf-config"),
-     ("bandwidth", "100mbit"), ("model", "alexnet"), ("job", 0)],
-)  # fmt: skip
-def test_add_speedups_needs_every_key_field_to_match(field, value):
-    records = add_speedups(
-        [record(), record(mode="ralp-h", images_per_sec=150.0, **{field: value})]
-    )
-    assert records[0]["speedup_vs_ps"] == 1.0
-    assert records[1]["speedup_vs_ps"] is None
-
-
-def test_add_speedups_ignores_failed_ps_runs_and_returns_its_argument():
-    records = [failed(), record(mode="ralp-h", images_per_sec=150.0), record(images_per_sec=50.0)]
-    assert add_speedups(records) is records
-    assert [r["speedup_vs_ps"] for r in records] == [None, 3.0, 1.0]
-
-
-def test_add_speedups_compares_consolidation_jobs_with_consolidation_ps_jobs():
-    records = add_speedups([
-        record(images_per_sec=100.0),
-        record(job=0, scenario="all-ps", images_per_sec=50.0),
-        record(job=1, scenario="all-ralp", mode="ralp-h", images_per_sec=75.0),
-    ])  # fmt: skip
-    assert [r["speedup_vs_ps"] for r in records] == [1.0, 1.0, 1.5]
 
 
 # --------------------------------------------------------------------------- table
@@ -228,39 +106,6 @@ def test_write_outputs_explicit_paths(tmp_path, mixed):
     assert csv_path.read_bytes() == to_csv(mixed).encode()
     assert png.read_bytes().startswith(PNG_MAGIC)
     assert write_outputs(mixed, None, None, None) == []
-
-
-# --------------------------------------------------------------------------- figure
-
-
-def _png(path) -> bytes:
-    data = path.read_bytes()
-    assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    return data
-
-
-def test_plot_mixed_records_with_an_error_and_unmeasured_bytes(tmp_path, mixed):
-    before = [dict(r) for r in mixed]
-    plot(mixed, str(tmp_path / "fig.png"))
-    _png(tmp_path / "fig.png")
-    assert mixed == before  # the caller's records are not touched
-
-
-@pytest.mark.parametrize(
-    "records",
-    [
-        [record()],  # one model, one mode
-        [local(), local(mode="ralp-h", images_per_sec=140.0)],  # no bytes measured at all
-        [local(mode="ralp-h")],  # no ps baseline
-        [failed()],  # nothing succeeded
-        [record(), record(bandwidth="100mbit", images_per_sec=20.0), record(mode="custom")],
-        [record(job=0, scenario="all-ps"), record(job=1, scenario="all-ps", model="resnet50")],
-    ],
-    ids=["one", "unmeasured", "no-baseline", "all-failed", "bandwidths", "consolidation-only"],
-)
-def test_plot_edge_cases(tmp_path, records):
-    plot(add_speedups(records), str(tmp_path / "fig.png"))
-    _png(tmp_path / "fig.png")
 
 
 # --------------------------------------------------------------------------- consolidation

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from ralp.bench.records import SYNC_RESULT_KEYS
 from ralp.bench.sync_experiment import plot_title, table, time_to
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -47,6 +48,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     assert p.returncode == 0, p.stderr
     results = json.loads(out.read_text())["results"]
     assert [r["sync"] for r in results] == ["bsp", "dssp:1:3"]
+    assert all(tuple(r) == SYNC_RESULT_KEYS for r in results)  # the records module's schema
     for r in results:
         assert r.get("error") is None
         assert sum(r["steps_per_worker"]) == 16 and r["iterations_per_s"] > 0

@@ -381,50 +381,36 @@ def _chain(model: keras.Model) -> list[str]:
     return [layer.name for layer in model.layers]
 
 
-def test_alexnet_layers(min_models: dict[str, keras.Model]) -> None:
-    model = min_models["alexnet"]
+ALEXNET_LIKE = {  # conv configs, pool (size, stride, padding), dense widths
+    "alexnet": (
+        [(64, (11, 11), (4, 4), "valid", True, "relu"), (192, (5, 5), (1, 1), "same", True, "relu"),
+         (384, (3, 3), (1, 1), "same", True, "relu"), (384, (3, 3), (1, 1), "same", True, "relu"),
+         (256, (3, 3), (1, 1), "same", True, "relu")],
+        ((3, 3), (2, 2), "valid"),
+        [4096, 4096, 1000],
+    ),
+    "overfeat": (
+        [(96, (11, 11), (4, 4), "valid", True, "relu"), (256, (5, 5), (1, 1), "valid", True, "relu"),
+         (512, (3, 3), (1, 1), "same", True, "relu"), (1024, (3, 3), (1, 1), "same", True, "relu"),
+         (1024, (3, 3), (1, 1), "same", True, "relu")],
+        ((2, 2), (2, 2), "valid"),
+        [3072, 4096, 1000],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ALEXNET_LIKE))
+def test_alexnet_and_overfeat_layers(min_models: dict[str, keras.Model], name: str) -> None:
+    model = min_models[name]
+    convs, pool, dense = ALEXNET_LIKE[name]
     assert _chain(model) == [
         "images", "conv1", "pool1", "conv2", "pool2", "conv3", "conv4", "conv5", "pool5",
         "flatten", "fc6", "drop6", "fc7", "drop7", "logits",
     ]  # fmt: skip
-    convs = [conv_cfg(layer) for layer in layers_of(model, keras.layers.Conv2D)]
-    assert convs == [
-        (64, (11, 11), (4, 4), "valid", True, "relu"),
-        (192, (5, 5), (1, 1), "same", True, "relu"),
-        (384, (3, 3), (1, 1), "same", True, "relu"),
-        (384, (3, 3), (1, 1), "same", True, "relu"),
-        (256, (3, 3), (1, 1), "same", True, "relu"),
-    ]
-    for pool in layers_of(model, keras.layers.MaxPooling2D):
-        assert (tuple(pool.pool_size), tuple(pool.strides), pool.padding) == (
-            (3, 3),
-            (2, 2),
-            "valid",
-        )
-    assert [d.units for d in layers_of(model, keras.layers.Dense)] == [4096, 4096, 1000]
-
-
-def test_overfeat_layers(min_models: dict[str, keras.Model]) -> None:
-    model = min_models["overfeat"]
-    assert _chain(model) == [
-        "images", "conv1", "pool1", "conv2", "pool2", "conv3", "conv4", "conv5", "pool5",
-        "flatten", "fc6", "drop6", "fc7", "drop7", "logits",
-    ]  # fmt: skip
-    convs = [conv_cfg(layer) for layer in layers_of(model, keras.layers.Conv2D)]
-    assert convs == [
-        (96, (11, 11), (4, 4), "valid", True, "relu"),
-        (256, (5, 5), (1, 1), "valid", True, "relu"),
-        (512, (3, 3), (1, 1), "same", True, "relu"),
-        (1024, (3, 3), (1, 1), "same", True, "relu"),
-        (1024, (3, 3), (1, 1), "same", True, "relu"),
-    ]
-    for pool in layers_of(model, keras.layers.MaxPooling2D):
-        assert (tuple(pool.pool_size), tuple(pool.strides), pool.padding) == (
-            (2, 2),
-            (2, 2),
-            "valid",
-        )
-    assert [d.units for d in layers_of(model, keras.layers.Dense)] == [3072, 4096, 1000]
+    assert [conv_cfg(layer) for layer in layers_of(model, keras.layers.Conv2D)] == convs
+    for p in layers_of(model, keras.layers.MaxPooling2D):
+        assert (tuple(p.pool_size), tuple(p.strides), p.padding) == pool
+    assert [d.units for d in layers_of(model, keras.layers.Dense)] == dense
 
 
 def test_lenet_layers(min_models: dict[str, keras.Model]) -> None:

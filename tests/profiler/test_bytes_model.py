@@ -5,6 +5,7 @@ import pytest
 from ralp.profiler.bytes_model import (
     LinkBytes,
     horovod_traffic,
+    mode_traffic,
     placed_traffic,
     ps_traffic,
     ralp_traffic,
@@ -19,6 +20,7 @@ def row(index, name, kind, params, out_elems, inbound=(), trainable=True):
     return LayerRow(
         index=index, name=name, layer_type=kind, kind=kind, params=params,
         trainable_params=params if trainable else 0, param_bytes=4 * params,
+        trainable_param_bytes=4 * params if trainable else 0,
         output_shape=(out_elems,), output_elements=out_elems,
         output_bytes=4 * out_elems * BATCH, flops=0, cumulative_params=0, inbound=inbound,
     )  # fmt: skip
@@ -107,6 +109,21 @@ def test_horovod_ring_allreduce():
     assert t.worker_link == LinkBytes(1500, 1500)  # 2 * S * (W - 1) / W each way
     assert t.total == 6000  # 2 * S * (W - 1)
     assert horovod_traffic(1000, workers=1).total == 0
+
+
+def test_one_entry_point_per_mode_and_horovod_reduces_only_trainable_variables(tiny):
+    assert mode_traffic(tiny, "ps", 3, 1) == ps_traffic(tiny, 3, 1)
+    assert mode_traffic(tiny, "ralp", 3, 1, {"fc": 0, "fc2": 0}) == ralp_traffic(
+        tiny, {"fc": 0, "fc2": 0}, 3, 1)  # fmt: skip
+    assert mode_traffic(tiny, "ralp", 3, 1, {}) == ps_traffic(tiny, 3, 1)  # nothing offloaded
+    S = 4 * (12 + 105 + 24)
+    assert mode_traffic(tiny, "horovod", 4).worker_link == LinkBytes(2 * S * 3 // 4, 2 * S * 3 // 4)
+    # a batch-norm-like row: its 8 moving statistics have no gradient, Horovod leaves them
+    frozen = row(5, "bn", "norm", 8, 4, ("fc2",), trainable=False)
+    table = tiny.__class__("t", BATCH, (*tiny.rows, frozen), ("bn",), tiny.variables)
+    assert mode_traffic(table, "horovod", 4) == mode_traffic(tiny, "horovod", 4)
+    with pytest.raises(ValueError, match="unknown mode 'stanza'"):
+        mode_traffic(tiny, "stanza", 4)
 
 
 def test_the_busiest_link_is_the_largest_one_way_load_of_any_link(tiny):

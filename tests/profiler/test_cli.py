@@ -1,4 +1,4 @@
-"""``python -m ralp.profile``: the JSON contract, the views, and bad input (exit 2, stderr)."""
+"""``python -m ralp.profiler``: the JSON contract, the views, and bad input (exit 2, stderr)."""
 
 import csv
 import io
@@ -19,7 +19,7 @@ ROW_FIELDS = {
 
 def run_cli(*args, check=True):
     proc = subprocess.run(
-        [sys.executable, "-m", "ralp.profile", *args], capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "ralp.profiler", *args], capture_output=True, text=True, timeout=240
     )
     if check:
         assert proc.returncode == 0, proc.stderr

@@ -3,6 +3,7 @@ bound, waiting times (BRIEF §6)."""
 
 import random
 
+import numpy as np
 import pytest
 
 from ralp.ps_strategy.staleness import (
@@ -87,27 +88,54 @@ def test_controller_homogeneous_workers_get_one_more_iteration():
     assert c.extra_iterations(0, 1, 1.1) == 1
 
 
-def test_controller_waits_for_a_2x_slower_worker_where_it_pushes():
-    # Fast: pushes every 1.0 (last at 10.0). Slow: every 2.0 (last at 9.5, next at 11.5,
-    # 13.5, ...). Fast pushes at 10, 11, 12, 13, ... are 0.5 away from a slow push at best;
-    # r = 1 (11.0 vs 11.5) is the first such.
+def _pushes(controller, times_by_worker):
+    """Report each worker's pushes to the controller, in time order."""
+    events = sorted((t, w) for w, times in times_by_worker.items() for t in times)
+    for t, w in events:
+        controller.record_push(w, t)
+
+
+def _closest_meeting(fast, slow, r_max):
+    """BRIEF §6 by numpy: the r in 0..r_max whose simulated push of the fastest is nearest to
+    any of the slowest's next r_max + 1 pushes (ties: the smallest r)."""
+    a_p, i_p = fast[-1], fast[-1] - fast[-2]
+    a_s, i_s = slow[-1], slow[-1] - slow[-2]
+    mine = a_p + np.arange(r_max + 1) * i_p
+    theirs = a_s + i_s + np.arange(r_max + 1) * i_s
+    distance = np.abs(mine[:, None] - theirs[None, :]).min(axis=1)
+    return int(np.argmin(np.round(distance, 9)))
+
+
+@pytest.mark.parametrize(
+    "fast, slow, expected",
+    [
+        # Fast every 1.0 (last 10.0); slow every 2.0 (last 9.5: next 11.5, 13.5, ...): fast
+        # pushes are 0.5 from a slow one at best, r = 1 (11.0 vs 11.5) is the first.
+        ([9.0, 10.0], [7.5, 9.5], 1),
+        # Slow last at 9.9 (next 11.9, 13.9): r = 2 (12.0) is 0.1 away, the first that close.
+        ([9.0, 10.0], [7.9, 9.9], 2),
+        # Same speed, the slow one 0.1 s later: the fast one's next push meets it.
+        ([0.1, 1.1], [0.0, 1.0], 1),
+    ],
+)
+def test_controller_grants_the_iterations_that_meet_the_slowest_soonest(fast, slow, expected):
     c = DSSPController(2, r_max=12)
-    for t in (9.0, 10.0):
-        c.record_push(0, t)
-    for t in (7.5, 9.5):
-        c.record_push(1, t)
-    assert c.extra_iterations(0, 1, 10.0) == 1
-    # If the slow one pushes at 9.9 instead, the fast one meets it exactly at 12.0 -> no,
-    # 11.9 + 2k: 11.9, 13.9 vs 10 + i: 12 (i=2) is 0.1 away, i=4 (14) 0.1 away: the first.
-    c.record_push(1, 9.9)  # last two now 9.5, 9.9 -> interval 0.4: a fast "slowest"
-    c.last_two[1] = [7.9, 9.9]
-    assert c.extra_iterations(0, 1, 10.0) == 2
+    _pushes(c, {0: fast, 1: slow})
+    assert c.extra_iterations(0, 1, fast[-1]) == expected == _closest_meeting(fast, slow, 12)
+    assert c.decisions == [(fast[-1], 0, expected)]
+
+
+def test_controller_keeps_only_the_last_two_pushes():
+    c = DSSPController(2, r_max=12)
+    _pushes(c, {0: [1.0, 5.0, 9.0, 10.0], 1: [0.0, 3.0, 7.5, 9.5]})  # older pushes forgotten
+    assert c.interval(0) == 1.0 and c.interval(1) == 2.0
+    assert c.extra_iterations(0, 1, 10.0) == _closest_meeting([9.0, 10.0], [7.5, 9.5], 12) == 1
 
 
 def test_controller_never_exceeds_r_max():
     c = DSSPController(2, r_max=3)
-    c.last_two = [[0.0, 1.0], [0.0, 100.0]]  # the slowest's next push is far away
-    assert c.extra_iterations(0, 1, 1.0) == 3
+    _pushes(c, {0: [0.0, 1.0], 1: [0.0, 100.0]})  # the slowest's next push is far away
+    assert c.extra_iterations(0, 1, 100.0) == 3 == _closest_meeting([0.0, 1.0], [0.0, 100.0], 3)
 
 
 # ------------------------------------------------------------------ the server and its bound

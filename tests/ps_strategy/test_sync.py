@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ralp import LocalCluster, run_in_fresh_process
-from ralp.ps_strategy.fresh_process import ChildError
+from ralp.cluster.fresh_process import ChildError
 from ralp.ps_strategy.staleness import SyncError
 from ralp.ps_strategy.sync import CALIBRATION_STEPS, Slowdown, SlowWorker
 from tests import cluster_jobs as jobs

@@ -19,7 +19,7 @@ from ralp import (
     run_in_fresh_process,
     wrap,
 )
-from ralp.ps_strategy.fresh_process import ChildError
+from ralp.cluster.fresh_process import ChildError
 from tests import cluster_jobs as jobs
 
 pytestmark = pytest.mark.cluster
@@ -64,12 +64,13 @@ def test_variables_and_slots_live_where_the_plan_says_on_two_ps():
         by_layer.setdefault(layer, set()).add(device)
     assert by_layer["fc1"] == {ps(1)} and by_layer["logits"] == {ps(0)}
     assert by_layer["conv1"] | by_layer["conv2"] == {ps(0), ps(1)}  # kept: round-robin over both
-    # Adam's slots sit with their variable; the tail optimizer's counters on the loss task.
-    for path, device in out["slots"].items():
-        if "fc1_" in path:
-            assert device == ps(1), path
-        if "logits_" in path:
-            assert device == ps(0), path
+    # Adam's slots (m and v of kernel and bias: 4 per layer) sit with their variable.
+    slots = out["slots_by_layer"]
+    assert slots["fc1"] == [ps(1)] * 4 and slots["logits"] == [ps(0)] * 4
+    assert len(slots["conv1"]) == len(slots["conv2"]) == 4  # the head's slots exist too
+    by_name = {layer: [d for p, d in out["slots"].items() if f"/{layer}_" in p]
+               for layer in ("fc1", "logits")}  # fmt: skip
+    assert by_name == {"fc1": [ps(1)] * 4, "logits": [ps(0)] * 4}, out["slots"]
     assert out["wrap_twice_is_same"] and out["unwrap_keeps_weights"]
     assert out["unwrapped_type"] == "Functional"
 
@@ -120,7 +121,7 @@ def test_subclassed_model_is_refused_before_connecting():
 
 
 def test_dead_cluster_is_a_clear_error_within_bounded_time():
-    from ralp.ps_strategy.cluster import local_spec
+    from ralp.cluster.spec import local_spec
 
     spec = local_spec(workers=1, ps=1)  # free ports: nobody is listening
     start = time.monotonic()

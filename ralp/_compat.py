@@ -1,0 +1,197 @@
+"""Every use of a private TensorFlow or Keras API in ralp, in one place, each one checked.
+
+ralp pins tensorflow-cpu 2.21.0 and keras 3.15.1 (``requirements.txt``). Where no public API
+does what ralp needs, the private attribute is used here and only here, and
+``tests/test_compat.py`` holds a canary for each function that fails loudly when the pinned
+version stops behaving as relied on. Nothing falls back silently: a missing attribute raises
+:class:`CompatError` naming it (a silent fallback was how some of these used to fail: an
+optimizer whose rebinding did not take effect deadlocks inside the PS critical section).
+
+What is relied on, and where it is used:
+
+==============================  ==============================================  =============
+function                        private API                                     used by
+==============================  ==============================================  =============
+``is_functional``               ``keras.src.models.functional.Functional``      profiler
+``inbound_nodes``               ``Operation._inbound_nodes``                    profiler,
+                                                                                placement
+``keras_history``               ``KerasTensor._keras_history``                  profiler,
+                                                                                placement
+``update_where_variables_live`` ``TFOptimizer._backend_update_step``,           ps_strategy
+                                ``_apply_weight_decay``, ``_use_weight_decay``
+``count_updates_atomically``    ``BaseOptimizer._iterations``                   ps_strategy
+``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
+``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
+``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
+``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
+``colocating_creator``          PSS' ``_create_variable`` honouring             placement
+                                ``colocate_with`` (and skipping round-robin)
+==============================  ==============================================  =============
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+
+PINNED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
+
+# PSS logs this when a strategy method runs outside ClusterCoordinator.schedule; the
+# synchronized drivers do that on purpose and filter the line out.
+SCHEDULE_WARNING = "without using `ClusterCoordinator.schedule`"
+
+
+class CompatError(RuntimeError):
+    """The installed TensorFlow/Keras no longer has a private API ralp relies on."""
+
+
+def _require(obj, name: str, purpose: str):
+    """``getattr(obj, name)``, or a :class:`CompatError` saying what ralp needed it for."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        owner = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+        raise CompatError(
+            f"{owner} has no attribute {name!r}, which ralp uses to {purpose}. ralp is tested "
+            f"with tensorflow-cpu {PINNED['tensorflow']} and keras {PINNED['keras']}; install "
+            "those versions (./scripts/setup.sh) or update ralp/_compat.py"
+        ) from None
+
+
+# ------------------------------------------------------------------ Keras functional graphs
+
+
+def is_functional(model) -> bool:
+    """Whether ``model`` is a functional model (Keras exports no public class for it)."""
+    import keras
+
+    functional = _require(keras.src.models.functional, "Functional", "recognise functional models")
+    return isinstance(model, functional)
+
+
+def inbound_nodes(operation) -> list:
+    """The graph nodes at which ``operation`` (a layer or a ``keras.ops`` node) was called."""
+    return _require(operation, "_inbound_nodes", "walk a functional model's graph")
+
+
+def keras_history(tensor) -> tuple:
+    """``(operation, node_index, tensor_index)`` of the call that produced a symbolic tensor."""
+    return tuple(_require(tensor, "_keras_history", "find the producer of a symbolic tensor"))
+
+
+# ------------------------------------------------------------------ optimizers
+
+
+def _update_where_each_variable_lives(self, grads, trainable_variables, learning_rate):
+    import tensorflow as tf
+
+    for grad, var in zip(grads, trainable_variables, strict=True):
+        with tf.device(variable_device(var)):
+            self.update_step(grad, var, learning_rate)
+
+
+def _decay_where_each_variable_lives(self, variables):
+    import tensorflow as tf
+
+    if self.weight_decay is None:
+        return
+    use_weight_decay = _require(self, "_use_weight_decay", "apply weight decay per variable")
+    for var in variables:
+        if use_weight_decay(var):
+            with tf.device(variable_device(var)):
+                lr = tf.cast(self.learning_rate, var.dtype)
+                wd = tf.cast(self.weight_decay, var.dtype)
+                var.assign(var - var * wd * lr)
+
+
+def variable_device(variable) -> str:
+    """The device string of a Keras or TF variable (a Keras variable's backing one)."""
+    import keras
+
+    return (variable.value if isinstance(variable, keras.Variable) else variable).device
+
+
+def update_where_variables_live(optimizer):
+    """Make a Keras 3 (TF backend) optimizer update each variable on that variable's task.
+
+    ``TFOptimizer._backend_update_step`` all-reduces the gradients in the replica context and
+    applies them through ``merge_call``. For RALP's tail that is wrong twice: under PSS the
+    all-reduce result lands on the worker (the gradient would round-trip PS -> worker -> PS),
+    and a ``merge_call`` inside ``CriticalSection.execute`` deadlocks. With one replica per
+    worker the all-reduce is the identity, so applying each variable's update directly, under
+    its own device, computes the same thing where the variable and its slots live.
+    Rebinds ``_backend_update_step`` and ``_apply_weight_decay`` on this instance.
+    """
+    for name in ("_backend_update_step", "_apply_weight_decay"):
+        _require(type(optimizer), name, "update each variable where it lives")
+    optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
+    optimizer._apply_weight_decay = types.MethodType(_decay_where_each_variable_lives, optimizer)
+    return optimizer
+
+
+def _atomic_assign_add(self, value):
+    import tensorflow as tf
+
+    return self.value.assign_add(tf.cast(value, self.dtype))
+
+
+def count_updates_atomically(optimizer):
+    """Make the optimizer count its updates with one atomic add on the counter's task.
+
+    Keras 3's ``Variable.assign_add`` is ``assign(self + value)``: a read, then a write. When
+    workers update at once (the coordinator's asynchronous schedule, ASP, SSP, DSSP) two of
+    them read the same count and one increment is lost; two workers and 60 ASP steps counted
+    41-53. The count drives learning-rate schedules and Adam's bias correction, and users read
+    it as the step count. ``tf.Variable.assign_add`` is one ``AssignAddVariableOp``, which
+    holds the variable's lock. Rebinds ``assign_add`` of the private ``_iterations`` counter
+    (the public ``iterations`` may be a derived value under gradient accumulation).
+    """
+    counter = _require(optimizer, "_iterations", "count optimizer updates atomically")
+    counter.assign_add = types.MethodType(_atomic_assign_add, counter)
+    return optimizer
+
+
+def slot_variables(optimizer, variable) -> list:
+    """The optimizer's slot variables of ``variable`` (Adam's m and v, SGD's momentum).
+
+    Keras names a slot ``{optimizer}/{variable path with '/' -> '_'}_{slot name}``
+    (``BaseOptimizer.add_variable_from_reference``); there is no public query by variable.
+    """
+    prefix = variable.path.replace("/", "_") + "_"
+    return [v for v in optimizer.variables if v.path.split("/", 1)[-1].startswith(prefix)]
+
+
+# ------------------------------------------------------------------ distribution
+
+
+def remote_value_done(remote) -> bool:
+    """Whether a ``ClusterCoordinator.schedule`` result has finished (or failed), without
+    waiting: ``RemoteValue`` has only the blocking ``fetch``/``get``."""
+    from tensorflow.python.distribute.coordinator.remote_value import RemoteValueStatus
+
+    status = _require(remote, "_status", "see whether a scheduled step has finished")
+    if not isinstance(status, RemoteValueStatus):
+        raise CompatError(f"RemoteValue._status is a {type(status).__name__}, not a "
+                          "RemoteValueStatus; update ralp/_compat.py")  # fmt: skip
+    return status in (RemoteValueStatus.READY, RemoteValueStatus.ABORTED)
+
+
+def concrete_functions(function) -> list:
+    """Every concrete function a ``tf.function`` has traced so far, oldest first."""
+    return list(_require(function, "_list_all_concrete_functions", "find a step's traces")())
+
+
+def colocating_creator(anchor) -> Callable:
+    """A variable creator that puts every variable on ``anchor``'s task.
+
+    Under ParameterServerStrategy ``tf.device`` is overridden by its round-robin placement,
+    but its ``_create_variable`` honours ``colocate_with`` (and then skips the round-robin):
+    that is how a variable is pinned to a chosen PS task.
+    """
+
+    def creator(next_creator, **kwargs):
+        kwargs["colocate_with"] = anchor
+        kwargs["use_resource"] = True
+        return next_creator(**kwargs)
+
+    return creator

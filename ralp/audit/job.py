@@ -1,0 +1,142 @@
+"""Running the placement audit: one real training step on a real (local) cluster.
+
+:func:`audit` starts a :class:`LocalCluster` whose worker 0 dumps its step partitions, runs
+:func:`audit_step` as the coordinator in a fresh process, and returns the report as a dict
+(the JSON of ``python -m ralp.audit``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+
+from ralp.cluster.fresh_process import run_in_fresh_process
+from ralp.cluster.local import LocalCluster
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    model: str
+    mode: str = "ralp"  # ralp | ps
+    workers: int = 1
+    ps: int = 1
+    image_size: int | None = None
+    batch_size: int | None = None
+    num_classes: int = 1000
+    seed: int = 0
+
+
+def audit(settings: AuditSettings, timeout: float = 600.0) -> dict:
+    """Audit ``settings.model`` on a fresh local cluster; returns the report."""
+    from ralp.audit.analysis import dump_env
+
+    with tempfile.TemporaryDirectory(prefix="ralp-audit-") as dump_dir:
+        cluster = LocalCluster(
+            settings.workers, settings.ps, task_env={"worker:0": dump_env(dump_dir)}
+        )
+        with cluster:
+            return run_in_fresh_process(
+                audit_step, cluster.spec, dump_dir, settings, timeout=timeout
+            )
+
+
+def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
+    """In the coordinator process: place the model, run steps until worker 0 has run one,
+    and analyse its partitions."""
+    import keras
+
+    from ralp._compat import concrete_functions, slot_variables
+    from ralp.audit.analysis import STEP_FUNCTION, analyse, read_partitions, task_of
+    from ralp.models import build_model, get_model_spec
+    from ralp.models.synthetic import synthetic_dataset_fn
+    from ralp.placement.plan import Plan
+    from ralp.placement.rewriter import layer_of_op
+    from ralp.ps_strategy.trainer import wrap
+
+    model_spec = get_model_spec(settings.model)
+    image_size = settings.image_size or model_spec.default_image_size
+    batch = settings.batch_size or model_spec.default_batch_size
+    keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings.model, settings.num_classes, image_size)
+    trainer = wrap(model, spec, mode=settings.mode, batch_size=batch, threshold=float("inf"))
+    plan, prof = trainer.plan, trainer.profile
+    # The layers RALP moves; in ps mode, those it would move (the reference for "crossing").
+    reference = plan if not plan.is_empty else Plan.from_profile(prof, settings.ps)
+
+    dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
+    partitions, function = {}, None
+    for _ in range(10):  # closures go to any free worker: run until worker 0 has run one
+        trainer.fit(
+            dataset_fn=dataset_fn, steps_per_epoch=settings.workers, batch_size=batch, verbose=0
+        )
+        functions = [f for f in concrete_functions(trainer.step)
+                     if _name(f).startswith(STEP_FUNCTION)]  # fmt: skip
+        if functions:
+            function = functions[-1]
+            partitions = read_partitions(dump_dir, _name(function))
+        if partitions:
+            break
+    if not partitions:
+        raise RuntimeError(f"worker 0 wrote no partition graphs to {dump_dir}")
+
+    offloaded_top = {name.split("/")[0] for name in reference.offloaded}
+    offloaded_vars = [v for layer in trainer.model.layers if layer.name in offloaded_top
+                      for v in layer.variables]  # fmt: skip
+    slots = [slot for opt in trainer.optimizers.values() for v in offloaded_vars
+             for slot in slot_variables(opt, v)]  # fmt: skip
+    handles = {id(v.value.handle) for v in offloaded_vars + slots}
+    shapes = {tuple(v.shape) for v in offloaded_vars if len(v.shape) > 0}
+    step = analyse(partitions, function.graph, [layer.name for layer in trainer.model.layers],
+                   handles, shapes)  # fmt: skip
+
+    misplaced = []
+    for device, ops in step.ops_by_device.items():
+        for op_name, op_type in ops:
+            layer = layer_of_op(op_name, offloaded_top)
+            if (
+                layer is not None
+                and plan.task_of(layer) is not None
+                and task_of(device) != f"ps:{plan.task_of(layer)}"
+            ):
+                misplaced.append({"op": op_name, "type": op_type, "layer": layer, "device": device,
+                                  "expected": f"ps:{plan.task_of(layer)}"})  # fmt: skip
+
+    W = settings.workers
+    predicted = prof.traffic(plan.offloaded)
+    measured_per_step = step.crossing_bytes * W
+    return {
+        "model": settings.model,
+        "mode": "ps" if plan.is_empty else "ralp",
+        "workers": W,
+        "ps": settings.ps,
+        "batch_size": batch,
+        "image_size": image_size,
+        "num_classes": settings.num_classes,
+        "offloaded_layers": list(plan.offloaded),
+        "reference_layers": list(reference.offloaded),
+        "plan": plan.to_dict(),
+        "misplaced_ops": misplaced,
+        "offloaded_variable_bytes_crossing": sum(
+            c.nbytes or 0 for c in step.crossings if c.offloaded_variable
+        )
+        * W,
+        "crossing_bytes_per_step": measured_per_step,
+        "model_bytes_per_step": predicted.total,
+        "crossing_to_model_ratio": measured_per_step / max(1, predicted.total),
+        "crossing_bytes_per_worker_batch": step.crossing_bytes,
+        "links_per_worker_batch": step.bytes_by_link(),
+        "model_traffic": predicted.to_dict(),
+        "layers": {
+            layer: dict(step.layer_devices[layer])
+            for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
+            if layer in step.layer_devices
+        },  # fmt: skip
+        "crossings": [c.to_dict() for c in step.crossings],
+        "unknown_size_crossings": step.unknown_size_crossings,
+        "step_function": _name(function),
+    }
+
+
+def _name(function) -> str:
+    name = function.name
+    return name.decode() if isinstance(name, bytes) else name

@@ -1,0 +1,85 @@
+"""The figures of a run's measured steps: throughput and step time (with their spread over
+rounds), bytes from the link counters, and the staleness a sync paradigm allowed.
+
+Pure functions of step end times, counter readings and sync records, shared by the PS job
+and the Horovod rank job; checked against numpy in ``tests/bench/test_measure.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ralp.profiler.links import LinkBytes
+
+PROGRESS_EVERY = 5  # measured steps between progress messages to the bench
+
+
+def timing(end_times: list[float], start: float, steps: int, workers: int, batch: int) -> dict:
+    """Throughput and step time over the measured steps, with their spread over windows.
+
+    A window is one round: as many steps as workers, so each window is about one step time
+    of a worker. Throughput is images of all workers per second; step time is the time a
+    worker takes for one batch (``workers`` x wall time / steps).
+    """
+    wall = end_times[-1] - start
+    rates, step_times = [], []
+    previous = start
+    for k in range(workers - 1, len(end_times), workers):
+        span = max(end_times[k] - previous, 1e-9)
+        rates.append(workers * batch / span)
+        step_times.append(span)
+        previous = end_times[k]
+    return {
+        "images_per_sec": steps * batch / wall,
+        "images_per_sec_std": _std(rates),
+        "step_time_s": workers * wall / steps,
+        "step_time_std_s": _std(step_times),
+    }
+
+
+def link_figures(
+    before: Mapping[str, LinkBytes] | None, after: Mapping[str, LinkBytes] | None, steps: int
+) -> dict:
+    """Measured bytes per worker batch on the worker links and on the PS links, and the
+    busiest link's bytes (for the network-bound step time).
+
+    The busiest link's bytes count both directions: a PS step pulls the variables, computes,
+    then pushes the gradients, so on the bottleneck link the two directions take turns rather
+    than overlap. ``busiest_link_one_way_bytes`` is its busier direction alone (the bound if
+    they overlapped fully)."""
+    if before is None or after is None:
+        return {"bytes_per_step_measured": None, "ps_bytes_per_step_measured": None,
+                "busiest_link": None, "busiest_link_bytes": None,
+                "busiest_link_one_way_bytes": None, "links": None}  # fmt: skip
+    delta = {
+        task: LinkBytes(after[task].tx - before[task].tx, after[task].rx - before[task].rx)
+        for task in after
+    }
+    workers = sum(d.total for t, d in delta.items() if t.startswith("worker:"))
+    ps = sum(d.total for t, d in delta.items() if t.startswith("ps:"))
+    busiest = max(delta, key=lambda t: delta[t].total)
+    return {
+        "bytes_per_step_measured": workers / steps,
+        "ps_bytes_per_step_measured": ps / steps,
+        "busiest_link": busiest,
+        "busiest_link_bytes": delta[busiest].total,
+        "busiest_link_one_way_bytes": max(delta[busiest].tx, delta[busiest].rx),
+        "links": {t: {"tx": d.tx, "rx": d.rx} for t, d in sorted(delta.items())},
+    }
+
+
+def sync_figures(history) -> dict:
+    """Under a sync paradigm: the largest clock gap any step started at, and the time workers
+    spent held (all workers, seconds)."""
+    if not history.sync:
+        return {"sync_max_gap": None, "sync_waiting_s": None}
+    return {"sync_max_gap": max(r.max_gap for r in history.sync),
+            "sync_waiting_s": sum(sum(r.waiting_s) for r in history.sync)}  # fmt: skip
+
+
+def _std(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))

@@ -1,0 +1,146 @@
+"""The bench's record: one plain dict per run, the same schema for every producer.
+
+Producers (the PS job, the Horovod rank job, consolidation jobs, failed runs) hand their
+figures to :func:`make_record`, which lays them out in :data:`RECORD_KEYS` order, fills what a
+producer did not measure with None, and refuses figures the schema does not know. Figures
+derived from a record (measured/predicted bytes, the network-bound step time, the bound
+ratio, speedups) are computed here too. No TensorFlow, no matplotlib: re-reading saved JSON is
+quick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+# The run's identity (RunSpec fields and where it ran), then its figures.
+SPEC_KEYS: tuple[str, ...] = (
+    "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
+    "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "steps", "warmup",
+)  # fmt: skip
+FIGURE_KEYS: tuple[str, ...] = (
+    "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
+    "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
+    "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
+    "compute_step_time_s", "network_step_time_s", "bound_ratio", "sync_max_gap", "sync_waiting_s",
+    "speedup_vs_ps", "speedup_vs_horovod", "error",
+)  # fmt: skip
+RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
+# Further fields, after the schema's in CSV: what a job reports beyond the table's figures.
+EXTRA_KEYS: tuple[str, ...] = (
+    "seed", "device_type", "setup_s", "setup", "offloaded_layers", "split_after",
+    "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
+    "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
+    "trunk_bytes_measured",
+)  # fmt: skip
+
+BASELINE_MODE = "ps"
+# Fields a record must share with a plain-PS record to be compared with it: the same workload
+# on the same network. Consolidation jobs (``job`` set) are compared only with each other.
+SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
+               "slow_worker")  # fmt: skip
+# Fields a compute-only reference run (unshaped loopback) shares with the run it serves.
+REFERENCE_KEY = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
+                 "num_classes", "data", "sync", "slow_worker")  # fmt: skip
+
+
+class RecordError(ValueError):
+    """A producer handed figures the record schema does not know."""
+
+
+def make_record(spec: Mapping, where: Mapping, figures: Mapping | None = None,
+                error: str | None = None) -> dict:  # fmt: skip
+    """One record: the run's ``spec`` fields (RunSpec.to_dict()), ``where`` it ran (backend,
+    bandwidth, job, scenario...), and its ``figures`` or ``error``. Unknown keys are an error."""
+    given = {**spec, **where, **(figures or {})}
+    unknown = [k for k in given if k not in RECORD_KEYS and k not in EXTRA_KEYS]
+    if unknown:
+        raise RecordError(f"not in the bench record schema: {unknown} (ralp/bench/records.py)")
+    record = {k: given.get(k) for k in RECORD_KEYS}
+    record.update((k, given[k]) for k in EXTRA_KEYS if k in given)
+    record["error"] = error
+    return record
+
+
+def derived_figures(record: Mapping, bits_per_s: float | None) -> dict:
+    """Measured/predicted bytes, and the network-bound step time on the busiest link."""
+    measured, predicted = record["bytes_per_step_measured"], record["bytes_per_step_predicted"]
+    out = {"bytes_ratio": measured / predicted if measured is not None and predicted else None,
+           "network_step_time_s": None}  # fmt: skip
+    if bits_per_s and record.get("busiest_link_bytes") is not None:
+        # The busiest link's bytes (both directions) over the measured steps, at its rate,
+        # per worker step: "measured bytes / bandwidth" on the bottleneck.
+        seconds = record["busiest_link_bytes"] * 8 / bits_per_s
+        out["network_step_time_s"] = seconds * record["workers"] / record["measured_steps"]
+    return out
+
+
+def reference_key(record: Mapping) -> tuple:
+    return tuple(record.get(k) for k in REFERENCE_KEY)
+
+
+def add_compute_reference(records: Iterable[dict], references: Mapping[tuple, Mapping]) -> None:
+    """Fill ``compute_step_time_s`` (the same run on unshaped loopback) and ``bound_ratio`` =
+    step time / max(compute-only step time, network step time)."""
+    for r in records:
+        ref = references.get(reference_key(r))
+        if r.get("error") or ref is None or ref.get("error"):
+            continue
+        r["compute_step_time_s"] = ref["step_time_s"]
+        bound = max(ref["step_time_s"], r.get("network_step_time_s") or 0.0)
+        r["bound_ratio"] = r["step_time_s"] / bound
+
+
+def consolidated(r: Mapping) -> bool:
+    return r.get("job") is not None
+
+
+def succeeded(r: Mapping) -> bool:
+    return not r.get("error") and r.get("images_per_sec") is not None
+
+
+def _speedup_key(r: Mapping) -> tuple:
+    return (*(r.get(k) for k in SPEEDUP_KEY), consolidated(r))
+
+
+def add_speedups(records: list[dict]) -> list[dict]:
+    """Fill ``speedup_vs_ps`` and ``speedup_vs_horovod`` in place (and return ``records``).
+
+    The reference is the first successful ``ps`` (``horovod``) record with the same
+    :data:`SPEEDUP_KEY` (solo runs and consolidation jobs are never mixed); None where there
+    is none, or for a failed record.
+    """
+    for mode, key in ((BASELINE_MODE, "speedup_vs_ps"), ("horovod", "speedup_vs_horovod")):
+        baseline: dict[tuple, float] = {}
+        for r in records:
+            if r.get("mode") == mode and succeeded(r) and r["images_per_sec"] > 0:
+                baseline.setdefault(_speedup_key(r), r["images_per_sec"])
+        for r in records:
+            ref = baseline.get(_speedup_key(r))
+            r[key] = r["images_per_sec"] / ref if ref and succeeded(r) else None
+    return records
+
+
+def short_error(error: BaseException | str) -> str:
+    """The first line of an error, cut to 300 characters: what a record keeps of it."""
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+# The sync experiment's results (``python -m ralp.bench.sync_experiment``): one per paradigm,
+# a test-accuracy curve over wall time instead of throughput figures.
+SYNC_RESULT_KEYS: tuple[str, ...] = (
+    "sync", "slow_worker", "mode", "workers", "backend", "bandwidth", "steps", "batch_size",
+    "learning_rate", "wall_s", "iterations_per_s", "curve", "final_accuracy", "max_gap",
+    "total_waiting_s", "waiting_s", "steps_per_worker", "dssp_decisions", "slow_delay_s",
+    "link_bytes", "error",
+)  # fmt: skip
+
+
+def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
+                     error: str | None = None) -> dict:  # fmt: skip
+    """One paradigm's result of the sync experiment, in :data:`SYNC_RESULT_KEYS` order."""
+    given = {"sync": sync, **where, **(figures or {})}
+    unknown = [k for k in given if k not in SYNC_RESULT_KEYS]
+    if unknown:
+        raise RecordError(f"not in the sync result schema: {unknown} (ralp/bench/records.py)")
+    return {**{k: given.get(k) for k in SYNC_RESULT_KEYS}, "error": error}

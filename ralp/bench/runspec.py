@@ -1,0 +1,166 @@
+"""What one benchmark run is: the model, the mode and its resources, the workload.
+
+Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
+
+=========  =============  ======================================================
+mode       workers + PS   why
+=========  =============  ======================================================
+ps         N/2 + N/2      plain ParameterServerStrategy, common practice
+ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
+ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
+horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
+=========  =============  ======================================================
+
+Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
+(scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+DATA = ("synthetic", "digits")
+BACKENDS = ("local", "netns", "tf-config")
+DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
+DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
+
+
+class BenchError(ValueError):
+    """A benchmark request that cannot be run as asked; the message says what to change."""
+
+
+def resources(mode: str, devices: int) -> tuple[int, int]:
+    """(workers, ps) for ``mode`` on ``devices`` devices."""
+    if mode not in MODES:
+        raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode == "horovod":
+        if devices < 2:
+            raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
+        return devices, 0
+    if mode == "ps":
+        if devices < 2 or devices % 2:
+            raise BenchError(
+                f"mode 'ps' splits the devices evenly into workers and PS tasks: N must be even "
+                f"and at least 2, got {devices}"
+            )
+        return devices // 2, devices // 2
+    if devices < 2:
+        raise BenchError(
+            f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
+        )
+    if mode == "ralp-h":
+        return max(1, devices // 2), 1
+    return devices - 1, 1
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One measured run: a model trained in one mode on one cluster shape.
+
+    ``image_size``/``batch_size`` None mean the model's benchmark defaults: they are filled in
+    when the spec is made, so every RunSpec is resolved, once. ``devices`` is what the mode was
+    given (N); ``workers`` + ``ps`` may be fewer (ralp-h leaves devices idle).
+    ``steps`` and ``warmup`` count per worker, as tf_cnn_benchmarks' ``num_batches`` does: a
+    run measures ``steps x workers`` batches in all.
+    """
+
+    model: str
+    mode: str
+    devices: int
+    workers: int
+    ps: int
+    batch_size: int | None = None
+    image_size: int | None = None  # None: the model's benchmark default (filled in at once)
+    num_classes: int = 1000
+    steps: int = DEFAULT_STEPS
+    warmup: int = DEFAULT_WARMUP
+    device_type: str = "cpu"
+    seed: int = 0
+    data: str = "synthetic"
+    sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
+    slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise BenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
+        if self.mode == "horovod":
+            if self.workers < 1 or self.ps != 0:
+                raise BenchError(f"mode 'horovod' runs workers only (no PS task), got "
+                                 f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+            if self.device_type != "cpu":
+                raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
+                                 "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
+        elif self.workers < 1 or self.ps < 1:
+            raise BenchError(f"a run needs at least one worker and one PS task, got "
+                             f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+        if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
+            # BRIEF §4: several PS tasks for RALP (activations of many workers) is future work.
+            raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
+        if self.steps < 1 or self.warmup < 0:
+            raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
+        if self.device_type not in ("cpu", "gpu"):
+            raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+        if self.sync is not None or self.slow_worker is not None:
+            self._check_sync()
+        if self.data not in DATA:
+            raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
+        if self.data == "digits" and self.num_classes != 10:
+            raise BenchError(f"the digits have 10 classes: use --num-classes 10 with --data "
+                             f"digits, got {self.num_classes}")  # fmt: skip
+        self._resolve_sizes()
+
+    def _resolve_sizes(self) -> None:
+        """Fill in the model's default image and batch sizes; check the image size."""
+        from ralp.models import get_model_spec
+
+        try:
+            spec = get_model_spec(self.model)
+        except ValueError as e:
+            raise BenchError(str(e)) from None
+        image = self.image_size or spec.default_image_size
+        if image < spec.min_image_size:
+            raise BenchError(f"{self.model} needs --image-size >= {spec.min_image_size} "
+                             f"(its strides and pools), got {image}")  # fmt: skip
+        object.__setattr__(self, "image_size", image)
+        object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
+
+    def _check_sync(self) -> None:
+        from ralp.ps_strategy.staleness import SyncError, SyncPolicy
+        from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
+
+        if self.mode == "horovod":
+            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
+                             "by construction)")  # fmt: skip
+        try:
+            policy = SyncPolicy.parse(self.sync) if self.sync else None
+            slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
+        except SyncError as e:
+            raise BenchError(str(e)) from None
+        try:
+            check_slow_worker(slow, self.workers)
+        except SyncError as e:
+            raise BenchError(f"--slow-worker {self.slow_worker}: {e}") from None
+        if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
+            object.__setattr__(self, "sync", policy.spec)
+
+    @classmethod
+    def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
+        workers, ps = resources(mode, devices)
+        return cls(model, mode, devices, workers, ps, **workload)
+
+    @property
+    def measured_steps(self) -> int:
+        return self.steps * self.workers
+
+    @property
+    def warmup_steps(self) -> int:
+        return max(self.warmup, 1) * self.workers
+
+    @property
+    def label(self) -> str:
+        sync = f" {self.sync}" if self.sync else ""
+        return f"{self.model} {self.mode}{sync} N={self.devices} ({self.workers}+{self.ps})"
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,124 @@
+"""Run a function in a fresh Python process and bring its result (or its error) back.
+
+ParameterServerStrategy connects the *process-global* eager context to the cluster, and
+in-process servers cannot be shut down (BRIEF §8). So every training job, audit and test
+scenario that coordinates a cluster runs its coordinator in a process of its own, forked from
+the zygote (:mod:`ralp.cluster.zygote`: TensorFlow imported, nothing else started) and
+stopped by its process id.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ralp.cluster.zygote import context
+
+_progress_conn = None  # in a child: the pipe to the parent, for report_progress
+
+
+def report_progress(message: Any) -> None:
+    """From a function running under :func:`run_in_fresh_process`: pass ``message`` (picklable)
+    to the parent's ``on_progress`` callback now. Does nothing outside such a child."""
+    if _progress_conn is not None:
+        _progress_conn.send(("progress", message))
+
+
+class ChildError(RuntimeError):
+    """The function raised in the child process; ``child_traceback`` holds its traceback."""
+
+    def __init__(self, message: str, child_traceback: str = "", child_type: str = ""):
+        super().__init__(message)
+        self.child_traceback = child_traceback
+        self.child_type = child_type
+
+
+def _child(conn, call: bytes, env: dict[str, str], netns: str | None) -> None:
+    global _progress_conn
+    _progress_conn = conn
+    os.environ.update(env)
+    try:
+        if netns is not None:  # before TensorFlow starts any thread or socket
+            from ralp.cluster.iproute import enter_namespace
+
+            enter_namespace(netns)
+        from ralp._cli import quiet_tensorflow
+
+        quiet_tensorflow()
+        # Unpickled only now: the function's module may import TensorFlow, which must come
+        # after entering the namespace and with its start-up banner filtered.
+        fn, args, kwargs = pickle.loads(call)
+        result = fn(*args, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - everything goes back to the parent
+        conn.send(("error", type(e).__name__, str(e), traceback.format_exc()))
+    else:
+        conn.send(("ok", result))
+    finally:
+        conn.close()
+
+
+def run_in_fresh_process(
+    fn: Callable[..., Any],
+    *args: Any,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    netns: str | None = None,
+    on_progress: Callable[[Any], None] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``fn(*args, **kwargs)`` in a new process; its return value must be picklable.
+
+    ``netns``: run the child inside that network namespace (a simulated cluster's chief).
+    ``on_progress`` receives what the child passes to :func:`report_progress`.
+
+    Raises :class:`ChildError` if ``fn`` raises (same message, the child's traceback
+    attached), if the child dies without answering, or if it runs past ``timeout`` seconds
+    (then it is killed).
+    """
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    ctx = context(env)
+    parent, child = ctx.Pipe(duplex=False)
+    call = pickle.dumps((fn, args, kwargs))
+    process = ctx.Process(target=_child, args=(child, call, env, netns), daemon=True)
+    process.start()
+    child.close()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not parent.poll(left):
+                raise ChildError(
+                    f"{_name(fn)} did not finish within {timeout:.0f} s; it was stopped"
+                )
+            try:
+                message = parent.recv()
+            except EOFError:
+                process.join(5)
+                raise ChildError(
+                    f"{_name(fn)} died without a result (exit code {process.exitcode})"
+                ) from None
+            if message[0] != "progress":
+                break
+            if on_progress is not None:
+                on_progress(message[1])
+    except BaseException:
+        process.kill()  # interrupted or failed: the child's work is not wanted any more
+        raise
+    finally:
+        process.join(10)  # let it exit by itself; a TF process tied to a cluster may hang
+        if process.is_alive():
+            process.kill()
+            process.join()
+        parent.close()
+    if message[0] == "ok":
+        return message[1]
+    _, kind, text, tb = message
+    raise ChildError(f"{kind}: {text}", child_traceback=tb, child_type=kind)
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__qualname__", repr(fn))

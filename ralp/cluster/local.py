@@ -1,0 +1,164 @@
+"""The local launcher: PS and worker tasks as real gRPC server processes on this machine.
+
+``LocalCluster`` starts every PS and worker task as its own server process (the code of
+``python -m ralp.server``, forked from the zygote of :mod:`ralp.cluster.zygote`, so that
+starting one does not import TensorFlow again) on loopback ports that are free, waits until
+each serves, and stops them (by process id, never by name) when the ``with`` block ends, also
+on exceptions and Ctrl-C. Each task also watches the launching process and exits if it
+disappears, so a killed run leaves nothing behind. A task may run inside a network namespace
+(``task_netns``): the simulated cluster's tasks do.
+
+The coordinator (chief) is not started here: under ``ParameterServerStrategy`` it changes the
+process-global eager context, so each training job runs it in a fresh process of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralp.cluster.server import serve_task
+from ralp.cluster.spec import ClusterError, ClusterSpec, local_spec
+from ralp.cluster.zygote import context
+
+
+@dataclass
+class _Task:
+    job: str
+    index: int
+    process: object  # a multiprocessing Process
+    log: Path
+
+
+class LocalCluster:
+    """PS and worker tasks as local server processes, for tests and the local bench backend.
+
+    >>> with LocalCluster(workers=2, ps=1) as cluster:  # doctest: +SKIP
+    ...     run_job(cluster.spec)  # in a fresh process: the coordinator connects to the spec
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        ps: int = 1,
+        *,
+        spec: ClusterSpec | None = None,
+        start_timeout: float = 60.0,
+        log_dir: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        task_env: Mapping[str, Mapping[str, str]] | None = None,
+        task_netns: Mapping[str, str] | None = None,
+        device_type: str = "cpu",
+    ):
+        if device_type not in ("cpu", "gpu"):
+            raise ClusterError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+        if spec is None:
+            if workers < 1 or ps < 1:
+                raise ClusterError(
+                    f"need at least one worker and one PS task, got {workers} and {ps}"
+                )
+            spec = local_spec(workers, ps)
+        self.spec = spec
+        self.start_timeout = start_timeout
+        self._own_log_dir = log_dir is None
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="ralp-cluster-"))
+        self.env = dict(env or {})
+        self.task_env = {k: dict(v) for k, v in (task_env or {}).items()}  # "worker:0" -> env
+        self.task_netns = dict(task_netns or {})  # "ps:0" -> the network namespace it runs in
+        self.device_type = device_type  # gpu: each task may use the GPUs its env lets it see
+        self._tasks: list[_Task] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> ClusterSpec:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for job, index, _ in self.spec.tasks():
+                self._tasks.append(self._launch(job, index))
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self.spec
+
+    def _launch(self, job: str, index: int) -> _Task:
+        task = f"{job}:{index}"
+        env = {"TF_CPP_MIN_LOG_LEVEL": "2", **self.env, **self.task_env.get(task, {})}
+        log = self.log_dir / f"{job}{index}.log"
+        ctx = context(env)
+        process = ctx.Process(
+            target=serve_task, name=f"ralp-{job}{index}", daemon=True,
+            args=(self.spec, job, index, self.device_type, os.getpid(), str(log), env,
+                  self.task_netns.get(task)),
+        )  # fmt: skip
+        process.start()
+        return _Task(job, index, process, log)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        pending = list(self._tasks)
+        while pending:
+            for task in list(pending):
+                text = task.log.read_text(errors="replace") if task.log.exists() else ""
+                if "RALP_SERVER_READY" in text:
+                    pending.remove(task)
+                elif task.process.exitcode is not None:
+                    raise ClusterError(
+                        f"{task.job} task {task.index} ({self.spec.address(task.job, task.index)}) "
+                        f"exited with code {task.process.exitcode} while starting:\n"
+                        + _tail(text)
+                    )
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(f"{t.job}:{t.index}" for t in pending)
+                raise ClusterError(f"tasks {names} did not start within {self.start_timeout:.0f} s; "
+                                   f"logs in {self.log_dir}")  # fmt: skip
+            time.sleep(0.1)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every task this cluster started (SIGTERM, then SIGKILL), by process id."""
+        for task in self._tasks:
+            if task.process.exitcode is None:
+                task.process.terminate()
+        deadline = time.monotonic() + timeout
+        for task in self._tasks:
+            task.process.join(timeout=max(0.1, deadline - time.monotonic()))
+            if task.process.exitcode is None:
+                task.process.kill()
+                task.process.join()
+        self._tasks.clear()
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {f"{t.job}:{t.index}": t.process.pid for t in self._tasks}
+
+    def alive(self) -> dict[str, bool]:
+        return {f"{t.job}:{t.index}": t.process.exitcode is None for t in self._tasks}
+
+    def kill_task(self, job: str, index: int) -> None:
+        """Kill one task abruptly (SIGKILL), as a crash would."""
+        for task in self._tasks:
+            if (task.job, task.index) == (job, index):
+                task.process.kill()
+                task.process.join()
+                return
+        raise ClusterError(f"no running task {job}:{index}")
+
+    def log_text(self, job: str, index: int) -> str:
+        return (self.log_dir / f"{job}{index}.log").read_text(errors="replace")
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])

@@ -1,0 +1,41 @@
+"""Fresh processes that start without importing TensorFlow again: a zygote.
+
+Every cluster task and coordinator is a fresh process (ParameterServerStrategy binds a whole
+process to one cluster, and servers cannot be shut down). Starting one with ``spawn`` costs a
+TensorFlow import, about 5 CPU-seconds, and a simulated cluster starts five at once on a
+2-core machine. So fresh processes are forked from a zygote instead: multiprocessing's
+``forkserver``, which imports TensorFlow once (:mod:`ralp.cluster._preload`) and then forks a
+child per request. A fork is fresh in what matters: TensorFlow has only been imported, no
+context, device, server or graph exists yet, and the zygote runs a single thread (BLAS thread
+pools are disabled in it), so forking it is safe.
+
+A few settings are read by TensorFlow when it is imported (:data:`IMPORT_TIME_ENV`, e.g.
+``TF_ENABLE_ONEDNN_OPTS``); a process that asks for other values of them than the zygote has
+is spawned the old way. ``RALP_START_METHOD=spawn`` spawns everything.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Mapping
+
+PRELOAD = "ralp.cluster._preload"
+IMPORT_TIME_ENV = ("TF_ENABLE_ONEDNN_OPTS",)  # read by TensorFlow at import
+_zygote_env: dict[str, str | None] | None = None  # the import-time settings the zygote has
+
+
+def context(env: Mapping[str, str] | None = None):
+    """The multiprocessing context to start a fresh process with ``env`` applied in it."""
+    global _zygote_env
+    if os.environ.get("RALP_START_METHOD", "forkserver") == "spawn":
+        return multiprocessing.get_context("spawn")
+    wanted = {k: (env or {}).get(k, os.environ.get(k)) for k in IMPORT_TIME_ENV}
+    if _zygote_env is None:
+        # The forkserver starts at its first use, with this process' environment now.
+        _zygote_env = {k: os.environ.get(k) for k in IMPORT_TIME_ENV}
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([PRELOAD])
+    if wanted != _zygote_env:
+        return multiprocessing.get_context("spawn")
+    return multiprocessing.get_context("forkserver")

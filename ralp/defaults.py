@@ -1,0 +1,10 @@
+"""One default per knob, for every entry point (API, CLIs, bench, audit). No TensorFlow here:
+``--help`` texts read them.
+"""
+
+DEFAULT_THRESHOLD = -0.5  # K: eligible iff S <= K, the usual "moderate skewness" bound
+DEFAULT_BATCH_SIZE = 32  # per worker, for models outside the zoo (zoo models carry their own)
+# The byte model's default cluster: RALP-N at N = 5 devices, or plain PS' workers at N = 8.
+DEFAULT_WORKERS = 4
+DEFAULT_PS = 1
+DEFAULT_BANDWIDTH = "1gbit"  # each simulated link's rate (netns)

@@ -1,0 +1,219 @@
+"""Starting a Horovod job (Gloo, CPU) on each backend, and reading its rank 0's messages.
+
+- ``local``: ``horovodrun -np W -H localhost:W --gloo --network-interface lo``, ranks on
+  loopback (bytes predicted only, as for the PS modes).
+- ``netns``: one network namespace per rank on a shaped bridge (like the PS modes' tasks),
+  plus one for the driver; :mod:`ralp.horovod.netns_gloo` runs Horovod's Gloo launcher with
+  ``ip netns exec`` in place of ssh. Bytes are read from each rank's link counters.
+- ``hostfile``: a real cluster, ``horovodrun -np W --hostfile FILE --gloo`` (ssh to each host,
+  as ``horovodrun`` does; ralp and the same Python must be installed at the same path there).
+
+The job prints marker lines (:mod:`ralp.horovod.messages`); everything the launcher
+started is stopped when it ends, also on errors, Ctrl-C and timeouts.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ralp.cluster.counters import TaskLinks
+from ralp.horovod.messages import parse_message
+
+STOP_GRACE_S = 10.0
+
+
+class HorovodRunError(RuntimeError):
+    """A Horovod job failed; the message says how (the failing rank's error when known)."""
+
+
+def horovodrun_path() -> str | None:
+    """The ``horovodrun`` of this Python's environment (not whatever PATH finds first)."""
+    beside = Path(sys.executable).with_name("horovodrun")
+    if beside.exists():
+        return str(beside)
+    return shutil.which("horovodrun")
+
+
+def horovod_unavailable_reason() -> str | None:
+    """Why Horovod cannot run here, or None. (Does not import TensorFlow.)"""
+    if importlib.util.find_spec("horovod") is None:
+        return ("Horovod is not installed in this environment: run ./scripts/setup.sh (it builds "
+                "and caches Horovod 0.28.1 with Gloo), or scripts/build_horovod.sh")  # fmt: skip
+    if horovodrun_path() is None:
+        return "Horovod is installed but its horovodrun command is missing: reinstall it with " \
+               "scripts/build_horovod.sh --rebuild"  # fmt: skip
+    return None
+
+
+def horovodrun_command(workers: int, rank_command: list[str], hostfile: str | None = None):
+    """``horovodrun`` with Gloo on ``workers`` local slots, or on the hosts of ``hostfile``."""
+    run = horovodrun_path() or "horovodrun"
+    if hostfile:
+        return [run, "-np", str(workers), "--hostfile", hostfile, "--gloo", *rank_command]
+    return [run, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo",
+            "--network-interface", "lo", *rank_command]  # fmt: skip
+
+
+def launch(
+    rank_command: Callable[[TaskLinks | None], list[str]],
+    workers: int,
+    backend: str,
+    *,
+    bandwidth: str | None = None,
+    latency: str | None = None,
+    hostfile: str | None = None,
+    on_progress: Callable | None = None,
+    timeout: float = 3600.0,
+) -> dict:
+    """Run a Horovod job of ``workers`` ranks on ``backend`` and return rank 0's ``record``.
+
+    ``rank_command(links)`` is the command every rank runs; ``links`` reads the ranks' link
+    counters on the netns backend (None elsewhere). Raises :class:`HorovodRunError`.
+    """
+    reason = horovod_unavailable_reason()
+    if reason:
+        raise HorovodRunError(reason)
+    if backend == "netns":
+        return _run_on_netns(rank_command, workers, bandwidth, latency, on_progress, timeout)
+    if backend == "local":
+        command = horovodrun_command(workers, rank_command(None))
+    elif backend == "tf-config":
+        if not hostfile:
+            raise HorovodRunError("Horovod on a real cluster needs its hosts: pass "
+                                  "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")  # fmt: skip
+        command = horovodrun_command(workers, rank_command(None), hostfile)
+    else:
+        raise HorovodRunError(f"Horovod cannot run on backend {backend!r}")
+    return run_and_collect(command, on_progress, timeout)
+
+
+def _run_on_netns(rank_command, workers, bandwidth, latency, on_progress, timeout) -> dict:
+    from ralp.cluster.fabric import NetnsFabric
+
+    prefix = f"rlp{os.getpid()}h"
+    with NetnsFabric(bandwidth, latency, prefix=prefix) as fabric:
+        driver = fabric.add_host("driver")
+        hosts = [fabric.add_host(f"w{k}") for k in range(workers)]
+        links = TaskLinks(fabric.switch_namespace,
+                          tuple((f"worker:{k}", h.name) for k, h in enumerate(hosts)))  # fmt: skip
+        command = ["ip", "netns", "exec", driver.namespace, sys.executable, "-m",
+                   "ralp.horovod.netns_gloo", "--iface", "eth0", "--driver-ip", driver.address,
+                   "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
+                   "--", *rank_command(links)]  # fmt: skip
+        try:
+            return run_and_collect(command, on_progress, timeout)
+        finally:
+            # Anything still inside the run's namespaces was started by this run: stop it by
+            # pid before the namespaces go (a process would keep a deleted namespace alive).
+            _kill_pids(_namespace_pids([driver.namespace, *(h.namespace for h in hosts)]))
+
+
+def run_and_collect(command: list[str], on_progress: Callable | None, timeout: float) -> dict:
+    """Run a Horovod launcher command; forward progress; return rank 0's record."""
+    tail: collections.deque[str] = collections.deque(maxlen=60)
+    record = error = None
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, bufsize=1, start_new_session=True)  # fmt: skip
+    # A job that hangs prints nothing: a timer stops it, which ends the output loop.
+    timed_out = threading.Event()
+
+    def stop_on_timeout() -> None:
+        timed_out.set()
+        _signal(process, signal.SIGTERM)
+
+    timer = threading.Timer(timeout, stop_on_timeout)
+    timer.start()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            message = parse_message(line)
+            if message is None:
+                tail.append(line.rstrip())
+            elif "record" in message:
+                record = message["record"]
+            elif "error" in message:
+                error = error or message["error"]
+            elif on_progress is not None:
+                kind, value = next(iter(message.items()))
+                on_progress((kind, value))
+        code = process.wait()
+    finally:
+        timer.cancel()
+        stop_process_tree(process)
+    if record is not None and code == 0:
+        return record
+    if timed_out.is_set():
+        raise HorovodRunError(f"the Horovod job did not finish in {timeout:.0f} s")
+    raise HorovodRunError(error or _last_error_line(tail) or f"the Horovod job exited with {code}")
+
+
+def stop_process_tree(process: subprocess.Popen) -> None:
+    """Stop the launcher and every process it started, by pid: SIGTERM to the launcher first
+    (horovodrun then stops its ranks itself), SIGKILL to whatever is left after a grace period."""
+    import psutil  # a Horovod dependency
+
+    try:
+        family = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    if process.poll() is None:
+        _signal(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    _, alive = psutil.wait_procs(family, timeout=STOP_GRACE_S if family else 0)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if process.poll() is None:
+            process.send_signal(signum)
+
+
+def _namespace_pids(namespaces: list[str]) -> list[int]:
+    pids = []
+    for ns in namespaces:
+        out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+        pids += [int(p) for p in out.stdout.split() if p.isdigit()]
+    return pids
+
+
+def _kill_pids(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _last_error_line(lines) -> str | None:
+    """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix: a
+    rank's own error first (lines horovodrun prefixes with ``[rank]<stderr>:``), then the
+    launcher's (its "one or more processes exited" summary)."""
+    lines = list(lines)
+    from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
+    for group in (from_ranks, lines):
+        for line in reversed(group):
+            text = line.split(">:", 1)[-1].strip()
+            head = text.split(":", 1)[0]
+            if head.endswith(("Error", "Exception")) and " " not in head:
+                return text[:300]
+    for line in reversed(lines):
+        if line.strip():
+            return line.split(">:", 1)[-1].strip()[:300]
+    return None

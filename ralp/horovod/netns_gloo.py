@@ -1,0 +1,85 @@
+"""``horovodrun --gloo`` for a simulated cluster: one Horovod host per network namespace.
+
+    ip netns exec DRIVER_NS python -m ralp.horovod.netns_gloo \\
+        --hosts 10.213.0.2=NS2,10.213.0.3=NS3 --iface eth0 --driver-ip 10.213.0.1 -- COMMAND...
+
+``horovodrun`` reaches a remote host with ssh; in a simulated cluster every host is a network
+namespace on this machine, so this driver runs Horovod's own Gloo launcher
+(``horovod.runner.gloo_run.launch_gloo``: rendezvous server, rank assignment, per-rank
+environment, output forwarding, stop-all-on-failure) and only replaces the ssh hop by
+``ip netns exec NS``. It runs in a namespace of its own on the same bridge, so the ranks reach
+its rendezvous server at ``--driver-ip``; the ranks talk Gloo over ``--iface``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from shlex import quote
+
+
+def netns_exec_command(namespace_of: dict[str, str]):
+    """An ``exec_command`` for ``launch_gloo`` that starts each rank in its host's namespace.
+
+    Mirrors horovodrun's own (``gloo_run._exec_command_fn``): a rank that fails stops the
+    others, and a SIGINT/SIGTERM to this driver (one of ``events``) stops them all.
+    """
+    from horovod.runner.common.util import safe_shell_exec
+
+    terminate_all = threading.Event()
+
+    def exec_command(command: str, slot_info, events):
+        namespace = namespace_of[slot_info.hostname]
+        inner = f"cd {quote(os.getcwd())} >/dev/null 2>&1 ; {command}"
+        wrapped = f"ip netns exec {quote(namespace)} sh -c {quote(inner)}"
+        try:
+            code = safe_shell_exec.execute(wrapped, index=slot_info.rank,
+                                           events=[*(events or []), terminate_all])  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - as horovodrun: report and count as a failure
+            print(f"rank {slot_info.rank}: could not run: {e}", flush=True)
+            code = 1
+        if code != 0:
+            if not terminate_all.is_set():
+                print(f"rank {slot_info.rank} exited with status {code}: stopping the others",
+                      flush=True)  # fmt: skip
+            terminate_all.set()
+        return code, time.time()
+
+    return exec_command
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ralp.horovod.netns_gloo")
+    parser.add_argument("--hosts", required=True,
+                        help="ADDRESS=NAMESPACE,... one Horovod slot per host, ranks in order")  # fmt: skip
+    parser.add_argument("--iface", default="eth0", help="the hosts' interface for Gloo")
+    parser.add_argument("--driver-ip", required=True, help="this driver's address on the bridge")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND to run per rank")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --")
+    namespace_of = dict(pair.split("=", 1) for pair in args.hosts.split(","))
+
+    from horovod.runner.common.util.settings import Settings
+    from horovod.runner.gloo_run import launch_gloo
+
+    settings = Settings(
+        num_proc=len(namespace_of),
+        hosts=",".join(f"{address}:1" for address in namespace_of),
+        nics={args.iface},
+    )
+    try:
+        launch_gloo(command, netns_exec_command(namespace_of), settings, {args.iface},
+                    dict(os.environ), args.driver_ip)  # fmt: skip
+    except RuntimeError as e:  # launch_gloo's "one or more processes exited with non-zero"
+        print(str(e).strip().splitlines()[0], file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The plan for a training mode: plain PS, RALP at the profiler's split, or the profiler's call.
+
+- ``"ps"``: nothing offloaded (plain ``ParameterServerStrategy``);
+- ``"ralp"``: offload every layer after the profiler's best split (or the given plan), even
+  if the skewness rule would not;
+- ``"auto"``: the profiler decides; a model with nothing worth offloading gets an empty plan
+  and a warning text saying why.
+
+The profile is computed once here, for the cluster the plan is for, and handed on with the
+plan (the trainer keeps it; the bench reads its verdict and byte model from it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.placement.plan import Plan, PlanError
+from ralp.profiler.api import Profile, profile
+from ralp.profiler.layer_table import ProfileError, check_model
+
+PLACEMENT_MODES = ("auto", "ralp", "ps")
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    plan: Plan
+    profile: Profile  # of the model at this batch size, for this cluster's workers and PS
+    warning: str | None  # why "auto" fell back to plain PS, else None
+
+
+def check_placeable(model) -> None:
+    """Raise :class:`PlanError` for a model that cannot be profiled or placed (say why)."""
+    try:
+        check_model(model, f"model {getattr(model, 'name', model)!r}")
+    except ProfileError as e:
+        raise PlanError(str(e)) from None
+
+
+def choose_plan(
+    model,
+    mode: str,
+    *,
+    workers: int,
+    num_ps: int,
+    plan: Plan | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> PlanChoice:
+    """The plan for ``mode`` on a cluster of ``workers`` workers and ``num_ps`` PS tasks."""
+    if mode not in PLACEMENT_MODES:
+        raise ValueError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
+    p = profile(model, batch_size, threshold=threshold, workers=workers, ps=num_ps)
+    names = tuple(r.name for r in p.table.rows)
+    if mode == "ps":
+        empty = Plan(model.name, num_ps, names, {}, None, "manual", "mode 'ps': plain PS")
+        return PlanChoice(empty, p, None)
+    if plan is not None:
+        plan.check_model(names)
+        if plan.num_ps > num_ps:
+            raise PlanError(f"the plan uses {plan.num_ps} PS tasks but the cluster has {num_ps}")
+        return PlanChoice(plan, p, None)
+    if mode == "ralp" and p.split.index is not None:  # forced: the best split, whatever S says
+        moved = names[p.split.index + 1 :]
+        sizes = {r.name: r.param_bytes for r in p.table.rows}
+        forced = Plan.offloading(names, moved, num_ps, param_bytes=sizes)
+        chosen = Plan(model.name, num_ps, names, forced.offloaded, p.candidate_split_after,
+                      "profiler", p.verdict)  # fmt: skip
+        return PlanChoice(chosen, p, None)
+    auto = Plan.from_profile(p, num_ps)
+    if auto.is_empty:
+        return PlanChoice(auto, p, f"ralp: {model.name!r} trains on plain PS: {p.verdict}")
+    return PlanChoice(auto, p, None)

@@ -1,0 +1,39 @@
+"""Made-up bench records for the report, records and plot tests."""
+
+from ralp.bench.records import RECORD_KEYS
+
+
+def record(**overrides) -> dict:
+    """A complete, successful record (every schema key), with ``overrides`` applied."""
+    r = {
+        "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
+        "backend": "netns", "bandwidth": "1gbit", "job": None,
+        "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
+        "sync": None, "slow_worker": None,
+        "steps": 20, "warmup": 3,
+        "images_per_sec": 100.0, "images_per_sec_std": 2.5,
+        "step_time_s": 0.96, "step_time_std_s": 0.02,
+        "bytes_per_step_measured": 1.2e9, "bytes_per_step_predicted": 1.19e9,
+        "bytes_ratio": 1.2e9 / 1.19e9,
+        "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
+        "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
+        "sync_max_gap": None, "sync_waiting_s": None,
+        "speedup_vs_ps": None, "speedup_vs_horovod": None, "error": None,
+    }  # fmt: skip
+    assert set(overrides) <= set(r) | {"scenario"}, set(overrides) - set(r)
+    r.update(overrides)
+    return r
+
+
+def failed(**overrides) -> dict:
+    numeric = {k: None for k in RECORD_KEYS if k.endswith(("_s", "_measured", "_predicted"))}
+    numeric |= {"images_per_sec": None, "images_per_sec_std": None, "bytes_ratio": None,
+                "bound_ratio": None}  # fmt: skip
+    return record(**numeric | {"error": "worker 1 ran out of memory"} | overrides)
+
+
+def local(**overrides) -> dict:
+    """A local-backend record: no shaping and no byte counters."""
+    none = {"bandwidth": None, "bytes_per_step_measured": None, "bytes_ratio": None,
+            "ps_bytes_per_step_measured": None}  # fmt: skip
+    return record(**{"backend": "local"} | none | overrides)

@@ -1,0 +1,260 @@
+"""The Horovod baseline for real: horovodrun + Gloo ranks, replicas, a single-process reference,
+the bench's horovod mode end to end, failures and clean-up, and the build script's errors."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ralp.bench.records import RECORD_KEYS
+from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.horovod.launch import (
+    HorovodRunError,
+    _last_error_line,
+    horovod_unavailable_reason,
+    horovodrun_command,
+    run_and_collect,
+)
+from ralp.horovod.messages import MARK, parse_message
+
+ROOT = Path(__file__).resolve().parents[2]
+HOROVOD = horovod_unavailable_reason()
+needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+NETNS = netns_unavailable_reason()
+needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+
+STEPS, BATCH = 3, 16  # per rank; the single-process reference takes 2 x BATCH per step
+
+
+# ------------------------------------------------------------------ output parsing (no Horovod)
+
+
+def test_messages_are_found_behind_horovodruns_prefix():
+    line = f'[0]<stdout>:{MARK}{{"step": 10}}\n'
+    assert parse_message(line) == {"step": 10}
+    assert parse_message(f'Tue Nov 21 10:00:00 2026[0]<stdout>:{MARK}{{"a": 1}}') == {"a": 1}
+    assert parse_message("[1]<stderr>:some TensorFlow warning") is None
+    assert parse_message(f"[0]<stdout>:{MARK}{{not json") is None
+
+
+def test_last_error_line_prefers_the_exception():
+    lines = ["[1]<stderr>:Traceback (most recent call last):",
+             '[1]<stderr>:  File "x.py", line 1, in <module>',
+             "[1]<stderr>:ValueError: image too small",
+             "Process 1 exit with status code 1."]  # fmt: skip
+    assert _last_error_line(lines) == "ValueError: image too small"
+    assert _last_error_line(["", "rank 0 exited"]) == "rank 0 exited"
+    assert _last_error_line([]) is None
+
+
+def test_horovodrun_commands():
+    cmd = horovodrun_command(4, ["python", "job.py"])
+    assert cmd[1:] == ["-np", "4", "-H", "localhost:4", "--gloo", "--network-interface", "lo",
+                       "python", "job.py"]  # fmt: skip
+    cmd = horovodrun_command(8, ["python", "job.py"], hostfile="hosts.txt")
+    assert cmd[1:] == ["-np", "8", "--hostfile", "hosts.txt", "--gloo", "python", "job.py"]
+
+
+# ------------------------------------------------------------------ two ranks, real Horovod
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """Train lenet on digits with 2 Horovod ranks; each rank's initial and final weights."""
+    if HOROVOD is not None:
+        pytest.skip(f"Horovod unavailable: {HOROVOD}")
+    out = tmp_path_factory.mktemp("hvd")
+    script = str(ROOT / "tests" / "horovod" / "hvd_replicas.py")
+    command = horovodrun_command(2, [sys.executable, script, str(out), str(STEPS), str(BATCH)])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ranks = [np.load(out / f"rank{r}.npz") for r in range(2)]
+    n = sum(1 for k in ranks[0].files if k.startswith("final_"))
+    return [
+        {
+            "initial": [z[f"initial_{i}"] for i in range(n)],
+            "final": [z[f"final_{i}"] for i in range(n)],
+            "losses": z["losses"],
+        }
+        for z in ranks
+    ]
+
+
+@needs_horovod
+def test_replicas_start_equal_and_stay_identical(two_ranks):
+    a, b = two_ranks
+    # Each rank seeded its own different initial weights: equality means the broadcast ran.
+    for wa, wb in zip(a["initial"], b["initial"], strict=True):
+        assert np.array_equal(wa, wb)
+    for wa, wb in zip(a["final"], b["final"], strict=True):
+        assert np.array_equal(wa, wb)  # bit for bit: every rank applies the same averaged update
+    assert any(not np.array_equal(i, f) for i, f in zip(a["initial"], a["final"], strict=True))
+    assert not np.allclose(a["losses"], b["losses"])  # the ranks did see different data
+
+
+@needs_horovod
+def test_two_ranks_match_one_process_on_the_concatenated_batch(two_ranks):
+    import keras
+    import tensorflow as tf
+
+    from ralp.models import build_model
+    from ralp.models.digits import digits_arrays, to_model_input
+    from tests.horovod.hvd_replicas import IMAGE_SIZE, LEARNING_RATE
+
+    model = build_model("lenet", num_classes=10, image_size=IMAGE_SIZE)
+    model.set_weights(two_ranks[0]["initial"])
+    optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    images, labels = digits_arrays(seed=0)
+    losses = []
+    for k in range(STEPS):
+        rows = slice(k * 2 * BATCH, (k + 1) * 2 * BATCH)
+        x, y = to_model_input(images[rows], IMAGE_SIZE), labels[rows]
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        losses.append(float(loss))
+    for expected, got in zip(model.get_weights(), two_ranks[0]["final"], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
+    # The mean loss of the whole batch is the mean of the two halves' mean losses.
+    halves = (two_ranks[0]["losses"] + two_ranks[1]["losses"]) / 2
+    np.testing.assert_allclose(halves, losses, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ failures and clean-up
+
+
+def _processes_with(token: str) -> list:
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(token in part for part in p.info["cmdline"] or []):
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+@needs_horovod
+def test_a_failing_rank_fails_the_job_with_its_error_and_leaves_nothing():
+    token = f"boom-{uuid.uuid4().hex[:8]}"
+    code = f"import os; assert os.environ['HOROVOD_RANK'] == '0', '{token} in rank 1'"
+    with pytest.raises(HorovodRunError, match=f"AssertionError: {token} in rank 1"):
+        run_and_collect(horovodrun_command(2, [sys.executable, "-c", code]), None, 120)
+    assert _processes_with(token) == []
+
+
+@needs_horovod
+def test_a_hung_job_is_stopped_at_its_timeout_with_every_rank():
+    token = f"hang-{uuid.uuid4().hex[:8]}"
+    code = f"import time; '{token}'; time.sleep(600)"
+    with pytest.raises(HorovodRunError, match="did not finish in 15 s"):
+        run_and_collect(horovodrun_command(2, [sys.executable, "-c", code]), None, 15)
+    assert _processes_with(token) == []
+
+
+# ------------------------------------------------------------------ the bench's horovod mode
+
+
+def _bench(*args):
+    return subprocess.Popen([sys.executable, "-m", "ralp.bench", *args, "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+@needs_horovod
+@pytest.mark.cluster
+def test_bench_horovod_mode_end_to_end_on_loopback(tmp_path):
+    out = tmp_path / "r.json"
+    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps,horovod",  # commas too
+               "--devices", "2", "--image-size", "28", "--batch-size", "8", "--steps", "3",
+               "--warmup", "1", "--num-classes", "10", "--out", str(out))  # fmt: skip
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr
+    ps, hvd = json.loads(out.read_text())
+    assert tuple(hvd)[: len(RECORD_KEYS)] == RECORD_KEYS  # the Horovod job follows the schema
+    assert set(hvd["setup"]) == {"rank_start", "build_model", "place", "warmup"}
+    assert (hvd["mode"], hvd["workers"], hvd["ps"], hvd["error"]) == ("horovod", 2, 0, None)
+    assert hvd["images_per_sec"] > 0 and hvd["measured_steps"] == 6
+    assert hvd["bytes_per_step_measured"] is None  # loopback: not measured
+    # Ring allreduce with W = 2: each rank sends and receives the gradients once (S each way);
+    # plain PS with 1 PS moves the variables down and the gradients up: the same 2 S.
+    assert hvd["bytes_per_step_predicted"] == pytest.approx(ps["bytes_per_step_predicted"], 0.01)
+    assert "vs hvd" in stdout and "horovod" in stdout
+
+
+@needs_horovod
+@pytest.mark.cluster
+def test_bench_horovod_mode_from_a_hostfile(tmp_path):
+    # horovodrun starts the ranks of a host file's local host without ssh: the real-cluster
+    # path, with this machine as the one host.
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("localhost slots=2\n")
+    out = tmp_path / "r.json"
+    p = _bench("--backend", "tf-config", "--hostfile", str(hosts), "--models", "lenet",
+               "--modes", "horovod", "--devices", "2", "--image-size", "28", "--batch-size",
+               "8", "--steps", "2", "--warmup", "1", "--num-classes", "10", "--out", str(out))  # fmt: skip
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr
+    (r,) = json.loads(out.read_text())
+    assert (r["backend"], r["workers"], r["error"]) == ("tf-config", 2, None)
+    assert r["images_per_sec"] > 0
+
+
+@needs_horovod
+@needs_netns
+@pytest.mark.cluster
+def test_bench_horovod_mode_on_netns_measures_the_ring_bytes(tmp_path):
+    out = tmp_path / "r.json"
+    p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
+               "horovod", "--devices", "3", "--image-size", "28", "--batch-size", "8",
+               "--steps", "3", "--warmup", "1", "--data", "digits", "--out", str(out))  # fmt: skip
+    stdout, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr
+    (r,) = json.loads(out.read_text())
+    assert r["error"] is None and r["data"] == "digits" and r["num_classes"] == 10
+    assert sorted(r["links"]) == ["worker:0", "worker:1", "worker:2"]
+    # measured on the links: within 3% of 2 x 2 S (W-1)/W per rank (headers are the excess)
+    assert 1.0 <= r["bytes_ratio"] < 1.03, r["bytes_ratio"]
+    for link in r["links"].values():  # a ring: every rank sends as much as it receives
+        assert link["tx"] == pytest.approx(link["rx"], rel=0.01)
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{p.pid}" not in left
+
+
+# ------------------------------------------------------------------ the build script
+
+
+def test_build_script_rejects_unknown_arguments():
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "build_horovod.sh"), "--fast"],
+                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 2 and "usage: scripts/build_horovod.sh" in done.stderr
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").exists(), reason="needs .venv")
+def test_a_failed_build_says_what_failed_and_how_to_retry(tmp_path):
+    # A PATH with every tool the script uses except cmake: the build must stop and say so.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "sh", "env", "dirname", "cat", "sha256sum", "cut", "mkdir", "ls", "head",
+                 "mktemp", "tail", "rm", "uname", "tar", "sed", "grep", "nproc", "cp",
+                 "basename", "g++", "make"):  # fmt: skip
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    env = {**os.environ, "PATH": str(bin_dir), "RALP_WHEEL_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(["bash", "scripts/build_horovod.sh", "--rebuild"], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the build failed while: looking for cmake" in done.stderr
+    assert "to retry: scripts/build_horovod.sh --rebuild" in done.stderr
+    assert "RALP_HOROVOD=0 ./scripts/setup.sh" in done.stderr
+    assert not list((tmp_path / "cache").rglob("*.whl"))

@@ -1,0 +1,147 @@
+"""The package's shape: imports point one way (profile -> plan -> place -> run -> measure), no
+two files or subpackages import each other, and no module grows past its budget."""
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ralp"
+MAX_LINES = 450
+
+# Layers, lowest first. A module may import its own layer-room (subpackage) and lower layers
+# only; rooms of one layer never import each other.
+LAYERS: list[set[str]] = [
+    {"_text", "_cli", "_compat", "defaults"},  # foundation: no ralp imports at all
+    {"models"},  # the zoo
+    {"profiler"},  # profile
+    {"placement", "cluster"},  # plan and place; clusters (specs, processes, simulated links)
+    {"ps_strategy", "horovod"},  # run
+    {"audit"},  # measure: where a real step's ops ran
+    {"bench"},  # measure: the benchmark harness on top
+    {"server"},  # entry-point shim of `python -m ralp.server`
+]
+RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The ralp module an import names (``from a.b import c`` may name module a.b.c)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every ralp module imported anywhere in the file (functions included), except under
+    ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text())
+    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
+               and getattr(stmt.test, "id", None) == "TYPE_CHECKING"
+               for node in ast.walk(stmt)}  # fmt: skip
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.startswith("ralp."):
+                target = _resolve(name, modules)
+                if target and target != "ralp":
+                    found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, modules) - {name} for name, path in modules.items()
+            if name != "ralp"}  # fmt: skip  (ralp/__init__ is the lazy public facade)
+
+
+def _room(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_room_has_a_layer():
+    rooms = {_room(m) for m in _graph()}
+    assert rooms <= set(RANK), f"give {sorted(rooms - set(RANK))} a layer in LAYERS"
+
+
+def test_no_two_files_import_each_other():
+    assert _cycles(_graph()) == []
+
+
+def test_no_two_subpackages_import_each_other():
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for module, targets in _graph().items():
+        rooms[_room(module)] |= {_room(t) for t in targets} - {_room(module)}
+    assert _cycles(rooms) == []
+
+
+def test_imports_point_down_the_layers():
+    wrong = []
+    for module, targets in _graph().items():
+        here = _room(module)
+        for target in targets:
+            there = _room(target)
+            if there != here and RANK[there] >= RANK[here]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_the_checker_sees_a_loop_and_an_upward_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert RANK["profiler"] < RANK["bench"]  # so bench -> profiler is allowed, not the reverse
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_over_budget(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by job"

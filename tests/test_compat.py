@@ -1,0 +1,156 @@
+"""Canaries for every private TensorFlow/Keras API in ``ralp._compat``: each fails loudly when
+the pinned version stops behaving as ralp relies on."""
+
+import inspect
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from ralp import _compat
+from ralp._compat import CompatError
+
+
+def test_the_pinned_versions_are_installed():
+    assert tf.__version__ == _compat.PINNED["tensorflow"]
+    assert keras.__version__ == _compat.PINNED["keras"]
+
+
+def _functional():
+    inputs = keras.Input((4,), name="x")
+    hidden = keras.layers.Dense(3, name="hidden")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(2, name="out")(hidden), name="f")
+
+
+def test_functional_models_are_recognised():
+    class Subclassed(keras.Model):
+        def call(self, x):
+            return x
+
+    assert _compat.is_functional(_functional())
+    assert not _compat.is_functional(Subclassed())
+
+
+def test_the_graph_of_a_functional_model_can_be_walked():
+    model = _functional()
+    operation, node_index, tensor_index = _compat.keras_history(model.outputs[0])
+    assert (operation.name, node_index, tensor_index) == ("out", 0, 0)
+    (node,) = _compat.inbound_nodes(model.get_layer("out"))
+    (fed,) = node.input_tensors
+    assert _compat.keras_history(fed)[0] is model.get_layer("hidden")
+
+
+def test_a_missing_private_api_is_a_loud_error_naming_it():
+    with pytest.raises(CompatError, match="'_inbound_nodes'.*keras 3.15.1"):
+        _compat.inbound_nodes(object())
+    with pytest.raises(CompatError, match="_backend_update_step"):
+        _compat.update_where_variables_live(object())
+
+
+def _dense_and_grads():
+    layer = keras.layers.Dense(2, kernel_initializer="ones")
+    layer.build((None, 3))
+    grads = [tf.fill(v.shape, 0.5) for v in layer.trainable_variables]
+    return layer, grads
+
+
+def test_the_rebound_update_runs_and_computes_the_same_step(monkeypatch):
+    calls = []
+    original = _compat.variable_device
+    monkeypatch.setattr(_compat, "variable_device", lambda v: calls.append(v) or original(v))
+    reference_layer, grads = _dense_and_grads()
+    keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01).apply_gradients(
+        zip(grads, reference_layer.trainable_variables, strict=True))  # fmt: skip
+    layer, _ = _dense_and_grads()
+    optimizer = _compat.update_where_variables_live(
+        keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01))  # fmt: skip
+    optimizer.apply_gradients(zip(grads, layer.trainable_variables, strict=True))
+    # our update and our weight decay each ran once per variable: the rebinding took effect
+    assert len(calls) == 2 * len(layer.trainable_variables)
+    for ours, theirs in zip(layer.get_weights(), reference_layer.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_the_update_counter_is_one_atomic_add():
+    layer, grads = _dense_and_grads()
+    optimizer = _compat.count_updates_atomically(keras.optimizers.Adam())
+    for _ in range(3):
+        optimizer.apply_gradients(zip(grads, layer.trainable_variables, strict=True))
+    assert int(optimizer.iterations) == 3
+
+    @tf.function
+    def count():
+        optimizer._iterations.assign_add(1)
+
+    ops = {op.type for op in count.get_concrete_function().graph.get_operations()}
+    assert "AssignAddVariableOp" in ops and "AssignVariableOp" not in ops
+
+
+@pytest.mark.parametrize(("optimizer", "slots"), [(keras.optimizers.Adam, 2),
+                                                  (lambda: keras.optimizers.SGD(momentum=0.9), 1)])  # fmt: skip
+def test_slot_variables_are_found_by_their_variable(optimizer, slots):
+    layer, _ = _dense_and_grads()
+    opt = optimizer()
+    opt.build(layer.trainable_variables)
+    for variable in layer.trainable_variables:
+        found = _compat.slot_variables(opt, variable)
+        assert len(found) == slots and all(s.shape == variable.shape for s in found)
+
+
+def test_every_traced_concrete_function_is_listed():
+    @tf.function
+    def double(x):
+        return 2 * x
+
+    double(tf.constant(1.0))
+    double(tf.constant([1.0, 2.0]))
+    assert len(_compat.concrete_functions(double)) == 2
+
+
+def test_the_filtered_warning_is_still_tensorflows_text():
+    from tensorflow.python.distribute import parameter_server_strategy_v2
+
+    assert _compat.SCHEDULE_WARNING in inspect.getsource(parameter_server_strategy_v2)
+
+
+def _coordinator_canaries(spec) -> dict:
+    """In a fresh process on a cluster of 1 worker and 2 PS tasks."""
+    import time
+
+    import tensorflow as tf
+
+    from ralp._compat import colocating_creator, remote_value_done
+    from ralp.ps_strategy.connect import connect
+
+    connection = connect(spec)
+    with tf.device("/job:ps/replica:0/task:1/device:CPU:0"):
+        anchor = tf.Variable(0, name="anchor")
+    with connection.strategy.scope():
+        plain = [tf.Variable(1.0, name=f"plain{k}") for k in range(2)]
+        with tf.variable_creator_scope(colocating_creator(anchor)):
+            pinned = [tf.Variable(1.0, name=f"pinned{k}") for k in range(3)]
+
+    @tf.function
+    def slow():
+        return tf.reduce_sum(tf.random.uniform((2000, 2000)) @ tf.random.uniform((2000, 2000)))
+
+    remote = connection.coordinator.schedule(slow)
+    early = remote_value_done(remote)
+    deadline = time.monotonic() + 60
+    while not remote_value_done(remote) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"plain": [v.device for v in plain], "pinned": [v.device for v in pinned],
+            "early": early, "done": remote_value_done(remote), "value": float(remote.fetch())}  # fmt: skip
+
+
+@pytest.mark.cluster
+def test_coordinator_internals_on_a_real_cluster():
+    from ralp import LocalCluster, run_in_fresh_process
+
+    with LocalCluster(workers=1, ps=2) as cluster:
+        out = run_in_fresh_process(_coordinator_canaries, cluster.spec, timeout=300)
+    ps = [f"/job:ps/replica:0/task:{k}/device:CPU:0" for k in range(2)]
+    assert out["plain"] == ps  # PSS' own round-robin
+    assert out["pinned"] == [ps[1]] * 3  # colocate_with wins over it
+    assert out["early"] is False and out["done"] is True and out["value"] > 0
