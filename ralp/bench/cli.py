@@ -130,8 +130,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(request: BenchRequest, args) -> int:
     from ralp.bench import report
     from ralp.bench.launcher import Launcher
+    from ralp.cluster.zygote import warm_up
     from ralp.horovod.launch import horovod_unavailable_reason
 
+    warm_up()  # the zygote imports TensorFlow while this process does the same
     quiet_tensorflow()  # first: TF's start-up banner would break the progress bar
     backend, why_not_netns = request.backend_choice()
     if why_not_netns:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -134,7 +135,20 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if figures is not None:
         emit("record", figures)
+    _exit_together()
     return 0
+
+
+def _exit_together() -> None:
+    """Every rank leaves at once, after a last barrier, without the interpreter's teardown of
+    TensorFlow and Horovod: that teardown took 2 to 20 s per job (measured on 4 ranks)."""
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    hvd.allreduce(tf.constant(0.0), op=hvd.Sum, name="ralp_exit")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from typing import Any
 from ralp.cluster.zygote import context
 
 _progress_conn = None  # in a child: the pipe to the parent, for report_progress
+EXIT_GRACE_S = 2.0  # after its answer, a child gets this long to exit, then it is killed
 
 
 def report_progress(message: Any) -> None:
@@ -109,7 +110,7 @@ def run_in_fresh_process(
         process.kill()  # interrupted or failed: the child's work is not wanted any more
         raise
     finally:
-        process.join(10)  # let it exit by itself; a TF process tied to a cluster may hang
+        process.join(EXIT_GRACE_S)  # let it exit by itself; a TF process tied to a cluster may hang
         if process.is_alive():
             process.kill()
             process.join()

@@ -25,6 +25,15 @@ IMPORT_TIME_ENV = ("TF_ENABLE_ONEDNN_OPTS",)  # read by TensorFlow at import
 _zygote_env: dict[str, str | None] | None = None  # the import-time settings the zygote has
 
 
+def warm_up() -> None:
+    """Start the zygote now, so that its TensorFlow import runs while this process does other
+    work (the first cluster then starts without waiting for it)."""
+    if context() is multiprocessing.get_context("forkserver"):
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 def context(env: Mapping[str, str] | None = None):
     """The multiprocessing context to start a fresh process with ``env`` applied in it."""
     global _zygote_env

@@ -126,7 +126,7 @@ class Trainer:
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
         self._checkpoint = tf.train.Checkpoint(model=self.model, layer_state=layer_state,
                                                **self.optimizers)  # fmt: skip
-        self.inputs = WorkerInputs(connection.coordinator, connection.num_workers)
+        self.inputs = connection.keep(WorkerInputs(connection.coordinator, connection.num_workers))
         self.watch = ClusterWatch(connection.spec)
         self._bsp_step = self._apply_round = None
         if sync is not None and sync.paradigm == "bsp":
