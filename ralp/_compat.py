@@ -26,6 +26,7 @@ function                        private API                                     
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
 ``colocating_creator``          PSS' ``_create_variable`` honouring             placement
                                 ``colocate_with`` (and skipping round-robin)
+``stop_coordinator``            ``ClusterCoordinator._cluster.stop``            ps_strategy
 ==============================  ==============================================  =============
 """
 
@@ -174,6 +175,19 @@ def remote_value_done(remote) -> bool:
         raise CompatError(f"RemoteValue._status is a {type(status).__name__}, not a "
                           "RemoteValueStatus; update ralp/_compat.py")  # fmt: skip
     return status in (RemoteValueStatus.READY, RemoteValueStatus.ABORTED)
+
+
+def stop_coordinator(coordinator) -> None:
+    """Stop a ``ClusterCoordinator``'s worker threads, failure handler and queue now.
+
+    TensorFlow does this only in the coordinator's ``__del__``, but a coordinator replaced
+    after a PS restart is kept (its remote objects must not be deleted through the new
+    connection), and its failure handler would go on reconnecting the process-wide context
+    with the old settings (``update_server_def``) while the new coordinator uses it. Returns
+    when the handler holds no update (``stop`` takes its lock).
+    """
+    cluster = _require(coordinator, "_cluster", "stop a replaced coordinator")
+    _require(cluster, "stop", "stop a replaced coordinator")()
 
 
 def concrete_functions(function) -> list:

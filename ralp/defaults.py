@@ -8,3 +8,9 @@ DEFAULT_BATCH_SIZE = 32  # per worker, for models outside the zoo (zoo models ca
 DEFAULT_WORKERS = 4
 DEFAULT_PS = 1
 DEFAULT_BANDWIDTH = "1gbit"  # each simulated link's rate (netns)
+# Failures: how long training waits for a lost task to be restarted (by the launcher, or a
+# supervisor such as Kubernetes) before it gives up with an error.
+DEFAULT_RESTART_TIMEOUT_S = 300.0
+# What TensorFlow's failure handling needs on every task of a PS cluster (its docs): a lost
+# task's RPCs fail at once instead of waiting for it. 2.21's own default, set explicitly.
+GRPC_FAIL_FAST = "use_caller"

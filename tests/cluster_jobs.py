@@ -351,3 +351,40 @@ def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
                         sync=sync)  # fmt: skip
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
     return {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+
+
+# ---------------------------------------------------------------- failures
+
+
+def train_through_failures(spec, mode: str, steps: int, directory: str, every: int,
+                           sync: str | None = None, restart_timeout: float = 120.0) -> dict:  # fmt: skip
+    """Train ``steps`` batches with checkpoints, reporting each finished step to the parent
+    (which kills tasks at chosen steps); the counts and the failures the history recorded."""
+    import dataclasses
+
+    import keras
+
+    import ralp
+    from ralp.cluster.fresh_process import report_progress
+
+    class Progress(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            report_progress(("step", batch + 1))
+
+    x, y = fixed_data()
+    trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
+                        optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
+                        sync=sync, step_timeout=60)  # fmt: skip
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
+                          callbacks=[Progress()], checkpoint_dir=directory,
+                          checkpoint_every=every, restart_timeout=restart_timeout)  # fmt: skip
+    return {
+        "mode": trainer.mode,
+        "steps": len(history.step_losses),
+        "iterations": {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()},
+        "failures": [dataclasses.asdict(f) for f in history.failures],
+        "duplicates": history.duplicate_steps,
+        "steps_redone": history.steps_redone,
+        "total_steps": trainer.total_steps,
+        "loss": history.history["loss"],
+    }

@@ -8,6 +8,11 @@ on exceptions and Ctrl-C. Each task also watches the launching process and exits
 disappears, so a killed run leaves nothing behind. A task may run inside a network namespace
 (``task_netns``): the simulated cluster's tasks do.
 
+A lost task can be started again at its address (``restart_task``), and with
+``restart_lost=True`` the cluster does that by itself, as a supervisor such as Kubernetes
+does: that is how training survives a lost PS (``fit(checkpoint_dir=...)`` waits for the
+restarted task and goes on from its last checkpoint).
+
 The coordinator (chief) is not started here: under ``ParameterServerStrategy`` it changes the
 process-global eager context, so each training job runs it in a fresh process of its own.
 """
@@ -15,7 +20,9 @@ process-global eager context, so each training job runs it in a fresh process of
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +60,8 @@ class LocalCluster:
         task_env: Mapping[str, Mapping[str, str]] | None = None,
         task_netns: Mapping[str, str] | None = None,
         device_type: str = "cpu",
+        restart_lost: bool = False,
+        restart_delay: float = 0.0,
     ):
         if device_type not in ("cpu", "gpu"):
             raise ClusterError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
@@ -71,6 +80,14 @@ class LocalCluster:
         self.task_netns = dict(task_netns or {})  # "ps:0" -> the network namespace it runs in
         self.device_type = device_type  # gpu: each task may use the GPUs its env lets it see
         self._tasks: list[_Task] = []
+        self.restarts: dict[str, int] = {}  # "ps:0" -> how many times it was restarted
+        # A supervisor, as Kubernetes' restart policy: a task that exits is started again
+        # after restart_delay seconds (restart_lost=True), until stop().
+        self.restart_lost, self.restart_delay = restart_lost, restart_delay
+        self.started_pids: list[int] = []  # every task process ever started, restarts included
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -79,11 +96,31 @@ class LocalCluster:
         try:
             for job, index, _ in self.spec.tasks():
                 self._tasks.append(self._launch(job, index))
-            self._wait_ready()
+            self._wait_ready(self._tasks)
         except BaseException:
             self.stop()
             raise
+        if self.restart_lost:
+            self._supervisor = threading.Thread(target=self._supervise, daemon=True,
+                                                name="ralp-cluster-supervisor")  # fmt: skip
+            self._supervisor.start()
         return self.spec
+
+    def _supervise(self) -> None:
+        """Restart every task that exits, after ``restart_delay`` seconds, until stop()."""
+        while not self._stopping.wait(0.1):
+            with self._lock:
+                lost = [(t.job, t.index) for t in self._tasks if t.process.exitcode is not None]
+            for job, index in lost:
+                if self._stopping.wait(self.restart_delay):
+                    return
+                with self._lock:
+                    if self._stopping.is_set():
+                        return
+                    try:
+                        self.restart_task(job, index)
+                    except ClusterError as e:  # it failed to start: try again next round
+                        print(f"ralp: could not restart {job}:{index}: {e}", file=sys.stderr)
 
     def _launch(self, job: str, index: int) -> _Task:
         task = f"{job}:{index}"
@@ -96,11 +133,13 @@ class LocalCluster:
                   self.task_netns.get(task)),
         )  # fmt: skip
         process.start()
+        self.started_pids.append(process.pid)
         return _Task(job, index, process, log)
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        pending = list(self._tasks)
+    def _wait_ready(self, tasks: list[_Task], timeout: float | None = None) -> None:
+        timeout = self.start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        pending = list(tasks)
         while pending:
             for task in list(pending):
                 text = task.log.read_text(errors="replace") if task.log.exists() else ""
@@ -114,12 +153,19 @@ class LocalCluster:
                     )
             if pending and time.monotonic() > deadline:
                 names = ", ".join(f"{t.job}:{t.index}" for t in pending)
-                raise ClusterError(f"tasks {names} did not start within {self.start_timeout:.0f} s; "
+                raise ClusterError(f"tasks {names} did not start within {timeout:.0f} s; "
                                    f"logs in {self.log_dir}")  # fmt: skip
             time.sleep(0.1)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every task this cluster started (SIGTERM, then SIGKILL), by process id."""
+        self._stopping.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join()
+        with self._lock:
+            self._stop_tasks(timeout)
+
+    def _stop_tasks(self, timeout: float) -> None:
         for task in self._tasks:
             if task.process.exitcode is None:
                 task.process.terminate()
@@ -149,12 +195,30 @@ class LocalCluster:
 
     def kill_task(self, job: str, index: int) -> None:
         """Kill one task abruptly (SIGKILL), as a crash would."""
-        for task in self._tasks:
-            if (task.job, task.index) == (job, index):
-                task.process.kill()
-                task.process.join()
-                return
+        with self._lock:
+            for task in self._tasks:
+                if (task.job, task.index) == (job, index):
+                    task.process.kill()
+                    task.process.join()
+                    return
         raise ClusterError(f"no running task {job}:{index}")
+
+    def restart_task(self, job: str, index: int, timeout: float | None = None) -> None:
+        """Start a lost task again at its address, as a supervisor such as Kubernetes would,
+        and wait until it serves. The new server is empty: a PS' variables are gone. The lost
+        task's log is kept as ``<job><index>.lost<n>.log``."""
+        with self._lock:
+            for k, task in enumerate(self._tasks):
+                if (task.job, task.index) == (job, index):
+                    if task.process.exitcode is None:
+                        raise ClusterError(f"task {job}:{index} is still running; kill it first")
+                    n = self.restarts[f"{job}:{index}"] = self.restarts.get(f"{job}:{index}", 0) + 1
+                    if task.log.exists():
+                        task.log.rename(task.log.with_name(f"{job}{index}.lost{n}.log"))
+                    self._tasks[k] = self._launch(job, index)
+                    self._wait_ready([self._tasks[k]], timeout)
+                    return
+        raise ClusterError(f"no task {job}:{index} in this cluster")
 
     def log_text(self, job: str, index: int) -> str:
         return (self.log_dir / f"{job}{index}.log").read_text(errors="replace")

@@ -32,6 +32,8 @@ class NetnsCluster:
         device_type: str = "cpu",
         task_env: dict[str, dict[str, str]] | None = None,
         start_timeout: float = 120.0,
+        restart_lost: bool = False,
+        restart_delay: float = 0.0,
     ):
         if workers < 1 or ps < 1:
             raise ClusterError(f"need at least one worker and one PS task, got {workers} and {ps}")
@@ -42,6 +44,7 @@ class NetnsCluster:
         self.device_type = device_type
         self.task_env = task_env or {}  # "worker:0" -> extra environment (e.g. its GPU)
         self.start_timeout = start_timeout
+        self.restart_lost, self.restart_delay = restart_lost, restart_delay  # see LocalCluster
         self._hosts: dict[str, Host] = {}  # "worker:0" -> host
         self._cluster: LocalCluster | None = None
         self.spec: ClusterSpec | None = None
@@ -70,6 +73,8 @@ class NetnsCluster:
                 task_netns=namespaces,
                 device_type=self.device_type,
                 task_env=self.task_env,
+                restart_lost=self.restart_lost,
+                restart_delay=self.restart_delay,
             )
             self._cluster.start()
         except BaseException:
@@ -123,6 +128,19 @@ class NetnsCluster:
 
     def kill_task(self, job: str, index: int) -> None:
         self._local().kill_task(job, index)
+
+    def restart_task(self, job: str, index: int) -> None:
+        """Start a lost task again, in its namespace at its address (see LocalCluster)."""
+        self._local().restart_task(job, index)
+
+    @property
+    def started_pids(self) -> list[int]:
+        return self._local().started_pids
+
+    @property
+    def namespaces(self) -> list[str]:
+        """The network namespaces of this cluster's hosts."""
+        return [host.namespace for host in self._hosts.values()]
 
     def log_text(self, job: str, index: int) -> str:
         return self._local().log_text(job, index)

@@ -30,17 +30,23 @@ def describe(tasks: list[tuple[str, int, str]]) -> str:
     return ", ".join(f"{job}:{index} at {address}" for job, index, address in tasks)
 
 
-def probe(spec: ClusterSpec, timeout: float = 10.0) -> None:
-    """Raise :class:`ClusterError` naming every PS/worker task not accepting connections
-    within ``timeout`` seconds."""
+def wait_until_reachable(spec: ClusterSpec, timeout: float) -> list[tuple[str, int, str]]:
+    """Wait up to ``timeout`` seconds for every PS/worker task to accept connections; the
+    tasks that still do not (empty when all do)."""
     deadline = time.monotonic() + timeout
     while True:
         missing = unreachable(spec)
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise ClusterError(
-                f"cluster unreachable after {timeout:.0f} s: {describe(missing)}. Start each task "
-                "with `python -m ralp.server` (TF_CONFIG set) or use ralp.LocalCluster."
-            )
+        if not missing or time.monotonic() > deadline:
+            return missing
         time.sleep(0.2)
+
+
+def probe(spec: ClusterSpec, timeout: float = 10.0) -> None:
+    """Raise :class:`ClusterError` naming every PS/worker task not accepting connections
+    within ``timeout`` seconds."""
+    missing = wait_until_reachable(spec, timeout)
+    if missing:
+        raise ClusterError(
+            f"cluster unreachable after {timeout:.0f} s: {describe(missing)}. Start each task "
+            "with `python -m ralp.server` (TF_CONFIG set) or use ralp.LocalCluster."
+        )

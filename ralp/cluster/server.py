@@ -22,6 +22,7 @@ import threading
 import time
 
 from ralp._cli import fail, quiet_tensorflow
+from ralp.defaults import GRPC_FAIL_FAST
 
 PROG = "python -m ralp.server"
 READY = "RALP_SERVER_READY"  # the launcher waits for this line on stdout
@@ -93,6 +94,9 @@ def serve(spec, task_type: str, task_index: int, device_type: str = "cpu",
                           "the chief runs the training job itself")  # fmt: skip
     if device_type == "cpu":
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+    # TensorFlow's failure handling needs it on every task: an RPC to a lost task fails at
+    # once instead of waiting for it (so a lost worker's step is rerun elsewhere).
+    os.environ["GRPC_FAIL_FAST"] = GRPC_FAIL_FAST
     if parent_pid:
         threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import keras
 
+from ralp.ps_strategy.checkpoints import Failure, TrainingState
 from ralp.ps_strategy.staleness import SyncPolicy, SyncRecord, as_policy
 from ralp.ps_strategy.sync import SlowWorker
 
@@ -29,6 +30,37 @@ class History:
     # Under a sync paradigm: which worker ran each step, and each epoch's SyncRecord.
     step_workers: list[int] = field(default_factory=list)
     sync: list[SyncRecord] = field(default_factory=list)
+    # Failures survived (a PS restarted: steps done again from the last checkpoint; a worker
+    # lost: its steps rerun by the others), in order.
+    failures: list[Failure] = field(default_factory=list)
+    # Reruns of a step whose update had been applied already (its worker died after the
+    # update): computed again, applied once.
+    duplicate_steps: int = 0
+    # Set when the fit went on from a checkpoint of an earlier, interrupted fit: the step it
+    # resumed at (step_losses then start there).
+    resumed_from_step: int | None = None
+
+    @property
+    def steps_redone(self) -> int:
+        """Steps trained again after restoring a checkpoint, over every failure."""
+        return sum(f.steps_redone or 0 for f in self.failures)
+
+    @property
+    def time_lost_s(self) -> float:
+        """Seconds from detecting each failure until training was back where it had been."""
+        return sum(f.time_lost_s or 0.0 for f in self.failures)
+
+    def rewind(self, state: TrainingState) -> None:
+        """Back to a restored checkpoint: per-step figures after it and epochs it had not
+        finished are dropped (they are done again)."""
+        keep = max(0, state.position.done - (self.resumed_from_step or 0))
+        self.step_losses = self.step_losses[:keep]
+        self.step_end_times = self.step_end_times[:keep]
+        self.history = {"loss": [], "accuracy": [],
+                        **{k: list(v) for k, v in state.epoch_logs.items()}}  # fmt: skip
+        epochs = len(next(iter(self.history.values()), []))
+        self.epoch_seconds = self.epoch_seconds[:epochs]
+        self.images_per_second = self.images_per_second[:epochs]
 
 
 class StalenessHook(keras.callbacks.Callback):

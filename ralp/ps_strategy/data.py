@@ -37,6 +37,19 @@ def numpy_dataset_fn(x, y, batch_size: int, shuffle: bool = True,
     return dataset_fn
 
 
+def skipping(dataset_fn: DatasetFn, skips: list[int]) -> DatasetFn:
+    """``dataset_fn`` with worker w's dataset advanced past ``skips[w]`` batches (the data
+    position of a restored checkpoint). A worker whose input context is unknown (the
+    coordinator's shared per-worker dataset) skips ``skips[0]``: they are all alike there."""
+
+    def advanced(context=None):
+        w = context.input_pipeline_id if context is not None else 0
+        dataset = dataset_fn(context) if context is not None else dataset_fn()
+        return dataset.skip(skips[w]) if skips[w] else dataset
+
+    return advanced
+
+
 def worker_device(index: int) -> str:
     return f"/job:worker/replica:0/task:{index}"
 

@@ -1,52 +1,117 @@
-"""Watching a PS cluster while it trains: a lost task is an error or a warning, never a hang.
+"""Watching a PS cluster while it trains: a lost task is recovered, an error or a warning,
+never a hang.
 
 ClusterCoordinator reruns a lost worker's steps on another worker, but with no worker left it
 waits for one to come back (up to an hour), and a hung task blocks it forever. So the step
 loops probe every task about once a second (:func:`ralp.cluster.probe.unreachable`):
 
-- a lost PS is an error at once (its variables are gone with it);
+- a lost PS is a :class:`TaskLost`: its variables are gone with it. With a checkpoint
+  directory ``fit`` waits for the task to be restarted and goes on from the last checkpoint
+  (:mod:`ralp.ps_strategy.recovery`); without one it is the error;
 - losing every worker is an error (the variables on the PS are intact);
-- a lost worker among others is a :class:`ClusterWarning` (its steps are rerun elsewhere),
-  except under a bounded synchronization paradigm, which cannot go on without it.
+- a lost worker among others is a :class:`ClusterWarning` (its steps are rerun elsewhere;
+  under ``sync="asp"`` its driver stops and the others go on); under a bounded paradigm
+  (BSP, SSP, DSSP), whose bound is defined over every worker, it is a :class:`TaskLost`
+  too: an error, or a restart from the last checkpoint once the worker is back.
+
+A PS restarted between two probes is not seen by them; the steps then fail with errors from
+``/job:ps`` (``context_id`` not found: the new server does not know this coordinator), which
+:func:`is_ps_failure` recognises.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ralp.cluster.probe import describe, unreachable
 from ralp.cluster.spec import ClusterError, ClusterSpec
+
+Task = tuple[str, int, str]  # (job, index, address)
 
 
 class ClusterWarning(UserWarning):
     """Something went wrong in the cluster that training survives (a lost worker)."""
 
 
+class TaskLost(ClusterError):
+    """A task training cannot go on without was lost. ``tasks``: which ones."""
+
+    def __init__(self, message: str, tasks: list[Task]):
+        super().__init__(message)
+        self.tasks = tasks
+
+
+@dataclass
+class WorkerEvent:
+    """A worker seen lost (and, later, back) by the probes."""
+
+    task: str  # "worker:1"
+    lost_at: float  # time.time()
+    at_step: int = 0  # steps done in the fit when it was seen lost
+    back_at: float | None = None
+
+
+@dataclass
 class ClusterWatch:
-    def __init__(self, spec: ClusterSpec):
-        self.spec = spec
-        self.lost_workers: list[tuple[str, int, str]] = []
+    spec: ClusterSpec
+    events: list[WorkerEvent] = field(default_factory=list)
+    steps_done: Callable[[], int] = lambda: 0  # the fit's progress, for the events
+    _down: dict[str, WorkerEvent] = field(default_factory=dict)
+
+    @property
+    def lost_workers(self) -> list[str]:
+        """Workers down at the last probe."""
+        return list(self._down)
 
     def check(self, synchronous: bool = False) -> None:
-        """Probe every task; raise :class:`ClusterError` if training cannot go on."""
+        """Probe every task; raise if training cannot go on."""
         self.judge(unreachable(self.spec), synchronous)
 
-    def judge(self, lost: list[tuple[str, int, str]], synchronous: bool = False) -> None:
+    def judge(self, lost: list[Task], synchronous: bool = False) -> None:
         lost_ps = [t for t in lost if t[0] == "ps"]
         lost_workers = [t for t in lost if t[0] == "worker"]
         if lost_ps:
-            raise ClusterError(f"parameter server lost during training: {describe(lost_ps)}; "
-                               "its variables are gone with it (restore from a checkpoint)")  # fmt: skip
+            raise TaskLost(f"parameter server lost during training: {describe(lost_ps)}; its "
+                           "variables are gone with it. Give fit a checkpoint_dir to go on from "
+                           "the last checkpoint once it is restarted", lost_ps)  # fmt: skip
         if lost_workers and len(lost_workers) == len(self.spec.workers):
             raise ClusterError(f"every worker was lost during training: {describe(lost_workers)}; "
                                "the variables on the PS are intact: save a checkpoint or restart "
                                "the workers")  # fmt: skip
         if lost_workers and synchronous:
-            raise ClusterError(f"worker lost during synchronized training: {describe(lost_workers)};"
-                               " a bounded paradigm cannot go on without it (restart it, or "
-                               "train with sync=None / 'asp')")  # fmt: skip
-        new = [t for t in lost_workers if t not in self.lost_workers]
+            raise TaskLost(f"worker lost during synchronized training: {describe(lost_workers)}; "
+                           "a bounded paradigm is defined over every worker and cannot go on "
+                           "without it. Restart it and train with a checkpoint_dir (fit then goes "
+                           "on from the last checkpoint once it is back), or train with "
+                           "sync=None or 'asp', which go on without it", lost_workers)  # fmt: skip
+        self._note_workers(lost_workers)
+
+    def _note_workers(self, lost_workers: list[Task]) -> None:
+        now = time.time()
+        names = {f"{job}:{index}" for job, index, _ in lost_workers}
+        for name in [n for n in self._down if n not in names]:
+            self._down.pop(name).back_at = now
+        new = [t for t in lost_workers if f"{t[0]}:{t[1]}" not in self._down]
+        for job, index, _ in new:
+            event = WorkerEvent(f"{job}:{index}", now, self.steps_done())
+            self._down[event.task] = event
+            self.events.append(event)
         if new:
-            self.lost_workers += new
             warnings.warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
                           "the remaining workers", ClusterWarning, stacklevel=4)  # fmt: skip
+
+
+def is_ps_failure(error: BaseException) -> bool:
+    """Whether a TensorFlow error from a step says a PS task failed or was restarted."""
+    text = str(error)
+    return "/job:ps" in text and any(mark in text for mark in _PS_FAILURE_MARKS)
+
+
+_PS_FAILURE_MARKS = (
+    "context_id",  # the restarted server does not know this coordinator's context
+    "Socket closed", "Connection reset", "Connection refused", "failed to connect",
+    "Unavailable", "UNAVAILABLE", "grpc_status:14",
+)  # fmt: skip

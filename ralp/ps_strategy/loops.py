@@ -1,12 +1,15 @@
 """Running an epoch's steps under ParameterServerStrategy's own schedule (:class:`AsyncSteps`).
 
 Its synchronized sibling is :class:`ralp.ps_strategy.sync.SyncedSteps`; both have the same
-shape: built with the traced step and the cluster's health check, ``run(inputs, steps,
-on_step)`` returns an :class:`EpochRun`.
+shape: built with the traced step, a source of step tokens and the cluster's health check,
+``run(inputs, steps, on_step)`` returns an :class:`EpochRun`. Every step is called with a
+token of its own (:class:`ralp.ps_strategy.steps.StepLedger`: a rerun of an applied step
+changes nothing).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +25,7 @@ IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the loop watches
 
 @dataclass
 class EpochRun:
-    results: list[tuple]  # per step: (loss, correct) as numpy
+    results: list[tuple]  # per step: (loss, correct, applied) as numpy
     end_times: list[float]  # time.perf_counter() when each step was seen finished
     workers: list[int] = field(default_factory=list)  # which worker ran each step, if known
     record: SyncRecord | None = None  # under a synchronization paradigm
@@ -69,14 +72,18 @@ class AsyncSteps:
         workers: int,
         check_cluster: Callable[[], None] | None = None,
         step_timeout: float = 120.0,
+        next_token: Callable[[], int] | None = None,
     ):
         self.coordinator = coordinator
         self.step = step
+        self.next_token = next_token or itertools.count().__next__
         self.workers = workers
         self.check_cluster = check_cluster
         self.step_timeout = step_timeout
 
     def run(self, iterator, steps: int, on_step: Callable[[], None] | None = None) -> EpochRun:
+        import tensorflow as tf
+
         window = IN_FLIGHT_PER_WORKER * self.workers
         remotes: list = []
         end_times: list[float] = []
@@ -84,7 +91,8 @@ class AsyncSteps:
         watch = Watchdog(self.check_cluster, self.step_timeout)
         while True:
             while len(remotes) < steps and len(remotes) - done < window:
-                remotes.append(self.coordinator.schedule(self.step, args=(iterator,)))
+                token = tf.constant(self.next_token(), tf.int64)
+                remotes.append(self.coordinator.schedule(self.step, args=(iterator, token)))
             while done < len(remotes) and remote_value_done(remotes[done]):
                 done += 1
                 end_times.append(time.perf_counter())

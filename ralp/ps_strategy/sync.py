@@ -23,6 +23,7 @@ head and is updated once per round too.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import statistics
 import threading
@@ -148,6 +149,8 @@ class SyncedSteps:
         slow_worker: SlowWorker | None = None,
         check_cluster: Callable[[], None] | None = None,
         step_timeout: float = 120.0,
+        next_token: Callable[[], int] | None = None,
+        worker_lost: Callable[[int], bool] | None = None,
     ):
         if policy.paradigm == "bsp" and apply_round is None:
             raise SyncError("BSP needs the round update (the trainer builds it)")
@@ -160,6 +163,11 @@ class SyncedSteps:
         self.slow_worker = slow_worker
         self.check_cluster = check_cluster
         self.step_timeout = step_timeout
+        self.next_token = next_token or itertools.count().__next__
+        # ASP goes on without a lost worker: its driver stops, its step's token is reused by
+        # the next claim (so an update the lost worker applied is not applied twice).
+        self.worker_lost = worker_lost if policy.paradigm == "asp" else None
+        self.gone: set[int] = set()  # lost workers (ASP): left out for the rest of the fit
 
     def run(self, iterators: list, steps: int,
             on_step: Callable[[], None] | None = None) -> EpochRun:  # fmt: skip
@@ -174,6 +182,8 @@ class SyncedSteps:
         end_times: list[float] = []
         ran_on: list[int] = []
         errors: list[BaseException] = []
+        retry_tokens: list[int] = []  # claimed by a worker lost since (ASP)
+        gone = self.gone
         slowdown = Slowdown.of(self.slow_worker) if self.slow_worker else None
         origin = time.perf_counter()
         for w in range(self.workers):
@@ -190,14 +200,21 @@ class SyncedSteps:
                         return
                     claimed += 1
                     permitted[w] = False
+                    token = retry_tokens.pop() if retry_tokens else self.next_token()
                 began = time.perf_counter()
                 try:
                     with tf.device(device):
-                        out = self.step(iterators[w])
+                        out = self.step(iterators[w], tf.constant(token, tf.int64))
                     out = tuple(v.numpy() for v in out)  # waits for the step: its push is done
                 except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                    lost = self.worker_lost is not None and self.worker_lost(w)
                     with lock:
-                        errors.append(e)
+                        if lost:
+                            claimed -= 1
+                            retry_tokens.append(token)
+                            gone.add(w)
+                        if not lost or len(gone) == self.workers:
+                            errors.append(e)
                         lock.notify_all()
                     return
                 pushed = time.perf_counter()
@@ -223,7 +240,8 @@ class SyncedSteps:
         quiet = _ScheduleWarningFilter()
         tf_logger.addFilter(quiet)
         threads = [threading.Thread(target=drive, args=(w,), daemon=True,
-                                    name=f"ralp-sync-worker-{w}") for w in range(self.workers)]  # fmt: skip
+                                    name=f"ralp-sync-worker-{w}")
+                   for w in range(self.workers) if w not in gone]  # fmt: skip
         try:
             for t in threads:
                 t.start()

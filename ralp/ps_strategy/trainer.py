@@ -12,7 +12,8 @@ its weights; :meth:`Trainer.unwrap` gives back a plain Keras model with the trai
 
 from __future__ import annotations
 
-import time
+import itertools
+import os
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -20,20 +21,34 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ralp._compat import colocating_creator, count_updates_atomically, update_where_variables_live
-from ralp.cluster.spec import ClusterError, ClusterSpec
-from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp._compat import (
+    colocating_creator,
+    count_updates_atomically,
+    update_where_variables_live,
+    variable_device,
+)
+from ralp.cluster.probe import unreachable
+from ralp.cluster.spec import ClusterSpec
+from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
 from ralp.placement.rewriter import PlacedModel, placed_clone, snapshot_state, split_model
 from ralp.profiler.api import Profile
-from ralp.ps_strategy.callbacks import History, StalenessHook, call_callbacks
-from ralp.ps_strategy.connect import Connection, connect
+from ralp.ps_strategy.callbacks import History, StalenessHook
+from ralp.ps_strategy.checkpoints import Checkpointer, read_checkpoint
+from ralp.ps_strategy.connect import Connection, connect, reconnect
 from ralp.ps_strategy.data import DatasetFn, WorkerInputs, numpy_dataset_fn, worker_device
+from ralp.ps_strategy.fitting import FitLoop
 from ralp.ps_strategy.health import ClusterWatch
-from ralp.ps_strategy.loops import AsyncSteps, EpochRun
+from ralp.ps_strategy.loops import AsyncSteps
 from ralp.ps_strategy.staleness import SyncPolicy, as_policy
-from ralp.ps_strategy.steps import make_accumulators, plain_step, ralp_step, round_update
+from ralp.ps_strategy.steps import (
+    StepLedger,
+    make_accumulators,
+    plain_step,
+    ralp_step,
+    round_update,
+)
 from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
 
 
@@ -87,28 +102,45 @@ class Trainer:
         self.original = model
         self.sync = sync
         self.slow_worker = slow_worker
-        self.connection = connection
         self.plan = plan
         self.profile = profile
         self.mode = mode
         self.device_type = device_type.upper()
         self.step_timeout = step_timeout
+        self.connection: Connection | None = None
         self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         make_optimizer = optimizer_factory(optimizer)
+        self._make_optimizer = make_optimizer
+        self._state = state  # the user's model's values, to place it again after a PS loss
+        self.total_steps = 0  # steps trained over every fit (a restored checkpoint's count)
+        self._tokens = itertools.count()  # one per scheduled step, never reused in a process
+        self._place(connection)
+
+    def _place(self, connection: Connection) -> None:
+        """Place the model on ``connection``'s cluster, with fresh optimizers and steps: at
+        first, and again after a PS restart (a new connection; the old objects are kept
+        with the old one, so that none is deleted through the new connection)."""
+        if getattr(self, "connection", None) is not None:
+            self.connection.keep(self.__dict__.copy())
+        self.connection = connection
         strategy = connection.strategy
-        self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
+        make_optimizer, plan = self._make_optimizer, self.plan
+        self.placed: PlacedModel = placed_clone(self.original, plan, strategy, self.device_type,
+                                                self._state)  # fmt: skip
         self.model = self.placed.model
         if plan.is_empty:
             with strategy.scope():
-                self.optimizers = {"optimizer": count_updates_atomically(make_optimizer())}
+                self.optimizers = {"optimizer": self._guardable(make_optimizer())}
                 self.optimizers["optimizer"].build(self.model.trainable_variables)
             self.split = None
-            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
+            self.ledgers = (self._ledger(self.optimizers["optimizer"], "model"),)
+            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn,
+                                   self.ledgers[0])  # fmt: skip
         else:
             self.split = split_model(self.placed)
             loss_task = self.placed.loss_task
             with strategy.scope():
-                head_opt = count_updates_atomically(make_optimizer())
+                head_opt = self._guardable(make_optimizer())
                 head_opt.build(self.split.head.trainable_variables)
                 # The tail optimizer's own variables (iteration, learning rate; made in its
                 # constructor) go to the loss task, where its update runs. Its slots are made
@@ -117,20 +149,45 @@ class Trainer:
                     tail_opt = update_where_variables_live(make_optimizer())
                 tail_opt.build(self.split.tail.trainable_variables)
             self.optimizers = {"head": head_opt, "tail": tail_opt}
+            self.ledgers = (self._ledger(head_opt, "head"), self._ledger(tail_opt, "tail"))
             with tf.device(ps_device(loss_task, self.device_type)):
                 self.critical_section = tf.CriticalSection(name="ralp_ps_section")
             self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
-                                  self.loss_fn, self.critical_section)  # fmt: skip
+                                  self.loss_fn, self.critical_section, self.ledgers)  # fmt: skip
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
         self._checkpoint = tf.train.Checkpoint(model=self.model, layer_state=layer_state,
                                                **self.optimizers)  # fmt: skip
+        # Made now (on the coordinator), so that every checkpoint holds it: the ones fit's
+        # CheckpointManager writes and the ones save_checkpoint writes read back alike.
+        _ = self._checkpoint.save_counter
         self.inputs = connection.keep(WorkerInputs(connection.coordinator, connection.num_workers))
         self.watch = ClusterWatch(connection.spec)
         self._bsp_step = self._apply_round = None
-        if sync is not None and sync.paradigm == "bsp":
+        if self.sync is not None and self.sync.paradigm == "bsp":
             self._build_bsp()
+
+    @staticmethod
+    def _guardable(optimizer):
+        """An optimizer whose update can run under a step ledger's ``tf.cond``: Keras' own
+        all-reduces and updates through ``merge_call``, which a cond branch cannot hold
+        (with one replica per worker the all-reduce is the identity), and counts its
+        updates atomically."""
+        return count_updates_atomically(update_where_variables_live(optimizer))
+
+    @staticmethod
+    def _ledger(optimizer, name: str) -> StepLedger:
+        """A group's step ledger, on the task of its optimizer's update counter."""
+        return StepLedger(variable_device(optimizer.iterations), name)
+
+    def next_token(self) -> int:
+        return next(self._tokens)
+
+    def reconnect(self, timeout: float = 10.0) -> None:
+        """Connect again to this trainer's cluster (after a task restarted) and place the
+        model there anew, with its initial values: restore a checkpoint next."""
+        self._place(reconnect(self.connection.spec, timeout=timeout))
 
     def _build_bsp(self) -> None:
         """BSP's step (gradients into accumulators on the PS) and its once-per-round update."""
@@ -141,20 +198,21 @@ class Trainer:
             variables = self.model.trainable_variables
             accs = make_accumulators(variables)
             opt = self.optimizers["optimizer"]
-            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs)
-            # The round's update runs in the coordinator, outside strategy.run: update each
-            # variable on its own task, not through the replica all-reduce path.
-            self._apply_round = round_update([(update_where_variables_live(opt), variables, accs)])
+            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, self.ledgers[0],
+                                        accs)  # fmt: skip
+            # The round's update runs in the coordinator, outside strategy.run: each variable
+            # is updated on its own task (the optimizer is made so, see _guardable).
+            self._apply_round = round_update([(opt, variables, accs)])
         else:
             head_vars = self.split.head.trainable_variables
             tail_vars = self.split.tail.trainable_variables
             head_accs, tail_accs = make_accumulators(head_vars), make_accumulators(tail_vars)
             head_opt, tail_opt = self.optimizers["head"], self.optimizers["tail"]
             self._bsp_step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
-                                       self.loss_fn, self.critical_section, head_accs,
-                                       tail_accs)  # fmt: skip
+                                       self.loss_fn, self.critical_section, self.ledgers,
+                                       head_accs, tail_accs)  # fmt: skip
             self._apply_round = round_update([
-                (update_where_variables_live(head_opt), head_vars, head_accs),
+                (head_opt, head_vars, head_accs),
                 (tail_opt, tail_vars, tail_accs),
             ])  # fmt: skip
 
@@ -175,6 +233,9 @@ class Trainer:
         shuffle: bool = True,
         seed: int | None = None,
         verbose: int = 1,
+        checkpoint_dir: str | os.PathLike | None = None,
+        checkpoint_every: int | None = None,
+        restart_timeout: float = DEFAULT_RESTART_TIMEOUT_S,
     ) -> History:
         """Train for ``epochs`` x ``steps_per_epoch`` batches (a batch runs on one worker).
 
@@ -183,7 +244,20 @@ class Trainer:
         called on every worker. Callbacks get Keras' train, epoch and train-batch-end hooks
         (batch hooks in the order steps finished; ``logs`` is None there, since a step's
         loss is fetched only at the end of the epoch).
+
+        Failures (:mod:`ralp.ps_strategy.fitting`): with ``checkpoint_dir``, every variable
+        (wherever it lives), the optimizers, the step count and the data position are saved
+        there every ``checkpoint_every`` steps and at each epoch's end; a fit interrupted
+        earlier goes on from its last checkpoint; and a lost PS (or, under a bounded
+        synchronization paradigm, a lost worker) is waited for, up to ``restart_timeout``
+        seconds, after which training goes on from the last checkpoint. ``History.failures``
+        lists each failure with the steps done again and the time lost.
         """
+        for name, value in (("batch_size", batch_size), ("epochs", epochs),
+                            ("steps_per_epoch", steps_per_epoch)):  # fmt: skip
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):  # fmt: skip
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if dataset_fn is None:
             if x is None or y is None:
                 raise ValueError("fit needs x and y arrays, or a dataset_fn")
@@ -191,56 +265,29 @@ class Trainer:
             steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
         elif steps_per_epoch is None:
             raise ValueError("with a dataset_fn, give steps_per_epoch")
+        if checkpoint_every is not None and checkpoint_dir is None:
+            raise ValueError("checkpoint_every needs a checkpoint_dir to write to")
         sync, slow_worker = self.sync, self.slow_worker
         hooks = [cb for cb in callbacks if isinstance(cb, StalenessHook)]
         if len(hooks) > 1:
             raise ValueError("give at most one StalenessHook per fit")
         if hooks:
             sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
-        # First: its checks (a slow worker that does not exist) fail before anything is made.
-        runner = self._steps_runner(sync, slow_worker)
-        inputs = self.inputs.shared(dataset_fn) if sync is None else self.inputs.per_worker(dataset_fn)
-        history = History()
-        for cb in callbacks:
-            cb.set_model(self.model)
-        self.model.stop_training = False
-        call_callbacks(callbacks, "on_train_begin")
-        for epoch in range(epochs):
-            call_callbacks(callbacks, "on_epoch_begin", epoch)
-            start = time.perf_counter()
-            label = f"epoch {epoch + 1}/{epochs}" + (f" {sync}" if sync is not None else "")
-            epoch_run = self._run_epoch(runner, inputs, steps_per_epoch, label, verbose, callbacks)
-            seconds = time.perf_counter() - start
-            if epoch_run.record is not None:
-                history.step_workers += epoch_run.workers
-                history.sync.append(epoch_run.record)
-                for hook in hooks:
-                    hook.records.append(epoch_run.record)
-            losses = [float(loss) for loss, _ in epoch_run.results]
-            correct = sum(float(c) for _, c in epoch_run.results)
-            logs = {
-                "loss": float(np.mean(losses)),
-                "accuracy": correct / (len(epoch_run.results) * batch_size),
-            }
-            history.step_losses += losses
-            history.step_end_times += epoch_run.end_times
-            history.history["loss"].append(logs["loss"])
-            history.history["accuracy"].append(logs["accuracy"])
-            history.epoch_seconds.append(seconds)
-            history.images_per_second.append(len(epoch_run.results) * batch_size / seconds)
-            call_callbacks(callbacks, "on_epoch_end", epoch, logs)
-            if self.model.stop_training:
-                break
-        call_callbacks(callbacks, "on_train_end",
-                       {k: v[-1] for k, v in history.history.items() if v})  # fmt: skip
-        return history
+        checkpointer = None if checkpoint_dir is None else Checkpointer(checkpoint_dir,
+                                                                        checkpoint_every)  # fmt: skip
+        loop = FitLoop(self, dataset_fn=dataset_fn, steps_per_epoch=steps_per_epoch,
+                       epochs=epochs, batch_size=batch_size, callbacks=callbacks, hooks=hooks,
+                       verbose=verbose, make_runner=lambda: self._steps_runner(sync, slow_worker),
+                       synced=sync is not None, label=f" {sync}" if sync is not None else "",
+                       checkpointer=checkpointer, restart_timeout=restart_timeout)  # fmt: skip
+        return loop.run()
 
     def _steps_runner(self, sync: SyncPolicy | None, slow_worker: SlowWorker | None):
         """The loop that runs an epoch's steps: the coordinator's own schedule, or drivers
-        holding each worker to ``sync``'s bound."""
+        holding each worker to ``sync``'s bound. Made again after a reconnection."""
         if sync is None:
             return AsyncSteps(self.connection.coordinator, self.step, self.connection.num_workers,
-                              self.watch.check, self.step_timeout)  # fmt: skip
+                              self.watch.check, self.step_timeout, self.next_token)  # fmt: skip
         if sync.paradigm == "bsp":
             self._build_bsp()
         return SyncedSteps(
@@ -250,38 +297,27 @@ class Trainer:
             worker_device,
             apply_round=self._apply_round,
             slow_worker=slow_worker,
-            check_cluster=lambda: self.watch.check(synchronous=True),
+            check_cluster=lambda: self.watch.check(synchronous=sync.paradigm != "asp"),
             step_timeout=self.step_timeout,
+            next_token=self.next_token,
+            worker_lost=self._worker_lost,
         )
 
-    def _run_epoch(self, runner, inputs, steps: int, label: str, verbose: int,
-                   callbacks: Sequence) -> EpochRun:  # fmt: skip
-        from tqdm import tqdm
-
-        bar = tqdm(total=steps, desc=label, unit="batch", disable=not verbose, leave=True)
-        done = [0]
-
-        def on_step() -> None:
-            done[0] += 1
-            bar.update(1)
-            call_callbacks(callbacks, "on_train_batch_end", done[0] - 1, None)
-
-        try:
-            return runner.run(inputs, steps, on_step)
-        except tf.errors.UnavailableError as e:
-            raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
-        finally:
-            bar.close()
+    def _worker_lost(self, index: int) -> bool:
+        return ("worker", index) in {(job, i) for job, i, _ in unreachable(self.connection.spec)}
 
     # ------------------------------------------------------------------ state
 
     def save_checkpoint(self, path: str) -> str:
         """Save every variable -- on workers' PS shards and offloaded on the PS -- and the
-        optimizers' state; returns the checkpoint's path prefix."""
+        optimizers' state; returns the checkpoint's path prefix. (``fit(checkpoint_dir=...)``
+        saves by itself, with the training position.)"""
         return self._checkpoint.write(path)
 
     def restore_checkpoint(self, path: str) -> None:
-        self._checkpoint.read(path).assert_consumed()
+        """Restore a checkpoint of :meth:`save_checkpoint` (or one ``fit`` wrote); a checkpoint
+        of another model is a :class:`~ralp.ps_strategy.checkpoints.CheckpointError`."""
+        read_checkpoint(self._checkpoint, path)
 
     def get_weights(self) -> list[np.ndarray]:
         return self.model.get_weights()

@@ -1,0 +1,166 @@
+"""Checkpoints that ``fit`` writes and resumes from: every variable, and where training was.
+
+A checkpoint is TensorFlow's (``tf.train.Checkpoint`` of the placed model, its layer state and
+the optimizers, kept by ``tf.train.CheckpointManager``): it reads each variable from the task
+it lives on, the offloaded layers and their optimizer slots on their PS task included. Beside
+it, ``ckpt-<n>.ralp.json`` holds what TensorFlow does not: the position in the fit (epoch, step,
+batches each worker's input gave), the per-epoch figures so far, the failures survived, and a
+fingerprint of the model, so that a checkpoint of another model is refused with a reason.
+
+``fit`` saves only between steps (the loop waits for the steps in flight first), so no step is
+half-applied in a checkpoint. The JSON is written after TensorFlow's files, so a checkpoint
+without one (a crash in between) is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+STATE_VERSION = 1
+KEEP = 3  # checkpoints kept in the directory
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used here (another model, missing, unreadable)."""
+
+
+@dataclass
+class Position:
+    """Where a fit is: epoch, steps done in it and in the whole fit, the data position
+    (batches each worker's input has given since the fit began), and the epoch's sums so
+    far (its loss and accuracy cover every step of it, across restarts)."""
+
+    epoch: int = 0
+    step: int = 0
+    done: int = 0
+    worker_batches: list[int] = field(default_factory=list)
+    epoch_loss_sum: float = 0.0
+    epoch_correct: float = 0.0
+
+
+@dataclass
+class Failure:
+    """A failure survived during ``fit``, in ``History.failures``.
+
+    ``kind`` "ps": the task was lost, training waited for its restart, reconnected and went
+    on from the checkpoint at ``restored_step``; the steps after it were done again
+    (``steps_redone``). ``kind`` "worker": a worker was lost and its steps were rerun by the
+    others (``steps_redone`` None: the rerun of a step it had applied is skipped, see
+    ``History.duplicate_steps``). Steps count from the start of the fit.
+    """
+
+    task: str
+    kind: str
+    at_step: int
+    detected_at: float  # time.time()
+    restored_step: int | None = None
+    steps_redone: int | None = None
+    recovery_s: float | None = None  # detected -> training again
+    time_lost_s: float | None = None  # detected -> back at at_step
+    message: str = ""
+
+
+@dataclass
+class TrainingState:
+    """What ``ckpt-<n>.ralp.json`` holds."""
+
+    fingerprint: dict
+    position: Position
+    total_steps: int  # steps trained by this model over all fits (the checkpoint's number)
+    finished: bool = False  # the fit that wrote it completed
+    epoch_logs: dict[str, list[float]] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    version: int = STATE_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainingState:
+        raw = json.loads(text)
+        if raw.get("version") != STATE_VERSION:
+            raise CheckpointError(f"checkpoint state version {raw.get('version')!r}, expected "
+                                  f"{STATE_VERSION}")  # fmt: skip
+        raw["position"] = Position(**raw["position"])
+        raw["failures"] = [Failure(**f) for f in raw["failures"]]
+        return cls(**raw)
+
+
+def fingerprint(model, optimizers: dict, mode: str) -> dict:
+    """What a checkpoint must match to be restored: the model's variables and the optimizers."""
+    return {
+        "model": model.name,
+        "mode": mode,
+        "variables": [f"{v.path}:{list(v.shape)}" for v in model.weights],
+        "optimizers": sorted(optimizers),
+    }
+
+
+def describe_mismatch(saved: dict, current: dict) -> str:
+    if saved["variables"] != current["variables"]:
+        ours, theirs = set(current["variables"]), set(saved["variables"])
+        example = sorted(theirs - ours)[:2] or sorted(ours - theirs)[:2]
+        return (f"model {saved['model']!r} with {len(theirs)} variables, not this "
+                f"{current['model']!r} with {len(ours)} (e.g. {', '.join(example)})")  # fmt: skip
+    return (f"mode {saved['mode']!r} with optimizers {saved['optimizers']}, not mode "
+            f"{current['mode']!r} with {current['optimizers']}")  # fmt: skip
+
+
+class Checkpointer:
+    """The checkpoints of one ``fit`` in ``directory``, written every ``every`` steps."""
+
+    def __init__(self, directory: str | os.PathLike, every: int | None):
+        if every is not None and (not isinstance(every, int) or every < 1):
+            raise ValueError(f"checkpoint_every must be a positive number of steps, got {every!r}")
+        self.directory = Path(directory)
+        self.every = every
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CheckpointError(f"cannot use checkpoint_dir {str(directory)!r}: {e}") from None
+
+    def _manager(self, checkpoint):
+        import tensorflow as tf
+
+        return tf.train.CheckpointManager(checkpoint, str(self.directory), max_to_keep=KEEP)
+
+    def save(self, checkpoint, state: TrainingState) -> str:
+        manager = self._manager(checkpoint)
+        prefix = manager.save(checkpoint_number=state.total_steps)
+        tmp = Path(f"{prefix}.ralp.json.tmp")
+        tmp.write_text(state.to_json())
+        tmp.replace(f"{prefix}.ralp.json")
+        kept = {f"{p}.ralp.json" for p in manager.checkpoints}
+        for old in self.directory.glob("ckpt-*.ralp.json"):
+            if str(old) not in kept:
+                old.unlink(missing_ok=True)
+        return prefix
+
+    def latest(self, checkpoint) -> tuple[str, TrainingState] | None:
+        """The newest checkpoint with its state, or None when there is none."""
+        for prefix in reversed(self._manager(checkpoint).checkpoints):
+            state_file = Path(f"{prefix}.ralp.json")
+            if state_file.exists():
+                try:
+                    return prefix, TrainingState.from_json(state_file.read_text())
+                except (ValueError, KeyError, TypeError) as e:
+                    raise CheckpointError(f"{state_file} is not a ralp checkpoint state ({e}); "
+                                          "use another checkpoint_dir") from None  # fmt: skip
+        return None
+
+
+def read_checkpoint(checkpoint, prefix: str) -> None:
+    """Restore ``checkpoint`` from ``prefix``, every saved value matched, or a clear error."""
+    import tensorflow as tf
+
+    try:
+        checkpoint.read(prefix).assert_consumed()
+    except tf.errors.NotFoundError:
+        raise CheckpointError(f"no checkpoint at {prefix!r}") from None
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"the checkpoint at {prefix!r} does not fit this model (was it "
+                              f"written by another model or mode?): {first}") from None  # fmt: skip

@@ -1,0 +1,290 @@
+"""The loop behind ``Trainer.fit``: epochs of steps, checkpoints, and recovery from lost tasks.
+
+Without a checkpoint directory an epoch's steps run in one go (the coordinator's schedule or
+the synchronized drivers), and a lost PS is an error. With ``checkpoint_dir`` the loop:
+
+- resumes from the newest checkpoint there, if a fit was interrupted (a coordinator that died
+  and was started again: Keras' BackupAndRestore, for PS training);
+- runs the steps in pieces of ``checkpoint_every`` and saves after each piece, and at each
+  epoch's end, when every step of the piece is done (no step half-applied);
+- when a task it cannot go on without is lost (:class:`~ralp.ps_strategy.health.TaskLost`,
+  or a step failing from a restarted PS), waits up to ``restart_timeout`` seconds for every
+  task to serve again (the launcher or a supervisor such as Kubernetes restarts it),
+  reconnects (a new strategy in this process, :func:`ralp.ps_strategy.connect.reconnect`),
+  restores the last checkpoint, and goes on from there to the steps asked for. The
+  failure, the steps done again and the time lost go into ``History.failures``.
+
+The data position is the number of batches each worker's input has given since the fit
+began: after a restore, each worker's input pipeline skips its share (exact under a
+synchronization paradigm, which knows which worker ran each step; ``steps // workers`` per
+worker under the coordinator's schedule, which does not).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+import tensorflow as tf
+
+from ralp.cluster.probe import describe, wait_until_reachable
+from ralp.cluster.spec import ClusterError
+from ralp.ps_strategy.callbacks import History, call_callbacks
+from ralp.ps_strategy.checkpoints import (
+    Checkpointer,
+    CheckpointError,
+    Failure,
+    Position,
+    TrainingState,
+    describe_mismatch,
+    fingerprint,
+    read_checkpoint,
+)
+from ralp.ps_strategy.data import DatasetFn, skipping
+from ralp.ps_strategy.health import TaskLost, is_ps_failure
+from ralp.ps_strategy.loops import EpochRun
+
+
+class FitLoop:
+    """One ``fit`` of ``trainer`` (see the module's docstring)."""
+
+    def __init__(self, trainer, *, dataset_fn: DatasetFn, steps_per_epoch: int, epochs: int,
+                 batch_size: int, callbacks: Sequence, hooks: Sequence, verbose: int,
+                 make_runner: Callable[[], object], synced: bool, label: str,
+                 checkpointer: Checkpointer | None, restart_timeout: float):  # fmt: skip
+        self.trainer = trainer
+        self.dataset_fn = dataset_fn
+        self.steps_per_epoch, self.epochs, self.batch_size = steps_per_epoch, epochs, batch_size
+        self.callbacks, self.hooks, self.verbose = list(callbacks), list(hooks), verbose
+        self.make_runner, self.synced, self.label = make_runner, synced, label
+        self.checkpointer = checkpointer
+        self.restart_timeout = restart_timeout
+        self.history = History()
+        self.position = Position(worker_batches=[0] * trainer.connection.num_workers)
+        self._inputs = None  # made once per connection, skipping what the position says
+        self._pending: list[tuple[Failure, float]] = []  # failures awaiting their time lost
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> History:
+        runner = self.make_runner()  # first: its checks fail before anything is made
+        self._resume_or_begin()
+        for cb in self.callbacks:
+            cb.set_model(self.trainer.model)
+        self.trainer.model.stop_training = False
+        call_callbacks(self.callbacks, "on_train_begin")
+        while self.position.epoch < self.epochs:
+            runner = self._epoch(runner)
+            if self.trainer.model.stop_training:
+                break
+        self._save(finished=True)
+        logs = {k: v[-1] for k, v in self.history.history.items() if v}
+        call_callbacks(self.callbacks, "on_train_end", logs)
+        return self.history
+
+    def _epoch(self, runner):
+        pos, history = self.position, self.history
+        epoch = pos.epoch
+        call_callbacks(self.callbacks, "on_epoch_begin", epoch)
+        from tqdm import tqdm
+
+        label = f"epoch {epoch + 1}/{self.epochs}{self.label}"
+        bar = tqdm(total=self.steps_per_epoch, initial=pos.step, desc=label, unit="batch",
+                   disable=not self.verbose, leave=True)  # fmt: skip
+        start = time.perf_counter()
+        trained = 0  # steps trained in this epoch by this process (for images per second)
+        try:
+            while pos.step < self.steps_per_epoch:
+                n = self.steps_per_epoch - pos.step
+                every = self.checkpointer.every if self.checkpointer else None
+                if every:
+                    n = min(n, every - pos.done % every)
+                try:
+                    run = self._steps(runner, n, bar)
+                except TaskLost as lost:
+                    if self.checkpointer is None:
+                        raise
+                    runner = self._recover(lost, bar)
+                    if self.position.epoch != epoch:  # restored into an earlier epoch
+                        return runner
+                    continue
+                self._count(run, n)
+                trained += n
+                if self.checkpointer and every and pos.done % every == 0:
+                    self._save()
+        finally:
+            bar.close()
+        seconds = time.perf_counter() - start
+        count = max(pos.step, 1)
+        logs = {"loss": pos.epoch_loss_sum / count,
+                "accuracy": pos.epoch_correct / (count * self.batch_size)}  # fmt: skip
+        for key, value in logs.items():
+            history.history.setdefault(key, []).append(float(value))
+        history.epoch_seconds.append(seconds)
+        history.images_per_second.append(trained * self.batch_size / seconds if seconds else 0.0)
+        pos.epoch, pos.step, pos.epoch_loss_sum, pos.epoch_correct = epoch + 1, 0, 0.0, 0.0
+        if self.checkpointer:
+            self._save()
+        call_callbacks(self.callbacks, "on_epoch_end", epoch, logs)
+        return runner
+
+    def _steps(self, runner, n: int, bar) -> EpochRun:
+        """Run ``n`` steps; a lost task or a step failing from a restarted PS is TaskLost."""
+        trainer, history, pos = self.trainer, self.history, self.position
+        base, seen = pos.done, [0]
+
+        def on_step() -> None:
+            seen[0] += 1
+            bar.update(1)
+            self._note_time_lost(base + seen[0])
+            call_callbacks(self.callbacks, "on_train_batch_end", pos.step + seen[0] - 1, None)
+
+        trainer.watch.steps_done = lambda: base + seen[0]
+        try:
+            run = runner.run(self._inputs_now(), n, on_step)
+        except tf.errors.OpError as e:
+            if is_ps_failure(e):
+                raise TaskLost(f"a parameter server failed or was restarted: "
+                               f"{e.message.splitlines()[0]}", []) from None  # fmt: skip
+            if isinstance(e, tf.errors.UnavailableError):
+                raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
+            raise
+        finally:
+            self._note_worker_failures()
+        if run.record is not None:
+            history.step_workers += run.workers
+            history.sync.append(run.record)
+            for hook in self.hooks:
+                hook.records.append(run.record)
+        return run
+
+    def _count(self, run: EpochRun, n: int) -> None:
+        pos, history = self.position, self.history
+        losses = [float(r[0]) for r in run.results]
+        pos.epoch_loss_sum += float(np.sum(losses))
+        pos.epoch_correct += float(sum(float(r[1]) for r in run.results))
+        history.duplicate_steps += sum(1 for r in run.results if not bool(r[2]))
+        history.step_losses += losses
+        history.step_end_times += run.end_times
+        if self.synced:
+            for w in run.workers:
+                pos.worker_batches[w] += 1
+        pos.step += n
+        pos.done += n
+        self.trainer.total_steps += n
+
+    def _inputs_now(self):
+        if self._inputs is None:
+            trainer, pos = self.trainer, self.position
+            W = trainer.connection.num_workers
+            skips = pos.worker_batches if self.synced else [pos.done // W] * W
+            fn = skipping(self.dataset_fn, skips) if any(skips) else self.dataset_fn
+            self._inputs = trainer.inputs.per_worker(fn) if self.synced else trainer.inputs.shared(fn)
+        return self._inputs
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _state(self, finished: bool = False) -> TrainingState:
+        t = self.trainer
+        return TrainingState(fingerprint(t.model, t.optimizers, t.mode), replace(self.position),
+                             t.total_steps, finished, dict(self.history.history),
+                             list(self.history.failures))  # fmt: skip
+
+    def _save(self, finished: bool = False) -> None:
+        if self.checkpointer is None:
+            return
+        try:
+            self.checkpointer.save(self.trainer._checkpoint, self._state(finished))
+        except tf.errors.OpError as e:
+            if not is_ps_failure(e):
+                raise
+            # The PS went while its variables were read: the next steps find it lost and go
+            # on from the previous checkpoint.
+
+    def _resume_or_begin(self) -> None:
+        """Restore the newest checkpoint in the directory; go on from its position if the fit
+        that wrote it was interrupted. With none, save one now: a PS lost before the first
+        interval then has something to go on from."""
+        if self.checkpointer is None:
+            return
+        found = self.checkpointer.latest(self.trainer._checkpoint)
+        if found is None:
+            self._save()
+            return
+        prefix, state = self._restore(found)
+        if not state.finished:
+            self.position = state.position
+            self.history.resumed_from_step = state.position.done
+            self.history.rewind(state)
+            self.history.failures = list(state.failures)
+        if self.verbose:
+            print(f"ralp: restored {prefix}" + ("" if state.finished else
+                  f" (epoch {state.position.epoch + 1}, step {state.position.step})"))  # fmt: skip
+
+    def _restore(self, found: tuple[str, TrainingState]) -> tuple[str, TrainingState]:
+        prefix, state = found
+        t = self.trainer
+        current = fingerprint(t.model, t.optimizers, t.mode)
+        if state.fingerprint != current:
+            raise CheckpointError(f"the checkpoint in {self.checkpointer.directory} was written "
+                                  f"for {describe_mismatch(state.fingerprint, current)}; use "
+                                  "another checkpoint_dir for this model")  # fmt: skip
+        read_checkpoint(t._checkpoint, prefix)
+        t.total_steps = state.total_steps
+        return prefix, state
+
+    # ------------------------------------------------------------------ failures
+
+    def _recover(self, lost: TaskLost, bar):
+        """Wait for the lost tasks, reconnect, restore the last checkpoint; the new runner."""
+        detected, clock = time.time(), time.perf_counter()
+        t, pos = self.trainer, self.position
+        names = ",".join(f"{job}:{index}" for job, index, _ in lost.tasks) or "ps"
+        if self.verbose:
+            bar.write(f"ralp: {lost}; waiting up to {self.restart_timeout:.0f} s for the cluster")
+        missing = wait_until_reachable(t.connection.spec, self.restart_timeout)
+        if missing:
+            raise ClusterError(f"{lost}. The lost tasks did not come back within "
+                               f"{self.restart_timeout:.0f} s: {describe(missing)} (restart "
+                               "them, or raise restart_timeout)") from None  # fmt: skip
+        t.reconnect()
+        found = self.checkpointer.latest(t._checkpoint)
+        if found is None:
+            raise CheckpointError(f"{lost}, and {self.checkpointer.directory} holds no "
+                                  "checkpoint to go on from") from None  # fmt: skip
+        _, state = self._restore(found)
+        at_step = pos.done
+        self.position = state.position
+        self._inputs = None
+        self.history.rewind(state)
+        failure = Failure(task=names, kind="worker" if names.startswith("worker") else "ps",
+                          at_step=at_step, detected_at=detected,
+                          restored_step=state.position.done,
+                          steps_redone=at_step - state.position.done,
+                          recovery_s=time.perf_counter() - clock, message=str(lost))  # fmt: skip
+        self.history.failures.append(failure)
+        self._pending.append((failure, clock))
+        self._note_time_lost(self.position.done)
+        bar.n = self.position.step
+        bar.refresh()
+        if self.verbose:
+            bar.write(f"ralp: reconnected in {failure.recovery_s:.1f} s; going on from step "
+                      f"{state.position.done} ({failure.steps_redone} steps to do again)")  # fmt: skip
+        return self.make_runner()
+
+    def _note_time_lost(self, done: int) -> None:
+        for failure, clock in list(self._pending):
+            if done >= failure.at_step:
+                failure.time_lost_s = time.perf_counter() - clock
+                self._pending.remove((failure, clock))
+
+    def _note_worker_failures(self) -> None:
+        """Workers the probes saw lost (their steps rerun by the others) into the history."""
+        watch, seen = self.trainer.watch, {(f.task, f.detected_at) for f in self.history.failures}
+        for event in watch.events:
+            if (event.task, event.lost_at) not in seen:
+                self.history.failures.append(Failure(
+                    task=event.task, kind="worker", at_step=event.at_step,
+                    detected_at=event.lost_at, message="lost; its steps rerun by the others"))  # fmt: skip
