@@ -1,11 +1,18 @@
 """Train a small CNN on scikit-learn's digits with RALP on a local 2-worker, 1-PS cluster.
 
 .venv/bin/python examples/train_digits.py [--mode auto|ralp|ps] [--epochs 5]
+    [--checkpoint-dir DIR [--checkpoint-every STEPS]] [--tf-config]
+
+With --tf-config it runs as the chief of the cluster TF_CONFIG names (the one Kubeflow's
+TFJob generates: examples/k8s/tfjob.yaml) instead of starting a local one. With
+--checkpoint-dir it saves there, survives a lost PS once it is restarted, and a new run
+with the same directory goes on where an interrupted one stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import ralp
 
@@ -23,7 +30,13 @@ def build_cnn():
     return keras.Model(inputs, x, name="digits_cnn")
 
 
-def train(spec, mode: str, epochs: int) -> dict:
+def train(
+    spec,
+    mode: str,
+    epochs: int,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: int | None = None,
+) -> dict:
     """The coordinator's job; it runs in a process of its own."""
     import keras
     from sklearn.datasets import load_digits
@@ -37,12 +50,20 @@ def train(spec, mode: str, epochs: int) -> dict:
     trainer = ralp.wrap(build_cnn(), spec, mode=mode, batch_size=32,
                         optimizer=keras.optimizers.SGD(0.05, momentum=0.9))  # fmt: skip
     print(trainer.plan)
-    history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs)
+    history = trainer.fit(
+        x_train,
+        y_train,
+        batch_size=32,
+        epochs=epochs,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+    )
     test = trainer.evaluate(x_test, y_test)
     return {
         "mode": trainer.mode,
         "train_loss": history.history["loss"],
         "accuracy": test["accuracy"],
+        "failures": len(history.failures),
     }
 
 
@@ -50,9 +71,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="auto", choices=("auto", "ralp", "ps"))
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--checkpoint-dir", help="save checkpoints there and resume from them")
+    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
+    parser.add_argument(
+        "--tf-config", action="store_true", help="run as the chief of the cluster in TF_CONFIG"
+    )
     args = parser.parse_args()
-    with ralp.LocalCluster(workers=2, ps=1) as cluster:
-        result = ralp.run_in_fresh_process(train, cluster.spec, args.mode, args.epochs)
+    job = (args.mode, args.epochs, args.checkpoint_dir, args.checkpoint_every)
+    if args.tf_config:
+        spec, task, _ = ralp.ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))
+        if task != "chief":
+            parser.error(f"TF_CONFIG names a {task!r} task; run this on the chief")
+        result = ralp.run_in_fresh_process(train, spec, *job)
+    else:
+        with ralp.LocalCluster(workers=2, ps=1) as cluster:
+            result = ralp.run_in_fresh_process(train, cluster.spec, *job)
     print(f"mode {result['mode']}: test accuracy {result['accuracy']:.3f}, training loss per epoch "
           + ", ".join(f"{v:.3f}" for v in result["train_loss"]))  # fmt: skip
 

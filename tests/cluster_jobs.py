@@ -386,5 +386,6 @@ def train_through_failures(spec, mode: str, steps: int, directory: str, every: i
         "duplicates": history.duplicate_steps,
         "steps_redone": history.steps_redone,
         "total_steps": trainer.total_steps,
+        "resumed_from": history.resumed_from_step,
         "loss": history.history["loss"],
     }

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 JOBS = ("chief", "worker", "ps")
+# Jobs TF_CONFIG may name that take no part in PS training: Kubeflow's TFJob lists an
+# Evaluator replica in every task's cluster (it runs evaluation beside training).
+IGNORED_JOBS = ("evaluator",)
 _ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
 
 
@@ -69,9 +72,11 @@ class ClusterSpec:
     def from_dict(cls, cluster: Mapping) -> ClusterSpec:
         if not isinstance(cluster, Mapping):
             raise ClusterError(f"a cluster is a mapping of job name to addresses, got {cluster!r}")
-        unknown = set(cluster) - set(JOBS)
+        unknown = set(cluster) - set(JOBS) - set(IGNORED_JOBS)
         if unknown:
-            raise ClusterError(f"unknown job(s) {sorted(unknown)} in the cluster; use {list(JOBS)}")
+            raise ClusterError(f"unknown job(s) {sorted(unknown)} in the cluster; use {list(JOBS)}"
+                               + (" (Kubeflow's 'Master' replica type: use 'Chief')"
+                                  if "master" in unknown else ""))  # fmt: skip
         chief = cluster.get("chief")
         if not chief or not isinstance(chief, list | tuple) or len(chief) != 1:
             raise ClusterError("the cluster needs exactly one 'chief' address (where the "
@@ -83,7 +88,11 @@ class ClusterSpec:
 
     @classmethod
     def from_tf_config(cls, text: str | None) -> tuple[ClusterSpec, str, int]:
-        """Parse ``TF_CONFIG``: the cluster and this process' task type and index."""
+        """Parse ``TF_CONFIG``: the cluster and this process' task type and index.
+
+        Also the form Kubeflow's TFJob generates (replica types Chief, Worker, PS, their
+        hosts ``<job>-<type>-<i>.<namespace>.svc:2222``, an ``"environment": "cloud"`` entry
+        and, if the job has one, an evaluator, which is left out of the cluster)."""
         if not text:
             raise ClusterError("TF_CONFIG is not set; see `python -m ralp.server --help`")
         try:
@@ -98,6 +107,10 @@ class ClusterSpec:
             job, index = task["type"], int(task["index"])
         except (KeyError, TypeError, ValueError):
             raise ClusterError('TF_CONFIG "task" needs "type" and an integer "index"') from None
+        if job in IGNORED_JOBS:
+            raise ClusterError(f"TF_CONFIG names this task {job!r}, which takes no part in "
+                               "ralp's training (run ralp.server on 'ps' and 'worker' tasks, "
+                               "the training job on the 'chief')")  # fmt: skip
         spec.address(job, index)
         return spec, job, index
 

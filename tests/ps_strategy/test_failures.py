@@ -1,0 +1,93 @@
+"""Training through failures on a real local cluster: a PS killed and restarted, a worker
+killed, a coordinator killed and started again. Each batch must count once.
+
+The parent kills tasks at chosen steps (the child reports every finished step); the
+cluster's supervisor (``restart_lost=True``) restarts a lost PS, as Kubernetes would.
+"""
+
+import pytest
+
+from ralp import LocalCluster, run_in_fresh_process
+from ralp.cluster.fresh_process import ChildError
+from tests import cluster_jobs as jobs
+
+pytestmark = pytest.mark.cluster
+STEPS, EVERY = 60, 10
+IN_FLIGHT = 8 * 2  # AsyncSteps' window: 8 per worker
+
+
+class KillAt:
+    """on_progress: kill ``task`` of ``cluster`` once ``step`` steps are done."""
+
+    def __init__(self, cluster, task: tuple[str, int], step: int):
+        self.cluster, self.task, self.step, self.done = cluster, task, step, False
+
+    def __call__(self, message) -> None:
+        if not self.done and message[0] == "step" and message[1] >= self.step:
+            self.done = True
+            self.cluster.kill_task(*self.task)
+
+
+@pytest.mark.parametrize("mode", ["ralp", "ps"])
+def test_a_lost_ps_is_restarted_and_training_goes_on_from_the_last_checkpoint(mode, tmp_path):
+    with LocalCluster(workers=2, ps=1, restart_lost=True, restart_delay=1.0) as cluster:
+        kill = KillAt(cluster, ("ps", 0), 25)
+        out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, mode, STEPS,
+                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)  # fmt: skip
+        assert cluster.restarts == {"ps:0": 1}
+    assert kill.done
+    assert out["mode"] == mode
+    # every requested step trained once in the final model: the optimizers' counts were
+    # restored with the checkpoint and went on from there
+    assert out["steps"] == STEPS and out["total_steps"] == STEPS
+    assert set(out["iterations"].values()) == {STEPS}
+    [failure] = out["failures"]
+    assert failure["kind"] == "ps" and failure["task"] == "ps"
+    assert failure["restored_step"] % EVERY == 0 and failure["restored_step"] <= 25
+    assert 0 <= failure["steps_redone"] <= EVERY + IN_FLIGHT
+    assert failure["time_lost_s"] is not None and failure["time_lost_s"] > 0
+    assert out["steps_redone"] == failure["steps_redone"]
+
+
+def test_a_lost_ps_without_a_checkpoint_dir_is_a_clear_error():
+    with LocalCluster(workers=1, ps=1) as cluster:
+        kill = KillAt(cluster, ("ps", 0), 5)
+        with pytest.raises(ChildError, match="parameter server|checkpoint_dir|unreachable"):
+            run_in_fresh_process(jobs.train_long, cluster.spec, 200_000, on_progress=kill,
+                                 timeout=300)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["ralp", "ps"])
+def test_a_lost_worker_is_rerun_elsewhere_and_each_batch_counts_once(mode, tmp_path):
+    with LocalCluster(workers=3, ps=1) as cluster:
+        kill = KillAt(cluster, ("worker", 1), 20)
+        out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, mode, STEPS,
+                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)  # fmt: skip
+    assert kill.done
+    assert out["steps"] == STEPS and out["total_steps"] == STEPS
+    # the reference: each of the STEPS batches updated every group exactly once, even the
+    # reruns of steps the killed worker had applied before it died
+    assert set(out["iterations"].values()) == {STEPS}
+    assert [f["kind"] for f in out["failures"]] == ["worker"]
+    assert out["failures"][0]["task"] == "worker:1"
+    assert out["steps_redone"] == 0
+
+
+def test_a_new_fit_resumes_where_a_killed_coordinator_stopped(tmp_path):
+    class Crash(Exception):
+        pass
+
+    def crash_at_25(message):
+        if message[0] == "step" and message[1] >= 25:
+            raise Crash  # run_in_fresh_process kills the coordinator's process
+
+    with LocalCluster(workers=2, ps=1) as cluster:
+        with pytest.raises(Crash):
+            run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
+                                 str(tmp_path), EVERY, on_progress=crash_at_25, timeout=300)  # fmt: skip
+        out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
+                                   str(tmp_path), EVERY, timeout=300)  # fmt: skip
+    # the last checkpoint before the crash (the coordinator may have run a little past 25)
+    assert out["resumed_from"] % EVERY == 0 and 20 <= out["resumed_from"] < STEPS
+    assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
+    assert out["steps"] == STEPS - out["resumed_from"]  # this fit's own steps
