@@ -389,3 +389,37 @@ def train_through_failures(spec, mode: str, steps: int, directory: str, every: i
         "resumed_from": history.resumed_from_step,
         "loss": history.history["loss"],
     }
+
+
+def bad_fit_inputs(spec, directory: str) -> dict:
+    """The errors of bad input that only a wrapped model finds: each message, by case."""
+    import keras
+
+    import ralp
+
+    x, y = fixed_data()
+    trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode="ralp", batch_size=BATCH,
+                        threshold=10.0)  # fmt: skip
+    errors = {}
+    cases = {
+        "zero batch size": lambda: trainer.fit(x, y, batch_size=0, verbose=0),
+        "non-integer steps": lambda: trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2.5,
+                                                 verbose=0),  # fmt: skip
+        "checkpoint_every without a directory": lambda: trainer.fit(
+            x, y, batch_size=BATCH, steps_per_epoch=2, checkpoint_every=1, verbose=0),
+    }  # fmt: skip
+    for case, call in cases.items():
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 - the message is what the test checks
+            errors[case] = f"{type(e).__name__}: {e}"
+    trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2, verbose=0, checkpoint_dir=directory)
+    # another model (one input channel: conv1's kernel differs) with the same directory
+    other = ralp.wrap(small_cnn(0, dropout=0.0, channels=1), spec, mode="ralp", batch_size=BATCH,
+                      threshold=10.0, optimizer=keras.optimizers.Adam(1e-3))  # fmt: skip
+    try:
+        other.fit(x[..., :1], y, batch_size=BATCH, steps_per_epoch=2, verbose=0,
+                  checkpoint_dir=directory)  # fmt: skip
+    except Exception as e:  # noqa: BLE001
+        errors["checkpoint of another model"] = f"{type(e).__name__}: {e}"
+    return errors

@@ -55,6 +55,7 @@ class Launcher:
     device_type: str = "cpu"
     cluster_spec: ClusterSpec | None = None  # tf-config: the running cluster
     hostfile: str | None = None  # tf-config, mode horovod: horovodrun's host file
+    restart_lost: bool = False  # restart a task that exits, as Kubernetes would (chaos runs)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -106,13 +107,15 @@ class Launcher:
         task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
         start = time.time()
         if self.backend == "local":
-            with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type) as c:
+            with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type,
+                              restart_lost=self.restart_lost) as c:  # fmt: skip
                 yield ClusterHandle(c.spec, cluster=c, start_s=round(time.time() - start, 3))
         else:
             from ralp.cluster.netns_cluster import NetnsCluster
 
             cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
-                                   device_type=self.device_type, task_env=task_env)  # fmt: skip
+                                   device_type=self.device_type, task_env=task_env,
+                                   restart_lost=self.restart_lost)  # fmt: skip
             with cluster:
                 yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
                                     read_links=cluster.link_reader(), cluster=cluster,

@@ -139,8 +139,28 @@ SYNC_RESULT_KEYS: tuple[str, ...] = (
 def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
                      error: str | None = None) -> dict:  # fmt: skip
     """One paradigm's result of the sync experiment, in :data:`SYNC_RESULT_KEYS` order."""
-    given = {"sync": sync, **where, **(figures or {})}
-    unknown = [k for k in given if k not in SYNC_RESULT_KEYS]
+    return _laid_out({"sync": sync, **where, **(figures or {})}, SYNC_RESULT_KEYS, "sync", error)
+
+
+# The chaos benchmark (python -m ralp.bench.chaos): one result per mode, training through
+# killed tasks against a failure-free run of the same seed.
+CHAOS_RESULT_KEYS: tuple[str, ...] = (
+    "mode", "model", "workers", "ps", "backend", "bandwidth", "batch_size", "seed",
+    "steps_requested", "steps_completed", "steps_redone", "checkpoint_every", "kills",
+    "accuracy", "accuracy_failure_free", "wall_s", "wall_s_failure_free", "time_lost_s",
+    "failures", "duplicate_steps", "iterations", "left_running", "error",
+)  # fmt: skip
+
+
+def make_chaos_result(mode: str, where: Mapping, figures: Mapping | None = None,
+                      error: str | None = None) -> dict:  # fmt: skip
+    """One mode's result of the chaos benchmark, in :data:`CHAOS_RESULT_KEYS` order."""
+    return _laid_out({"mode": mode, **where, **(figures or {})}, CHAOS_RESULT_KEYS, "chaos", error)
+
+
+def _laid_out(given: Mapping, keys: tuple[str, ...], schema: str, error: str | None) -> dict:
+    """``given`` in ``keys`` order, what is missing None; a key not in ``keys`` is an error."""
+    unknown = [k for k in given if k not in keys]
     if unknown:
-        raise RecordError(f"not in the sync result schema: {unknown} (ralp/bench/records.py)")
-    return {**{k: given.get(k) for k in SYNC_RESULT_KEYS}, "error": error}
+        raise RecordError(f"not in the {schema} result schema: {unknown} (ralp/bench/records.py)")
+    return {**{k: given.get(k) for k in keys}, "error": error}

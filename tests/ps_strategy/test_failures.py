@@ -5,6 +5,8 @@ The parent kills tasks at chosen steps (the child reports every finished step); 
 cluster's supervisor (``restart_lost=True``) restarts a lost PS, as Kubernetes would.
 """
 
+import os
+
 import pytest
 
 from ralp import LocalCluster, run_in_fresh_process
@@ -91,3 +93,59 @@ def test_a_new_fit_resumes_where_a_killed_coordinator_stopped(tmp_path):
     assert out["resumed_from"] % EVERY == 0 and 20 <= out["resumed_from"] < STEPS
     assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
     assert out["steps"] == STEPS - out["resumed_from"]  # this fit's own steps
+
+
+def test_bad_input_a_wrapped_model_finds_is_a_clear_error(tmp_path):
+    with LocalCluster(workers=1, ps=1) as cluster:
+        errors = run_in_fresh_process(jobs.bad_fit_inputs, cluster.spec, str(tmp_path),
+                                      timeout=300)  # fmt: skip
+        pids = cluster.started_pids
+    assert errors["zero batch size"] == "ValueError: batch_size must be a positive integer, got 0"
+    assert errors["non-integer steps"] == ("ValueError: steps_per_epoch must be a positive "
+                                           "integer, got 2.5")  # fmt: skip
+    assert errors["checkpoint_every without a directory"] == (
+        "ValueError: checkpoint_every needs a checkpoint_dir to write to")
+    assert errors["checkpoint of another model"].startswith(
+        f"CheckpointError: the checkpoint in {tmp_path} was written for model 'small_cnn' with")
+    assert "use another checkpoint_dir for this model" in errors["checkpoint of another model"]
+    assert all(not os.path.exists(f"/proc/{pid}") or _zombie(pid) for pid in pids)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_under_ssp_a_lost_worker_is_waited_for_then_an_error_if_it_stays_away(tmp_path):
+    """The documented choice: a bounded paradigm does not go on with fewer workers."""
+    with LocalCluster(workers=2, ps=1) as cluster:
+        kill = KillAt(cluster, ("worker", 1), 15)
+        with pytest.raises(ChildError, match=r"worker lost during synchronized training: "
+                           r"worker:1.*did not come back within 5 s"):  # fmt: skip
+            run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ps", STEPS,
+                                 str(tmp_path), EVERY, sync="ssp:2", restart_timeout=5.0,
+                                 on_progress=kill, timeout=300)  # fmt: skip
+
+
+def test_under_ssp_a_restarted_worker_goes_on_from_the_last_checkpoint(tmp_path):
+    with LocalCluster(workers=2, ps=1, restart_lost=True, restart_delay=1.0) as cluster:
+        kill = KillAt(cluster, ("worker", 1), 15)
+        out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
+                                   str(tmp_path), EVERY, sync="ssp:2", on_progress=kill,
+                                   timeout=420)  # fmt: skip
+    assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
+    kinds = [f["kind"] for f in out["failures"]]
+    assert kinds == ["worker"] and out["failures"][0]["restored_step"] % EVERY == 0
+
+
+def test_under_asp_a_lost_worker_is_left_out_and_the_others_go_on(tmp_path):
+    with LocalCluster(workers=3, ps=1) as cluster:
+        kill = KillAt(cluster, ("worker", 2), 15)
+        out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ps", STEPS,
+                                   str(tmp_path), EVERY, sync="asp", on_progress=kill,
+                                   timeout=420)  # fmt: skip
+    assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
+    assert out["steps_redone"] == 0

@@ -1,0 +1,278 @@
+"""Chaos benchmark: training that survives killed tasks, against a failure-free run.
+
+    python -m ralp.bench.chaos --modes ralp ps --workers 3 --steps 300 \\
+        --kill worker:1@100 ps:0@200 --checkpoint-every 25 --out chaos.json
+
+Per mode, the zoo's lenet (28 px) trains on scikit-learn's digits (75% to train, sharded over
+the workers; 25% held out) twice, each on a fresh cluster (netns when available, as the
+bench), with the same seed and the same checkpoints (``fit(checkpoint_dir=...,
+checkpoint_every=...)``): once undisturbed, once with each ``--kill TASK@STEP`` SIGKILLing
+that task when the fit has done STEP steps. The chaos run's cluster restarts a task that
+exits (``restart_lost``, as Kubernetes' restart policy would); a lost worker's steps are rerun
+by the others, a lost PS is waited for and training goes on from the last checkpoint.
+
+Reported per mode: steps completed against steps requested, steps redone, test accuracy
+against the failure-free run's, wall time of both runs and the time the failures cost (from
+detecting each failure until training was back where it had been), and what was left
+running afterwards (task processes, network namespaces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
+from ralp.bench.sync_experiment import IMAGE, digits_split
+from ralp.defaults import DEFAULT_BANDWIDTH
+
+PROG = "python -m ralp.bench.chaos"
+MODES = ("ralp", "ps")
+
+
+@dataclass(frozen=True)
+class Kill:
+    """``job:index@step``: SIGKILL that task once the fit has done ``step`` steps."""
+
+    job: str
+    index: int
+    step: int
+
+    @classmethod
+    def parse(cls, text: str) -> Kill:
+        try:
+            task, step = text.split("@")
+            job, index = task.split(":")
+            kill = cls(job, int(index), int(step))
+        except ValueError:
+            raise UsageError(f"--kill {text!r}: write TASK@STEP, e.g. worker:1@100 or ps:0@200"
+                             ) from None  # fmt: skip
+        if job not in ("worker", "ps") or kill.index < 0 or kill.step < 1:
+            raise UsageError(f"--kill {text!r}: the task is worker:I or ps:I, the step >= 1")
+        return kill
+
+    def __str__(self) -> str:
+        return f"{self.job}:{self.index}@{self.step}"
+
+
+def chaos_training(spec, mode: str, steps: int, batch: int, learning_rate: float, seed: int,
+                   checkpoint_dir: str, checkpoint_every: int) -> dict:  # fmt: skip
+    """The coordinator's job: train with checkpoints, reporting each finished step to the
+    parent (which kills tasks at chosen steps); the counts, the failures, test accuracy."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    import ralp
+    from ralp.cluster.fresh_process import report_progress
+    from ralp.models.digits import to_model_input
+
+    x_train, y_train, x_test, y_test = digits_split(seed)
+
+    def dataset_fn(context=None):
+        shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
+            else (0, 1)  # fmt: skip
+        xs, ys = x_train[shard::shards], y_train[shard::shards]
+        return (tf.data.Dataset.from_tensor_slices((xs, ys))
+                .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
+                .batch(batch, drop_remainder=True)
+                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+
+    class Progress(keras.callbacks.Callback):
+        def on_train_batch_end(self, step, logs=None):
+            report_progress(("step", step + 1))
+
+    keras.utils.set_random_seed(seed)
+    model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
+    trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
+                        batch_size=batch)  # fmt: skip
+    start = time.perf_counter()
+    history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
+                          verbose=0, callbacks=[Progress()], checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every)  # fmt: skip
+    wall = time.perf_counter() - start
+    logits = trainer.unwrap().predict(to_model_input(x_test, IMAGE), batch_size=512, verbose=0)
+    return {
+        "mode": trainer.mode,
+        "steps_completed": trainer.total_steps,
+        "steps_redone": history.steps_redone,
+        "accuracy": float(np.mean(np.argmax(logits, -1) == y_test)),
+        "wall_s": round(wall, 2),
+        "time_lost_s": round(history.time_lost_s, 2),
+        "failures": [asdict(f) for f in history.failures],
+        "duplicate_steps": history.duplicate_steps,
+        "iterations": {k: int(o.iterations.numpy()) for k, o in trainer.optimizers.items()},
+    }
+
+
+class Killer:
+    """``on_progress`` of the chaos run: each kill once its step is reached."""
+
+    def __init__(self, cluster, kills: Sequence[Kill]):
+        self.cluster, self.pending, self.done = cluster, sorted(kills, key=lambda k: k.step), []
+
+    def __call__(self, message) -> None:
+        while self.pending and message[0] == "step" and message[1] >= self.pending[0].step:
+            kill = self.pending.pop(0)
+            self.cluster.kill_task(kill.job, kill.index)
+            self.done.append({"task": f"{kill.job}:{kill.index}", "asked_at_step": kill.step,
+                              "killed_at_step": message[1], "at": time.time()})  # fmt: skip
+
+
+def left_running(cluster) -> list[str]:
+    """What of ``cluster`` (stopped) is still there: task processes, network namespaces."""
+    left = [f"pid {pid}" for pid in cluster.started_pids if _alive(pid)]
+    namespaces = getattr(cluster, "namespaces", [])
+    if namespaces:
+        from ralp.cluster.iproute import run_command
+
+        listed = run_command("ip netns list")
+        left += [f"netns {ns}" for ns in namespaces if ns in listed.split()]
+    return left
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def run_mode(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
+    """The failure-free run and the chaos run of one mode; the chaos run's figures."""
+    from ralp.cluster.fresh_process import run_in_fresh_process
+
+    figures = {}
+    for chaos in (False, True):
+        with tempfile.TemporaryDirectory(prefix="ralp-chaos-") as directory:
+            launcher = launcher_for(chaos)
+            with launcher.cluster(args.workers, 1) as handle:
+                killer = Killer(handle.cluster, kills) if chaos else None
+                out = run_in_fresh_process(
+                    chaos_training, handle.spec, mode, args.steps, args.batch_size,
+                    args.learning_rate, args.seed, directory, args.checkpoint_every,
+                    netns=handle.netns, on_progress=killer, timeout=3600,
+                    env={"CUDA_VISIBLE_DEVICES": "-1"},
+                )  # fmt: skip
+                cluster = handle.cluster
+            left = left_running(cluster)
+        if not chaos:
+            figures["accuracy_failure_free"] = out["accuracy"]
+            figures["wall_s_failure_free"] = out["wall_s"]
+            continue
+        figures.update(out, kills=killer.done, left_running=left)
+    return figures
+
+
+def table(results: list[dict]) -> str:
+    from ralp._text import text_grid
+
+    header = ["mode", "steps done/asked", "redone", "accuracy", "failure-free", "wall s",
+              "failure-free s", "time lost s", "left running"]  # fmt: skip
+    rows = []
+    for r in results:
+        if r.get("error"):
+            rows.append([r["mode"], *["-"] * 7, f"error: {r['error']}"])
+            continue
+        rows.append([r["mode"], f"{r['steps_completed']}/{r['steps_requested']}",
+                     str(r["steps_redone"]), f"{r['accuracy']:.3f}",
+                     f"{r['accuracy_failure_free']:.3f}", f"{r['wall_s']:.1f}",
+                     f"{r['wall_s_failure_free']:.1f}", f"{r['time_lost_s']:.1f}",
+                     ", ".join(r["left_running"]) or "nothing"])  # fmt: skip
+    return "\n".join(text_grid(header, rows))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Training through killed tasks (a worker, "
+                                "the PS) against a failure-free run, on the digits.")  # fmt: skip
+    p.add_argument("--modes", nargs="+", default=list(MODES), metavar="MODE",
+                   help="ralp, ps (default: both), by spaces or commas")
+    p.add_argument("--workers", type=positive_int, default=3)
+    p.add_argument("--steps", type=positive_int, default=300, help="steps in all (all workers)")
+    p.add_argument("--kill", nargs="+", default=["worker:1@100", "ps:0@200"], metavar="TASK@STEP",
+                   help="SIGKILL TASK once STEP steps are done (default: worker:1@100 ps:0@200)")
+    p.add_argument("--checkpoint-every", type=positive_int, default=25, help="steps")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
+    p.add_argument("--bandwidth", default=None, help=f"netns link rate (default {DEFAULT_BANDWIDTH})")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", metavar="JSON")
+    p.add_argument("--show", metavar="JSON", help="run nothing: the table of saved results")
+    return p
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        results = json.loads(Path(args.show).read_text())["results"] if args.show else _run(args)
+    except (UsageError, ValueError, OSError) as e:
+        return fail(PROG, str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
+    print(table(results))
+    return 1 if any(r.get("error") for r in results) else 0
+
+
+def _run(args) -> list[dict]:
+    from ralp.bench.config import BenchRequest
+    from ralp.bench.launcher import Launcher
+    from ralp.bench.records import make_chaos_result, short_error
+    from ralp.cluster.fresh_process import ChildError
+    from ralp.cluster.spec import ClusterError
+
+    modes = words(args.modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise UsageError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+    kills = [Kill.parse(k) for k in words(args.kill)]
+    for kill in kills:
+        if kill.job == "worker" and kill.index >= args.workers:
+            raise UsageError(f"--kill {kill}: there are only {args.workers} workers")
+        if kill.job == "ps" and kill.index != 0:
+            raise UsageError(f"--kill {kill}: the chaos cluster has one PS, ps:0")
+        if kill.step >= args.steps:
+            raise UsageError(f"--kill {kill}: the run has only {args.steps} steps")
+    quiet_tensorflow()
+    request = BenchRequest(backend=args.backend, bandwidth=args.bandwidth)
+    backend, _ = request.backend_choice()
+    bandwidth = request.link_bandwidth(backend)
+    Launcher(backend, bandwidth=bandwidth).check()
+    results = []
+    for mode in modes:
+        where = {"model": "lenet", "workers": args.workers, "ps": 1, "backend": backend,
+                 "bandwidth": bandwidth, "batch_size": args.batch_size, "seed": args.seed,
+                 "steps_requested": args.steps, "checkpoint_every": args.checkpoint_every}  # fmt: skip
+        print(f"{PROG}: {mode}: a failure-free run, then one killing {' '.join(map(str, kills))}",
+              file=sys.stderr)  # fmt: skip
+        try:
+            figures = run_mode(lambda chaos: Launcher(backend, bandwidth=bandwidth,
+                                                      restart_lost=chaos),
+                               mode, args, kills)  # fmt: skip
+        except (ChildError, ClusterError) as e:
+            results.append(make_chaos_result(mode, where, error=short_error(e)))
+            continue
+        results.append(make_chaos_result(figures.pop("mode"), where, figures))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
+        print(f"wrote {args.out}")
+    return results
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()

@@ -1,0 +1,43 @@
+"""The chaos benchmark's pieces that need no cluster: kills, records, the table. (Its runs
+are recorded in benchmarks/results/chaos.json; the recovery itself is tested in
+tests/ps_strategy/test_failures.py.)"""
+
+import pytest
+
+from ralp._cli import UsageError
+from ralp.bench.chaos import Kill, run, table
+from ralp.bench.records import CHAOS_RESULT_KEYS, RecordError, make_chaos_result
+
+
+def test_kills_parse_and_bad_ones_say_how_to_write_them():
+    assert Kill.parse("worker:1@100") == Kill("worker", 1, 100)
+    assert str(Kill.parse("ps:0@200")) == "ps:0@200"
+    for bad in ("worker1@100", "worker:1", "chief:0@5", "ps:0@0", "ps:x@3"):
+        with pytest.raises(UsageError, match="--kill"):
+            Kill.parse(bad)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--kill", "worker:5@10"], "there are only 3 workers"),
+    (["--kill", "ps:1@10"], "one PS, ps:0"),
+    (["--kill", "ps:0@400"], "the run has only 300 steps"),
+    (["--modes", "horovod"], r"unknown mode\(s\) \['horovod'\]"),
+])  # fmt: skip
+def test_bad_arguments_fail_before_any_cluster_starts(argv, message, capsys):
+    assert run(argv) == 2
+    import re
+
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_result_has_the_schema_and_the_table_reads_it():
+    where = {"workers": 3, "steps_requested": 300}
+    result = make_chaos_result("ralp", where, {"steps_completed": 300, "steps_redone": 7,
+                                               "accuracy": 0.95, "accuracy_failure_free": 0.951,
+                                               "wall_s": 80.0, "wall_s_failure_free": 60.0,
+                                               "time_lost_s": 12.5, "left_running": []})  # fmt: skip
+    assert list(result) == list(CHAOS_RESULT_KEYS)
+    assert result["mode"] == "ralp" and result["error"] is None
+    assert "300/300" in table([result]) and "nothing" in table([result])
+    with pytest.raises(RecordError, match="not in the chaos result schema: \\['speed'\\]"):
+        make_chaos_result("ps", where, {"speed": 1})
