@@ -26,7 +26,7 @@ from ralp.defaults import GRPC_FAIL_FAST
 
 PROG = "python -m ralp.server"
 READY = "RALP_SERVER_READY"  # the launcher waits for this line on stdout
-EXIT_PORT_BUSY = 3
+EXIT_PORT_BUSY = 2  # bad input, as every CLI: the port TF_CONFIG names is taken
 
 
 def _watch_parent(pid: int) -> None:

@@ -146,8 +146,10 @@ class FitLoop:
             run = runner.run(self._inputs_now(), n, on_step)
         except tf.errors.OpError as e:
             if is_ps_failure(e):
-                raise TaskLost(f"a parameter server failed or was restarted: "
-                               f"{e.message.splitlines()[0]}", []) from None  # fmt: skip
+                raise TaskLost(f"a parameter server failed or was restarted "
+                               f"({e.message.splitlines()[0]}); its variables are gone with it. "
+                               "Give fit a checkpoint_dir to go on from the last checkpoint once "
+                               "it is restarted", []) from None  # fmt: skip
             if isinstance(e, tf.errors.UnavailableError):
                 raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
             raise
