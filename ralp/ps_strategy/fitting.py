@@ -107,7 +107,8 @@ class FitLoop:
                     if self.checkpointer is None:
                         raise
                     runner = self._recover(lost, bar)
-                    if self.position.epoch != epoch:  # restored into an earlier epoch
+                    pos = self.position  # the restored one
+                    if pos.epoch != epoch:  # restored into an earlier epoch
                         return runner
                     continue
                 self._count(run, n)
