@@ -20,7 +20,6 @@ running afterwards (task processes, network namespaces).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -29,8 +28,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
-from ralp.bench.sync_experiment import IMAGE, digits_split
+from ralp._cli import UsageError, positive_int, quiet_tensorflow, words
+from ralp.bench.sync_experiment import (
+    IMAGE,
+    digits_split,
+    saved_or_new,
+    sharded_dataset_fn,
+    write_results,
+)
 from ralp.defaults import DEFAULT_BANDWIDTH
 
 PROG = "python -m ralp.bench.chaos"
@@ -68,22 +73,13 @@ def chaos_training(spec, mode: str, steps: int, batch: int, learning_rate: float
     parent (which kills tasks at chosen steps); the counts, the failures, test accuracy."""
     import keras
     import numpy as np
-    import tensorflow as tf
 
     import ralp
     from ralp.cluster.fresh_process import report_progress
     from ralp.models.digits import to_model_input
 
     x_train, y_train, x_test, y_test = digits_split(seed)
-
-    def dataset_fn(context=None):
-        shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
-            else (0, 1)  # fmt: skip
-        xs, ys = x_train[shard::shards], y_train[shard::shards]
-        return (tf.data.Dataset.from_tensor_slices((xs, ys))
-                .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
-                .batch(batch, drop_remainder=True)
-                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+    dataset_fn = sharded_dataset_fn(x_train, y_train, batch, seed)
 
     class Progress(keras.callbacks.Callback):
         def on_train_batch_end(self, step, logs=None):
@@ -212,13 +208,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        results = json.loads(Path(args.show).read_text())["results"] if args.show else _run(args)
-    except (UsageError, ValueError, OSError) as e:
-        return fail(PROG, str(e))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
-        return 130
+    results = saved_or_new(PROG, args, _run)
+    if isinstance(results, int):
+        return results
     print(table(results))
     return 1 if any(r.get("error") for r in results) else 0
 
@@ -262,10 +254,7 @@ def _run(args) -> list[dict]:
             results.append(make_chaos_result(mode, where, error=short_error(e)))
             continue
         results.append(make_chaos_result(figures.pop("mode"), where, figures))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
-        print(f"wrote {args.out}")
+    write_results(args, results)
     return results
 
 

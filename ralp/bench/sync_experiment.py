@@ -42,18 +42,12 @@ def digits_split(seed: int = 0):
     return x_train, y_train.astype(np.int32), x_test, y_test.astype(np.int32)
 
 
-def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, batch: int,
-               learning_rate: float, eval_every: float, seed: int,
-               read_links=None) -> dict:  # fmt: skip
-    """The coordinator's job: train under ``sync``; weight snapshots over time, evaluated."""
-    import keras
-    import numpy as np
+def sharded_dataset_fn(x_train, y_train, batch: int, seed: int):
+    """The training digits sharded over the workers (by input pipeline), each shard shuffled
+    with its own seed, repeated, batched and scaled to the model's input on the worker."""
     import tensorflow as tf
 
-    import ralp
     from ralp.models.digits import to_model_input
-
-    x_train, y_train, x_test, y_test = digits_split(seed)
 
     def dataset_fn(context=None):
         shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
@@ -63,6 +57,22 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
                 .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
                 .batch(batch, drop_remainder=True)
                 .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+
+    return dataset_fn
+
+
+def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, batch: int,
+               learning_rate: float, eval_every: float, seed: int,
+               read_links=None) -> dict:  # fmt: skip
+    """The coordinator's job: train under ``sync``; weight snapshots over time, evaluated."""
+    import keras
+    import numpy as np
+
+    import ralp
+    from ralp.models.digits import to_model_input
+
+    x_train, y_train, x_test, y_test = digits_split(seed)
+    dataset_fn = sharded_dataset_fn(x_train, y_train, batch, seed)
 
     keras.utils.set_random_seed(seed)
     model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
@@ -224,13 +234,9 @@ def plot_title(results: list[dict]) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        results = json.loads(Path(args.show).read_text())["results"] if args.show else _run(args)
-    except (UsageError, ValueError, OSError) as e:
-        return fail(PROG, str(e))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
-        return 130
+    results = saved_or_new(PROG, args, _run)
+    if isinstance(results, int):
+        return results
     print(table(results, args.target))
     if args.plot:
         plot(results, args.target, args.plot, plot_title(results))
@@ -274,11 +280,28 @@ def _run(args) -> list[dict]:
             results.append(make_sync_result(sync, where, error=short_error(e)))
             continue
         results.append(make_sync_result(figures.pop("sync"), where, figures))
+    write_results(args, results)
+    return results
+
+
+def saved_or_new(prog: str, args, run_new) -> list[dict] | int:
+    """An experiment's results: saved ones (``--show``) or ``run_new(args)``'s; an exit code
+    instead when the input was bad (2) or the run was interrupted (130)."""
+    try:
+        return json.loads(Path(args.show).read_text())["results"] if args.show else run_new(args)
+    except (UsageError, ValueError, OSError) as e:
+        return fail(prog, str(e))
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
+
+
+def write_results(args, results: list[dict]) -> None:
+    """Save an experiment's results with its arguments to ``--out``, if given."""
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
         print(f"wrote {args.out}")
-    return results
 
 
 def main() -> None:
