@@ -253,6 +253,10 @@ class FitLoop:
                                f"{self.restart_timeout:.0f} s: {describe(missing)} (restart "
                                "them, or raise restart_timeout)") from None  # fmt: skip
         t.reconnect()
+        # The model is placed anew: the callbacks follow it, and stopping starts unasked.
+        t.model.stop_training = False
+        for cb in self.callbacks:
+            cb.set_model(t.model)
         found = self.checkpointer.latest(t._checkpoint)
         if found is None:
             raise CheckpointError(f"{lost}, and {self.checkpointer.directory} holds no "
