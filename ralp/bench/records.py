@@ -131,7 +131,7 @@ def short_error(error: BaseException | str) -> str:
 # The sync experiment's results (``python -m ralp.bench.sync_experiment``): one per paradigm,
 # a test-accuracy curve over wall time instead of throughput figures.
 SYNC_RESULT_KEYS: tuple[str, ...] = (
-    "sync", "slow_worker", "mode", "workers", "backend", "bandwidth", "steps", "batch_size",
+    "sync", "slow_worker", "mode", "workers", "seed", "backend", "bandwidth", "steps", "batch_size",
     "learning_rate", "wall_s", "iterations_per_s", "curve", "final_accuracy", "max_gap",
     "total_waiting_s", "waiting_s", "steps_per_worker", "dssp_decisions", "slow_delay_s",
     "link_bytes", "error",

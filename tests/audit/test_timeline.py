@@ -13,7 +13,7 @@ GRID = np.linspace(0.0, 10.0, 100_001)
 def _mask(intervals):
     m = np.zeros_like(GRID, dtype=bool)
     for a, b in intervals:
-        m |= (GRID >= a) & (GRID < b)
+        m |= (a <= GRID) & (b > GRID)
     return m
 
 
