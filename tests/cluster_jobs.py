@@ -44,13 +44,16 @@ def make_optimizer(name: str):
     ]
 
 
-def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0) -> list[float]:
+def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0,
+                   pull_schedule: str = "default") -> list[float]:  # fmt: skip
     """Per-step losses of ``steps`` batches through the PS trainer (1 worker, no shuffling)."""
     import ralp
 
     trainer = ralp.wrap(small_cnn(seed), spec, mode=mode, optimizer=make_optimizer(optimizer),
-                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+                        batch_size=BATCH, threshold=10.0, pull_schedule=pull_schedule)  # fmt: skip
     assert trainer.mode == mode, trainer.plan
+    assert trainer.plan.pull_schedule == pull_schedule
+    assert bool(trainer.plan.pull_batches) == (pull_schedule != "default"), trainer.plan
     x, y = fixed_data()
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, shuffle=False, verbose=0)
     return history.step_losses

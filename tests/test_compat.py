@@ -154,3 +154,23 @@ def test_coordinator_internals_on_a_real_cluster():
     assert out["plain"] == ps  # PSS' own round-robin
     assert out["pinned"] == [ps[1]] * 3  # colocate_with wins over it
     assert out["early"] is False and out["done"] is True and out["value"] > 0
+
+
+def test_profiler_traces_can_be_read(tmp_path):
+    import glob
+
+    @tf.function
+    def work(a):
+        return tf.reduce_sum(tf.matmul(a, a))
+
+    x = tf.ones((64, 64))
+    work(x)
+    tf.profiler.experimental.start(str(tmp_path))
+    for _ in range(3):
+        work(x).numpy()
+    tf.profiler.experimental.stop()
+    (path,) = glob.glob(str(tmp_path / "**" / "*.xplane.pb"), recursive=True)
+    events = list(_compat.read_xspace_events(path))
+    matmuls = [e for e in events if e.op_type == "MatMul"]
+    assert len(matmuls) >= 3 and all(e.seconds >= 0 for e in matmuls)
+    assert all(e.name.endswith(":MatMul") for e in matmuls)  # "scope/op:Type", as parsed

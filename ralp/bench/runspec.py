@@ -80,6 +80,8 @@ class RunSpec:
     data: str = "synthetic"
     sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
     slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
+    pull_schedule: str = "default"  # ps/ralp modes: how workers pull (default, layer, ibatch)
+    trace_pulls: bool = False  # trace worker 0 after measuring: pull time hidden by compute
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -101,6 +103,8 @@ class RunSpec:
             raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
         if self.device_type not in ("cpu", "gpu"):
             raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+        if self.pull_schedule != "default" or self.trace_pulls:
+            self._check_pulls()
         if self.sync is not None or self.slow_worker is not None:
             self._check_sync()
         if self.data not in DATA:
@@ -144,6 +148,16 @@ class RunSpec:
         if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
             object.__setattr__(self, "sync", policy.spec)
 
+    def _check_pulls(self) -> None:
+        from ralp.placement.pull_schedule import SCHEDULES
+
+        if self.mode == "horovod":
+            raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod "
+                             "has no parameter server to pull from)")  # fmt: skip
+        if self.pull_schedule not in SCHEDULES:
+            raise BenchError(f"unknown pull schedule {self.pull_schedule!r}; choose from "
+                             f"{', '.join(SCHEDULES)}")  # fmt: skip
+
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
         workers, ps = resources(mode, devices)
@@ -160,7 +174,8 @@ class RunSpec:
     @property
     def label(self) -> str:
         sync = f" {self.sync}" if self.sync else ""
-        return f"{self.model} {self.mode}{sync} N={self.devices} ({self.workers}+{self.ps})"
+        pulls = f" {self.pull_schedule}" if self.pull_schedule != "default" else ""
+        return f"{self.model} {self.mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -31,6 +31,7 @@ import tensorflow as tf
 from ralp._compat import variable_device
 from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
+from ralp.ps_strategy.pulls import BatchedPulls
 
 
 def count_correct(labels, logits):
@@ -39,15 +40,29 @@ def count_correct(labels, logits):
     return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
 
-def plain_step(strategy, model, optimizer, loss_fn, accumulators=None) -> Callable:
-    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
+def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
+    """``model(x)`` on the worker; with batched ``pulls``, on the pulled values (watched by
+    ``tape``). Returns the outputs and what gradients are taken against."""
+    if pulls is None:
+        return model(x, training=True), model.trainable_variables
+    trainable, non_trainable = pulls.values()
+    tape.watch(trainable)
+    outputs, state = model.stateless_call(trainable, non_trainable, x, training=True)
+    pulls.assign_state(state)
+    return outputs, trainable
+
+
+def plain_step(strategy, model, optimizer, loss_fn, accumulators=None,
+               pulls: BatchedPulls | None = None) -> Callable:  # fmt: skip
+    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
+    with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
-            logits = model(x, training=True)
+            logits, sources = forward(model, x, pulls, tape)
             loss = loss_fn(y, logits)
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(loss, sources)
         if accumulators is None:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
         else:
@@ -72,9 +87,11 @@ def ralp_step(
     critical_section: tf.CriticalSection,
     head_accumulators=None,
     tail_accumulators=None,
+    pulls: BatchedPulls | None = None,
 ) -> Callable:
     """With accumulators (BSP) the step adds the head's and the tail's gradients to them
-    instead of updating: the tail keeps its weights for the whole round, too."""
+    instead of updating: the tail keeps its weights for the whole round, too. With ``pulls``
+    the head's variables are pulled in those batches."""
     head, tail = split.head, split.tail
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
     loss_device = ps_device(placed.loss_task, placed.device_type)
@@ -85,7 +102,7 @@ def ralp_step(
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
-            boundary = head(x, training=True)
+            boundary, sources = forward(head, x, pulls, tape)
         boundary = list(boundary) if isinstance(boundary, list | tuple) else [boundary]
 
         def ps_section():
@@ -113,7 +130,7 @@ def ralp_step(
 
         with tf.compat.v1.device(device_fn):
             loss, correct, boundary_grads = critical_section.execute(ps_section)
-        head_grads = tape.gradient(boundary, head_vars, output_gradients=boundary_grads)
+        head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
         if head_accumulators is None:
             head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
         else:

@@ -25,6 +25,7 @@ from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
+from ralp.placement.pull_schedule import SCHEDULES as PULL_SCHEDULES
 from ralp.placement.rewriter import PlacedModel, placed_clone, snapshot_state, split_model
 from ralp.profiler.api import Profile
 from ralp.ps_strategy.callbacks import History, StalenessHook, call_callbacks
@@ -32,6 +33,8 @@ from ralp.ps_strategy.connect import Connection, connect
 from ralp.ps_strategy.data import DatasetFn, WorkerInputs, numpy_dataset_fn, worker_device
 from ralp.ps_strategy.health import ClusterWatch
 from ralp.ps_strategy.loops import AsyncSteps, EpochRun
+from ralp.ps_strategy.pull_profile import choose_pulls, layer_forward_times
+from ralp.ps_strategy.pulls import batched_pulls
 from ralp.ps_strategy.staleness import SyncPolicy, as_policy
 from ralp.ps_strategy.steps import make_accumulators, plain_step, ralp_step, round_update
 from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
@@ -83,6 +86,8 @@ class Trainer:
         state: list | None = None,
         sync: SyncPolicy | None = None,
         slow_worker: SlowWorker | None = None,
+        pull_schedule: str = "default",
+        forward_times: dict[str, float] | None = None,
     ):
         self.original = model
         self.sync = sync
@@ -98,14 +103,21 @@ class Trainer:
         strategy = connection.strategy
         self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
         self.model = self.placed.model
+        self.split = None if plan.is_empty else split_model(self.placed)
+        self.pulls, self.pull_choice = None, None
+        if pull_schedule != "default":  # the variables of the workers' layers, in batches
+            worker_model = self.model if self.split is None else self.split.head
+            self.pull_choice = choose_pulls(pull_schedule, worker_model, profile.table,
+                                            forward_times, connection)  # fmt: skip
+            self.plan = plan = plan.with_pulls(pull_schedule, self.pull_choice.layer_batches)
+            self.pulls = batched_pulls(worker_model, plan.pull_batches)
         if plan.is_empty:
             with strategy.scope():
                 self.optimizers = {"optimizer": count_updates_atomically(make_optimizer())}
                 self.optimizers["optimizer"].build(self.model.trainable_variables)
-            self.split = None
-            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
+            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn,
+                                   pulls=self.pulls)  # fmt: skip
         else:
-            self.split = split_model(self.placed)
             loss_task = self.placed.loss_task
             with strategy.scope():
                 head_opt = count_updates_atomically(make_optimizer())
@@ -120,7 +132,7 @@ class Trainer:
             with tf.device(ps_device(loss_task, self.device_type)):
                 self.critical_section = tf.CriticalSection(name="ralp_ps_section")
             self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
-                                  self.loss_fn, self.critical_section)  # fmt: skip
+                                  self.loss_fn, self.critical_section, pulls=self.pulls)  # fmt: skip
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
@@ -141,7 +153,7 @@ class Trainer:
             variables = self.model.trainable_variables
             accs = make_accumulators(variables)
             opt = self.optimizers["optimizer"]
-            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs)
+            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs, self.pulls)
             # The round's update runs in the coordinator, outside strategy.run: update each
             # variable on its own task, not through the replica all-reduce path.
             self._apply_round = round_update([(update_where_variables_live(opt), variables, accs)])
@@ -152,7 +164,7 @@ class Trainer:
             head_opt, tail_opt = self.optimizers["head"], self.optimizers["tail"]
             self._bsp_step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
                                        self.loss_fn, self.critical_section, head_accs,
-                                       tail_accs)  # fmt: skip
+                                       tail_accs, self.pulls)  # fmt: skip
             self._apply_round = round_update([
                 (update_where_variables_live(head_opt), head_vars, head_accs),
                 (tail_opt, tail_vars, tail_accs),
@@ -323,6 +335,7 @@ def wrap(
     sync: str | SyncPolicy | None = None,
     staleness=None,
     slow_worker: str | SlowWorker | None = None,
+    pull_schedule: str = "default",
 ) -> Trainer:
     """Place ``model`` on ``cluster`` and return a :class:`Trainer` with ``fit``.
 
@@ -335,6 +348,13 @@ def wrap(
     (``staleness=s``) and "dssp" (``staleness=(s_L, s_U)``) run one driver per worker with
     the bound enforced. ``slow_worker="INDEX:FACTOR"`` (or ``"INDEX:+SECONDS"``, a fixed delay per
     step) slows one worker down (heterogeneity).
+
+    ``pull_schedule`` says how workers pull the variables of the layers they run
+    (:mod:`ralp.placement.pull_schedule`): "default" (ParameterServerStrategy's own: every
+    variable a receive of its own, all at once), "layer" (one message per layer, one after
+    the other) or "ibatch" (iBatch's greedy batches, from per-layer forward times measured
+    here before connecting and the pull cost measured on the cluster). ``trainer.plan``
+    shows the batches.
 
     Run this in the coordinator (chief) process, once per process: ParameterServerStrategy
     connects the whole process to the cluster. Wrapping a ``Trainer`` again with the same
@@ -350,8 +370,12 @@ def wrap(
         slow_worker = SlowWorker.parse(slow_worker)
     if device_type not in ("cpu", "gpu"):
         raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+    if pull_schedule not in PULL_SCHEDULES:
+        raise ValueError(f"pull_schedule must be one of {', '.join(PULL_SCHEDULES)}, "
+                         f"got {pull_schedule!r}")  # fmt: skip
     # Variables made before PSS connects this process are unreadable afterwards: read first.
     state = snapshot_state(model)
+    forward_times = layer_forward_times(model, batch_size) if pull_schedule == "ibatch" else None
     optimizer = optimizer_factory(optimizer)
     connection = connect(cluster, timeout=connect_timeout)
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
@@ -362,4 +386,5 @@ def wrap(
     return Trainer(model, connection, choice.plan, mode=resolved, profile=choice.profile,
                    optimizer=optimizer, loss=loss, device_type=device_type,
                    step_timeout=step_timeout, state=state, sync=policy,
-                   slow_worker=slow_worker)  # fmt: skip
+                   slow_worker=slow_worker, pull_schedule=pull_schedule,
+                   forward_times=forward_times)  # fmt: skip
