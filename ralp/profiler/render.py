@@ -29,6 +29,8 @@ def to_dict(p: Profile) -> dict:
         "param_bytes_total": p.table.param_bytes_total,
         "flops_per_sample": sum(r.flops for r in p.table.rows),
         "skewness": p.skewness,
+        "skewness_positions": p.positions,
+        "position_weights": p.table.position_weights,
         "threshold": p.threshold,
         "eligible": p.eligible,
         "split_after": p.split_after,
@@ -69,8 +71,8 @@ def to_text(p: Profile) -> str:
         f'Model "{p.model}"   batch {p.batch_size}   params {p.params_total:,} '
         f"({human_bytes(p.table.param_bytes_total)})   "
         f"forward {human_count(sum(r.flops for r in p.table.rows))}FLOPs/sample",
-        f"Skewness S = {p.skewness:.4f}   threshold K = {p.threshold:g}   "
-        f"-> {'ELIGIBLE' if p.eligible else 'not eligible'}",
+        f"Skewness S = {p.skewness:.4f} over {p.positions} positions   threshold K = "
+        f"{p.threshold:g}   -> {'ELIGIBLE' if p.eligible else 'not eligible'}",
         f"Split after: {p.split_after or '-'}"
         + (
             f" (candidate: {p.candidate_split_after})"
@@ -84,12 +86,15 @@ def to_text(p: Profile) -> str:
         + "   ".join(f"{mode} {human_bytes(n)}" for mode, n in p.busiest_link_bytes.items()),
         f"Verdict: {p.verdict}",
         "",
+        "pos: the row's position in S (every conv, pool and fc row holds one); (n): its "
+        "parameters count at position n (a norm's at its convolution's)",
     ]
     header = [
         "#",
         "layer",
         "type",
         "kind",
+        "pos",
         "params",
         "output",
         "out/step",
@@ -99,7 +104,7 @@ def to_text(p: Profile) -> str:
     body = []
     for r in p.table.rows:
         body.append([
-            str(r.index), r.name, r.layer_type, r.kind, f"{r.params:,}",
+            str(r.index), r.name, r.layer_type, r.kind, _position_cell(r), f"{r.params:,}",
             "x".join(map(str, r.output_shape)), human_bytes(r.output_bytes),
             human_count(r.flops), f"{r.cumulative_params:,}",
         ])  # fmt: skip
@@ -108,6 +113,12 @@ def to_text(p: Profile) -> str:
         header, body, divider_after=split_at, divider="split: rows below run on the PS"
     )
     return "\n".join(lines)
+
+
+def _position_cell(r: LayerRow) -> str:
+    if r.position is not None:
+        return str(r.position)
+    return "" if r.counted_at is None else f"({r.counted_at})"
 
 
 def summary_text(profiles: Sequence[Profile]) -> str:
