@@ -104,7 +104,8 @@ def table(records: list[dict]) -> str:
         ])  # fmt: skip
     note = (f"batch {BATCH}, 1000 classes, weights=None, threshold K = -0.5, bytes for 4 "
             "workers + 1 PS; 'ops': keras.ops rows; 'pos': skewness positions; split after "
-            "'-' = not eligible (the best admissible split in parentheses, if any)")  # fmt: skip
+            "'-': no split (not eligible: the best admissible split in parentheses; '(none)': "
+            "no parameters after the last convolution to offload, e.g. a Conv2D classifier)")  # fmt: skip
     return "\n".join([*text_grid(header, body), "", note])
 
 

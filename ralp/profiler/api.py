@@ -114,13 +114,15 @@ class Profile:
             return f"nothing to offload ({self.split.reason}); train with plain PS"
         if not self.eligible:
             return (
-                f"not eligible: S = {s:.3f} > K = {k:g}, the parameter mass is not skewed "
-                f"towards the late layers; train with plain PS. (Forcing a split after "
+                f"not eligible: S = {s:.3f} (over {self.positions} conv, pool and fc "
+                f"positions) > K = {k:g}, the parameter mass is not skewed towards the late "
+                f"layers; train with plain PS. (Forcing a split after "
                 f"{self.candidate_split_after!r} would move {ratio:.3f}x the bytes of plain PS.)"
             )
         share = self.offloaded_params / max(1, self.params_total)
         return (
-            f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}; "
+            f"eligible (S = {s:.3f} over {self.positions} conv, pool and fc positions "
+            f"<= K = {k:g}): split after {self.split_after!r}; "
             f"{len(self.offloaded_layers)} layers holding {share:.1%} of the parameters move to "
             f"the PS; bytes per step {ratio:.3f}x of plain PS" + self._wire_caveat()
         )

@@ -123,7 +123,7 @@ def _position_cell(r: LayerRow) -> str:
 
 def summary_text(profiles: Sequence[Profile]) -> str:
     """One row per model: the decision and what it buys (``--all``)."""
-    header = ["model", "batch", "params", "S", "eligible", "split after", "offloaded",
+    header = ["model", "batch", "params", "S", "pos", "eligible", "split after", "offloaded",
               "ps B/step", "ralp B/step", "horovod B/step", "ralp/ps"]  # fmt: skip
     body = []
     for p in profiles:
@@ -131,25 +131,28 @@ def summary_text(profiles: Sequence[Profile]) -> str:
         share = p.offloaded_params / max(1, p.params_total)
         body.append([
             p.model, str(p.batch_size), human_count(p.params_total), f"{p.skewness:+.3f}",
-            "yes" if p.eligible else "no", p.split_after or "-",
+            str(p.positions), "yes" if p.eligible else "no", p.split_after or "-",
             f"{share:.1%}" if p.split_after else "-",
             human_bytes(t["ps"].total), human_bytes(t["ralp"].total),
             human_bytes(t["horovod"].total), f"{t['ralp'].total / max(1, t['ps'].total):.3f}",
         ])  # fmt: skip
     workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
-    note = (f"threshold K = {profiles[0].threshold:g}; bytes per step with W={workers} workers, "
-            f"M={ps} PS" if profiles else "")  # fmt: skip
+    note = (f"threshold K = {profiles[0].threshold:g}; S over 'pos' positions (every conv, pool "
+            f"and fc layer); bytes per step with W={workers} workers, M={ps} PS"
+            if profiles else "")  # fmt: skip
     return "\n".join([*text_grid(header, body), "", note])
 
 
 def summary_csv(profiles: Sequence[Profile]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["model", "batch_size", "params_total", "skewness", "threshold", "eligible",
+    writer.writerow(["model", "batch_size", "params_total", "skewness", "skewness_positions",
+                     "threshold", "eligible",
                      "split_after", "offloaded_params", "ps_bytes", "ralp_bytes", "horovod_bytes"])  # fmt: skip
     for p in profiles:
         t = p.bytes_per_step
-        writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.threshold,
+        writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.positions,
+                         p.threshold,
                          p.eligible, p.split_after or "", p.offloaded_params,
                          t["ps"].total, t["ralp"].total, t["horovod"].total])  # fmt: skip
     return out.getvalue()
