@@ -59,12 +59,17 @@ def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0) -
 def local_losses(optimizer: str, steps: int, seed: int = 0) -> list[float]:
     """The reference: the same model and data in one process, a plain Keras training loop."""
     import keras
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return keras_loop_losses(small_cnn(seed), make_optimizer(optimizer), loss_fn, fixed_data(),
+                             steps)  # fmt: skip
+
+
+def keras_loop_losses(model, opt, loss_fn, data, steps: int) -> list[float]:
+    """A plain single-process Keras training loop over ``data``'s batches (repeated)."""
     import tensorflow as tf
 
-    model = small_cnn(seed)
-    opt = make_optimizer(optimizer)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    x, y = fixed_data()
+    x, y = data
     batches = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(BATCH, drop_remainder=True)
 
     @tf.function
@@ -398,20 +403,7 @@ def application_cluster_losses(spec, name: str, steps: int, compiled: bool) -> d
 def application_local_losses(name: str, steps: int) -> list[float]:
     """The reference: the same model and batches in one process, a plain Keras loop."""
     import keras
-    import tensorflow as tf
 
-    model = application(name)
-    opt = keras.optimizers.SGD(0.02, momentum=0.9)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()  # the models end in a softmax
-    x, y = application_data()
-    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
-
-    @tf.function
-    def step(xb, yb):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(yb, model(xb, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss
-
-    return [float(step(xb, yb)) for xb, yb in batches.take(steps)]
+    return keras_loop_losses(application(name), keras.optimizers.SGD(0.02, momentum=0.9),
+                             loss_fn, application_data(), steps)  # fmt: skip
