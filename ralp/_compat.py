@@ -28,6 +28,8 @@ function                        private API                                     
                                 ``colocate_with`` (and skipping round-robin)
 ``read_xspace_events``          ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` audit
                                 and the profiler's event and stat names
+``read_kernel_outside_xla``     Keras' TF backend XLA-compiling grouped         placement
+                                convolutions (``backend.tensorflow.nn.conv``)
 ==============================  ==============================================  =============
 """
 
@@ -241,3 +243,30 @@ def colocating_creator(anchor) -> Callable:
         return next_creator(**kwargs)
 
     return creator
+
+
+def read_kernel_outside_xla(layer) -> None:
+    """Let a grouped convolution run with its kernel held by another task (a PS).
+
+    Keras' TensorFlow backend runs a convolution with ``groups > 1`` (ConvNeXt's depthwise
+    layers are ``Conv2D(groups=C)``) inside a ``tf.function(jit_compile=True)``: grouped
+    convolutions are broken on CPU without XLA (``keras/src/backend/tensorflow/nn.py``,
+    ``conv``). An XLA function cannot read a variable that lives on another task, so under
+    ParameterServerStrategy the worker's step fails ("Trying to access resource ... located
+    in device /job:ps"). The kernel is read first, outside the XLA function, and handed in
+    as a tensor (``BaseConv.convolution_op(inputs, kernel)``); the gradient still flows to
+    the variable. Rebinds ``convolution_op`` on this layer only.
+    """
+    import keras
+    import tensorflow as tf
+
+    if not isinstance(layer, keras.layers.Conv1D | keras.layers.Conv2D | keras.layers.Conv3D):
+        return
+    if getattr(layer, "groups", 1) == 1:
+        return
+    convolution = _require(layer, "convolution_op", "read a grouped conv's kernel outside XLA")
+
+    def convolution_op(inputs, kernel):
+        return convolution(inputs, tf.convert_to_tensor(kernel))  # the read, outside XLA
+
+    layer.convolution_op = convolution_op

@@ -2,7 +2,8 @@
 
 Both are ``tf.function``s named ``ralp_train_step`` (the audit finds their graphs by it),
 scheduled by ``ClusterCoordinator`` on a worker; both return the
-batch's mean loss and its number of correct predictions.
+batch's mean loss, its number of correct predictions and the batch's value of each of the
+user's metrics (``metrics_fn(labels, predictions)``, computed where the predictions are).
 
 Plain PS: forward, loss, backward and the update's inputs are all computed on the worker;
 every variable is read from and every gradient written to the PS tasks.
@@ -40,6 +41,10 @@ def count_correct(labels, logits):
     return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
 
+def _no_metrics(labels, predictions) -> list:
+    return []
+
+
 def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
     """``model(x)`` on the worker; with batched ``pulls``, on the pulled values (watched by
     ``tape``). Returns the outputs and what gradients are taken against."""
@@ -53,7 +58,8 @@ def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
 
 
 def plain_step(strategy, model, optimizer, loss_fn, accumulators=None,
-               pulls: BatchedPulls | None = None) -> Callable:  # fmt: skip
+               pulls: BatchedPulls | None = None,
+               metrics_fn: Callable = _no_metrics) -> Callable:  # fmt: skip
     """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
     with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
@@ -67,7 +73,7 @@ def plain_step(strategy, model, optimizer, loss_fn, accumulators=None,
             optimizer.apply_gradients(zip(grads, variables, strict=True))
         else:
             accumulate(accumulators, grads)
-        return loss, count_correct(y, logits)
+        return (loss, count_correct(y, logits), *metrics_fn(y, logits))
 
     @tf.function
     def ralp_train_step(iterator):
@@ -88,6 +94,7 @@ def ralp_step(
     head_accumulators=None,
     tail_accumulators=None,
     pulls: BatchedPulls | None = None,
+    metrics_fn: Callable = _no_metrics,
 ) -> Callable:
     """With accumulators (BSP) the step adds the head's and the tail's gradients to them
     instead of updating: the tail keeps its weights for the whole round, too. With ``pulls``
@@ -119,6 +126,7 @@ def ralp_step(
             else:
                 accumulate(tail_accumulators, grads[: len(tail_vars)])
             correct = count_correct(labels, logits)
+            values = metrics_fn(labels, logits)
             # Each read runs where its variable lives; only a control edge crosses tasks.
             reads = []
             for v in written:
@@ -126,16 +134,17 @@ def ralp_step(
                     reads.append(v.read_value())
             with tf.control_dependencies(reads):
                 return (tf.identity(loss), tf.identity(correct),
-                        [tf.identity(g) for g in grads[len(tail_vars):]])  # fmt: skip
+                        [tf.identity(g) for g in grads[len(tail_vars):]],
+                        [tf.identity(v) for v in values])  # fmt: skip
 
         with tf.compat.v1.device(device_fn):
-            loss, correct, boundary_grads = critical_section.execute(ps_section)
+            loss, correct, boundary_grads, values = critical_section.execute(ps_section)
         head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
         if head_accumulators is None:
             head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
         else:
             accumulate(head_accumulators, head_grads)
-        return loss, correct
+        return (loss, correct, *values)
 
     @tf.function
     def ralp_train_step(iterator):
