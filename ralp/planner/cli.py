@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="FILE", help="--calibrate: the calibration JSON to "
                    "write (entries of an existing file are kept)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")
+    p.add_argument("--fit-half", action="store_true",
+                   help="--validate: fit the shared host's CPU cost per byte on every other "
+                   "record and report the errors on the held-out rest")  # fmt: skip
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
@@ -71,6 +74,7 @@ def _calibrate(args) -> str:
         this_machine,
     )
     from ralp.planner.model import Host
+    from ralp.planner.transfer import measure_transfer
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
 
@@ -87,17 +91,16 @@ def _calibrate(args) -> str:
                     model_name=args.model, image_size=image, num_classes=args.num_classes,
                     split_after=work.profile.candidate_split_after,
                     steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
-    host = Host(shared=args.shared_host)
-    cal = Calibration(host, [], this_machine())
-    if os.path.exists(args.output):
-        cal = Calibration.load(args.output)
-        cal = Calibration(Host(args.shared_host, cal.host.cpu_s_per_byte, cal.host.message_s),
-                          cal.entries, this_machine())  # fmt: skip
+    message_s, cpu_s_per_byte, _points = measure_transfer()
+    host = Host(args.shared_host, cpu_s_per_byte, message_s)
+    entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
+    cal = Calibration(host, entries, this_machine())
     cal.add(entry)
     cal.save(args.output)
     return (
         f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
-        f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; wrote {args.output}"
+        f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
+        f"{message_s * 1e3:.2f} ms + {cpu_s_per_byte * 1e9:.2f} ns per byte; wrote {args.output}"
     )
 
 
@@ -109,11 +112,24 @@ def _validate(args) -> str:
         raise UsageError("--validate needs --compute-profile FILE (a calibration JSON)")
     cal = Calibration.load(args.compute_profile)
     records = validate.load_records(args.validate)
-    rows = validate.predict_records(records, cal, _zoo_workload)
+    extra: dict = {"shared_host": cal.host.shared}
+    if args.fit_half:
+        value, fitted, held_out = validate.split_half_fit(
+            records, cal, _zoo_workload, validate.CPU_S_PER_BYTE_GRID
+        )
+        rows = held_out
+        extra.update(cpu_s_per_byte=value, fit_half=validate.errors(fitted),
+                     held_out_half=validate.errors(held_out))  # fmt: skip
+        note = (f"cpu_s_per_byte = {value:.3g} fitted on {len(fitted)} records (median "
+                f"|error| {extra['fit_half']['median_abs_error']:.1%} there); the held-out "
+                f"{len(held_out)} records:")  # fmt: skip
+    else:
+        rows = validate.predict_records(records, cal, _zoo_workload)
+        extra["cpu_s_per_byte"] = cal.host.cpu_s_per_byte
+        note = ""
     if args.format == "json":
-        return validate.to_json(rows, cpu_s_per_byte=cal.host.cpu_s_per_byte,
-                                shared_host=cal.host.shared)  # fmt: skip
-    return validate.to_text(rows)
+        return validate.to_json(rows, **extra)
+    return (note + "\n" if note else "") + validate.to_text(rows)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,9 @@ from ralp.planner.modes import PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
 
+# Candidate CPU seconds per byte moved on a shared host: 0 and 0.1 ns .. 10 ns per byte.
+CPU_S_PER_BYTE_GRID: tuple[float, ...] = (0.0, *(1e-10 * 10 ** (k / 20) for k in range(41)))
+
 
 @dataclass(frozen=True)
 class Row:
