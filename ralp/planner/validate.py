@@ -106,9 +106,34 @@ def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration,
             predict_records(held_out, calibration, workload_for, host))  # fmt: skip
 
 
+def choices(rows: Sequence[Row]) -> list[dict]:
+    """Per setting (model, N, bandwidth, batch, image) with two or more measured modes: the
+    mode the planner would choose among them, the best measured one, and the chosen mode's
+    measured throughput over the best's (a mode measured twice counts with its mean)."""
+    settings: dict[tuple, dict[str, list[Row]]] = {}
+    for r in rows:
+        key = (r.model, r.devices, r.bandwidth, r.batch_size, r.image_size)
+        settings.setdefault(key, {}).setdefault(r.mode, []).append(r)
+    out = []
+    for (model, devices, bandwidth, batch, image), modes in settings.items():
+        if len(modes) < 2:
+            continue
+        measured = {m: statistics.fmean(r.measured_images_per_sec for r in rs)
+                    for m, rs in modes.items()}  # fmt: skip
+        predicted = {m: rs[0].predicted_images_per_sec for m, rs in modes.items()}
+        chosen = max(predicted, key=predicted.get)
+        best = max(measured, key=measured.get)
+        out.append({"model": model, "devices": devices, "bandwidth": bandwidth,
+                    "batch_size": batch, "image_size": image, "modes": sorted(modes),
+                    "chosen": chosen, "best_measured": best,
+                    "chosen_over_best": measured[chosen] / measured[best]})  # fmt: skip
+    return out
+
+
 def to_json(rows: Sequence[Row], **extra) -> str:
     records = [{**asdict(row), "error": row.error} for row in rows]
-    return json.dumps({"records": records, **errors(rows), **extra}, indent=2)
+    return json.dumps({"records": records, **errors(rows), **extra,
+                       "choices": choices(rows)}, indent=2)  # fmt: skip
 
 
 def to_text(rows: Sequence[Row]) -> str:
@@ -122,4 +147,13 @@ def to_text(rows: Sequence[Row]) -> str:
     if rows:
         lines.append(f"{e['count']} records: median |error| {e['median_abs_error']:.1%}, "
                      f"max {e['max_abs_error']:.1%} (images/s, predicted/measured - 1)")  # fmt: skip
+    picks = choices(rows)
+    if picks:
+        lines.append("")
+        lines.append(f"{'choice among measured modes':<36} {'chosen':<8} {'best':<8} "
+                     "chosen/best (measured)")  # fmt: skip
+        for c in picks:
+            what = f"{c['model']} N={c['devices']} {c['bandwidth']} b{c['batch_size']}"
+            lines.append(f"{what:<36} {c['chosen']:<8} {c['best_measured']:<8} "
+                         f"{c['chosen_over_best']:.2f}")  # fmt: skip
     return "\n".join(lines)
