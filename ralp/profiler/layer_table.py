@@ -52,7 +52,8 @@ class LayerTable:
     batch_size: int
     rows: tuple[LayerRow, ...]
     output_names: tuple[str, ...]  # rows whose outputs are the model's outputs
-    variables: tuple[tuple[str, str, int], ...]  # (row name, variable path, bytes), build order
+    # (row name, variable path, bytes) in build order, layer state (seed generators) included
+    variables: tuple[tuple[str, str, int], ...]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -225,7 +226,10 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         weights = layer.weights
         params = sum(math.prod(w.shape) for w in weights)
         trainable = sum(math.prod(w.shape) for w in layer.trainable_weights)
-        var_bytes = [(w.path, math.prod(w.shape) * _dtype_size(w.dtype)) for w in weights]
+        # Every variable in creation order, layer state too (Dropout's seed generator): PSS
+        # places each one round-robin, so a state variable shifts the PS task of every later
+        # weight; each step also reads and advances it.
+        var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer.variables]
         trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
                               for w in layer.trainable_weights)  # fmt: skip
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
@@ -240,7 +244,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
                 kind=rule.kind,
                 params=params,
                 trainable_params=trainable,
-                param_bytes=sum(b for _, b in var_bytes),
+                param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype) for w in weights),
                 trainable_param_bytes=trainable_bytes,
                 output_shape=out_shapes[0],
                 output_elements=elements,
