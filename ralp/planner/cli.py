@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-profile", metavar="FILE",
                    help="a calibration JSON (from --calibrate, here or on another host)")  # fmt: skip
     p.add_argument("--shared-host", action="store_true",
-                   help="all tasks share this host's cores (the simulated netns cluster)")  # fmt: skip
+                   help="all tasks share this host's cores (the simulated netns cluster); "
+                   "without it a recommendation is for a real cluster, a task per machine")  # fmt: skip
     p.add_argument("--output", metavar="FILE", help="--calibrate: the calibration JSON to "
                    "write (entries of an existing file are kept)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ralp._cli import UsageError
 from ralp.cluster.units import parse_bandwidth
@@ -148,7 +148,10 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
                         model_name=name, image_size=image, num_classes=args.num_classes,
                         split_after=work.profile.candidate_split_after)  # fmt: skip
         cal = Calibration(Host(args.shared_host), [entry], this_machine())
-    rec = recommend(work, entry.compute, cal.host, args.devices, bandwidths)
+    # The cluster planned for decides the contention term: a real one (the default) gives
+    # every task its own machine, --shared-host the simulated one on this host's cores.
+    host = replace(cal.host, shared=args.shared_host)
+    rec = recommend(work, entry.compute, host, args.devices, bandwidths)
     if args.plot:
         plot(rec, args.plot)
     return json.dumps(rec.to_dict(), indent=2) if args.format == "json" else to_text(rec)

@@ -220,6 +220,10 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
 
     rows: list[LayerRow] = []
     variables: list[tuple[str, str, int]] = []
+    # The model's creation order of its variables: the order PSS hands out PS tasks in,
+    # which is not the forward order of the layers (branches, blocks built out of order).
+    creation = {id(v): k for k, v in enumerate(model.variables)}
+    created: list[int] = []
     cumulative = 0
     for index, (name, layer) in enumerate(flat.order):
         rule = rule_for(layer)
@@ -230,6 +234,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         # places each one round-robin, so a state variable shifts the PS task of every later
         # weight; each step also reads and advances it.
         var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer.variables]
+        created += [creation.get(id(v), len(creation)) for v in layer.variables]
         trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
                               for w in layer.trainable_weights)  # fmt: skip
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
@@ -259,5 +264,6 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         batch_size=batch_size,
         rows=tuple(rows),
         output_names=tuple(dict.fromkeys(output_names)),
-        variables=tuple(variables),
+        variables=tuple(v for _, v in sorted(zip(created, variables, strict=True),
+                                             key=lambda pair: pair[0])),  # fmt: skip
     )
