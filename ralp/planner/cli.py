@@ -72,6 +72,7 @@ def _calibrate(args) -> str:
         DEFAULT_CALIBRATION_STEPS,
         Calibration,
         measure,
+        measure_host_capacity,
         this_machine,
     )
     from ralp.planner.model import Host
@@ -93,7 +94,11 @@ def _calibrate(args) -> str:
                     split_after=work.profile.candidate_split_after,
                     steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
     message_s, cpu_s_per_byte, _points = measure_transfer()
-    host = Host(args.shared_host, cpu_s_per_byte, message_s)
+    capacity = 1.0
+    if args.shared_host:  # several tasks on this host's cores: how many run side by side
+        capacity = measure_host_capacity(args.model, batch, image, args.num_classes,
+                                         processes=os.cpu_count() or 1)  # fmt: skip
+    host = Host(args.shared_host, cpu_s_per_byte, message_s, capacity)
     entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
     cal = Calibration(host, entries, this_machine())
     cal.add(entry)
@@ -101,7 +106,8 @@ def _calibrate(args) -> str:
     return (
         f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
-        f"{message_s * 1e3:.2f} ms + {cpu_s_per_byte * 1e9:.2f} ns per byte; wrote {args.output}"
+        f"{message_s * 1e3:.2f} ms + {cpu_s_per_byte * 1e9:.2f} ns per byte; host capacity "
+        f"{capacity:.2f} concurrent steps; wrote {args.output}"
     )
 
 

@@ -41,6 +41,9 @@ class Host:
     shared: bool  # True: every task shares one host's cores (the simulated cluster)
     cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
     message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
+    # Shared host only: how many single-process steps it runs at once at full speed (one
+    # TensorFlow process does not fill every core); the shared CPU queue serves that fast.
+    capacity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,14 @@ def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
     return host.cpu_s_per_byte * links.total / workers + host.message_s * links.messages
 
 
+def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Station:
+    """The one CPU queue of a shared host: a batch's compute and transfer CPU time, served
+    ``host.capacity`` times as fast as one process alone computes (a load-independent
+    approximation of a multi-server station)."""
+    cpu = (compute_s + _transfer_cpu_s(links, workers, host)) / host.capacity
+    return Station("compute (one shared host)", cpu, True)
+
+
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                  host: Host) -> float:  # fmt: skip
     """Plain PS (ParameterServerStrategy): each worker pulls every variable from its PS task
@@ -104,8 +115,11 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
     (one shared CPU queue on a shared host, else a per-worker delay) and each PS link
     direction. Assumption: the PS's own update work is part of ``compute.full_s``."""
-    cpu = compute.full_s + _transfer_cpu_s(links, workers, host)
-    stations = [Station("compute", cpu, host.shared), *_link_stations(links, workers, bandwidth)]
+    if host.shared:
+        cpu = _shared_cpu(compute.full_s, links, workers, host)
+    else:
+        cpu = Station("compute", compute.full_s, False)
+    stations = [cpu, *_link_stations(links, workers, bandwidth)]
     return mva_cycle_time(stations, workers)
 
 
@@ -119,8 +133,7 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     directions (activations in, boundary gradients out, plus the kept variables)."""
     stations = _link_stations(links, workers, bandwidth)
     if host.shared:
-        cpu = compute.full_s + _transfer_cpu_s(links, workers, host)
-        stations.append(Station("compute (head + tail, one host)", cpu, True))
+        stations.append(_shared_cpu(compute.full_s, links, workers, host))
     else:
         stations.append(Station("head", compute.head_s, False))
         stations.append(Station("PS critical section (tail)", compute.tail_s, True))
@@ -136,7 +149,8 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     reductions' CPU cost queue for one CPU."""
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
-        return workers * compute.full_s + host.cpu_s_per_byte * links.total + ring_s
+        cpu = workers * compute.full_s + host.cpu_s_per_byte * links.total
+        return cpu / host.capacity + ring_s
     return compute.full_s + ring_s
 
 
