@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
                    "write (entries of an existing file are kept)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")
     p.add_argument("--fit-half", action="store_true",
-                   help="--validate: fit the shared host's CPU cost per byte on every other "
+                   help="--validate: fit the shared host's capacity on every other "
                    "record and report the errors on the held-out rest")  # fmt: skip
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction")
@@ -119,20 +119,20 @@ def _validate(args) -> str:
         raise UsageError("--validate needs --compute-profile FILE (a calibration JSON)")
     cal = Calibration.load(args.compute_profile)
     records = validate.load_records(args.validate)
-    extra: dict = {"shared_host": cal.host.shared}
+    extra: dict = {"shared_host": cal.host.shared, "cpu_s_per_byte": cal.host.cpu_s_per_byte}
     if args.fit_half:
         value, fitted, held_out = validate.split_half_fit(
-            records, cal, _zoo_workload, validate.CPU_S_PER_BYTE_GRID
+            records, cal, _zoo_workload, validate.CAPACITY_GRID
         )
         rows = held_out
-        extra.update(cpu_s_per_byte=value, fit_half=validate.errors(fitted),
+        extra.update(capacity=value, fit_half=validate.errors(fitted),
                      held_out_half=validate.errors(held_out))  # fmt: skip
-        note = (f"cpu_s_per_byte = {value:.3g} fitted on {len(fitted)} records (median "
+        note = (f"host capacity = {value:.3g} fitted on {len(fitted)} records (median "
                 f"|error| {extra['fit_half']['median_abs_error']:.1%} there); the held-out "
                 f"{len(held_out)} records:")  # fmt: skip
     else:
         rows = validate.predict_records(records, cal, _zoo_workload)
-        extra["cpu_s_per_byte"] = cal.host.cpu_s_per_byte
+        extra["capacity"] = cal.host.capacity
         note = ""
     if args.format == "json":
         return validate.to_json(rows, **extra)

@@ -93,11 +93,13 @@ def _link_stations(links: Links, workers: int, bandwidth: float) -> list[Station
 
 def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
     """CPU time per worker batch for moving bytes (gRPC serialisation, copies, the kernel's
-    veth path) and per-transfer overhead: a cost only when it competes with compute on one
-    host. On a real cluster it is assumed hidden in each node's spare cores."""
+    veth path): a cost only when it competes with compute on one host. On a real cluster it
+    is assumed hidden in each node's spare cores (an assumption)."""
     if not host.shared:
         return 0.0
-    return host.cpu_s_per_byte * links.total / workers + host.message_s * links.messages
+    # Per-transfer latency (message_s) is not CPU time: a step's variable reads and writes
+    # are concurrent RPCs whose latencies overlap, so only the bytes cost the host.
+    return host.cpu_s_per_byte * links.total / workers
 
 
 def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Station:

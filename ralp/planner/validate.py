@@ -1,9 +1,9 @@
 """Predictions against recorded bench runs (netns backend, solo jobs), with their errors.
 
-The model's only fitted constant, the shared host's CPU cost per byte moved
-(:attr:`ralp.planner.model.Host.cpu_s_per_byte`), is never fitted on the records it is judged
-on: :func:`split_half_fit` fits it on every other record (in a fixed order) and reports the
-errors on the rest.
+The one constant that may be fitted, the shared host's capacity
+(:attr:`ralp.planner.model.Host.capacity`), is never fitted on the records it is judged on:
+:func:`split_half_fit` fits it on every other record (in a fixed order) and reports the errors
+on the rest.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ralp.planner.modes import PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
 
-# Candidate CPU seconds per byte moved on a shared host: 0 and 0.1 ns .. 10 ns per byte.
-CPU_S_PER_BYTE_GRID: tuple[float, ...] = (0.0, *(1e-10 * 10 ** (k / 20) for k in range(41)))
+# Candidate shared-host capacities (single-process steps run side by side): 0.5 .. 4.
+CAPACITY_GRID: tuple[float, ...] = tuple(0.5 + k / 20 for k in range(71))
 
 
 @dataclass(frozen=True)
@@ -90,18 +90,18 @@ def errors(rows: Sequence[Row]) -> dict:
 def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration,
                    workload_for: WorkloadFor,
                    grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:  # fmt: skip
-    """Fit ``cpu_s_per_byte`` on the even-numbered records (median |error|, over ``grid``);
-    return it with the rows of the fitting half and of the held-out half under it."""
+    """Fit the shared host's ``capacity`` on the even-numbered records (median |error|, over
+    ``grid``); return it with the rows of the fitting half and of the held-out half."""
     fit_half, held_out = records[0::2], records[1::2]
 
     def score(value: float) -> float:
-        host = replace(calibration.host, cpu_s_per_byte=value)
+        host = replace(calibration.host, capacity=value)
         return errors(predict_records(fit_half, calibration, workload_for, host))[
             "median_abs_error"
         ]
 
     best = min(grid, key=score)
-    host = replace(calibration.host, cpu_s_per_byte=best)
+    host = replace(calibration.host, capacity=best)
     return (best, predict_records(fit_half, calibration, workload_for, host),
             predict_records(held_out, calibration, workload_for, host))  # fmt: skip
 
