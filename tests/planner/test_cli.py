@@ -86,3 +86,15 @@ def test_a_record_without_calibration_is_named(results, tmp_path, capsys):
     Calibration(Host(True), [], "test").save(empty)
     assert run(["--validate", str(path), "--compute-profile", str(empty)]) == 2
     assert "no calibration for alexnet at batch 8" in capsys.readouterr().err
+
+
+def test_fit_half_reports_only_the_held_out_records(calibration, results, capsys):
+    path, records = results
+    assert run(["--validate", str(path), "--compute-profile", str(calibration),
+                "--fit-half", "--format", "json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    held_out = records[1::2]
+    assert [(r["mode"], r["devices"]) for r in out["records"]] == [
+        (r["mode"], r["devices"]) for r in held_out]  # fmt: skip
+    assert out["fit_half"]["count"] == len(records) - len(held_out)
+    assert 0.5 <= out["capacity"] <= 4.0
