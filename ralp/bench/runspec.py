@@ -1,15 +1,6 @@
 """What one benchmark run is: the model, the mode and its resources, the workload.
 
-Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
-
-=========  =============  ======================================================
-mode       workers + PS   why
-=========  =============  ======================================================
-ps         N/2 + N/2      plain ParameterServerStrategy, common practice
-ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
-ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
-horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
-=========  =============  ======================================================
+Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod).
 
 Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
 (scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
