@@ -157,6 +157,10 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     return compute.full_s + ring_s
 
 
+# One step-time function per mode, all with the same signature. A new mode (layer
+# separation, "stanza", with n_c CONV and n_f FC workers) adds its function here and its
+# (workers, ps) resources in ralp.planner.modes; a mode with a resource split to search
+# (n_c / n_f) searches it in the recommendation, bounded by memory.
 STEP_TIME = {
     "ps": ps_step_time,
     "ralp-h": ralp_step_time,
