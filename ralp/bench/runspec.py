@@ -1,15 +1,6 @@
 """What one benchmark run is: the model, the mode and its resources, the workload.
 
-Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
-
-=========  =============  ======================================================
-mode       workers + PS   why
-=========  =============  ======================================================
-ps         N/2 + N/2      plain ParameterServerStrategy, common practice
-ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
-ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
-horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
-=========  =============  ======================================================
+Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod).
 
 Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
 (scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
@@ -19,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.modes import resources as mode_resources
+
 DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
@@ -31,27 +24,11 @@ class BenchError(ValueError):
 
 
 def resources(mode: str, devices: int) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices."""
-    if mode not in MODES:
-        raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    if mode == "horovod":
-        if devices < 2:
-            raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
-        return devices, 0
-    if mode == "ps":
-        if devices < 2 or devices % 2:
-            raise BenchError(
-                f"mode 'ps' splits the devices evenly into workers and PS tasks: N must be even "
-                f"and at least 2, got {devices}"
-            )
-        return devices // 2, devices // 2
-    if devices < 2:
-        raise BenchError(
-            f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
-        )
-    if mode == "ralp-h":
-        return max(1, devices // 2), 1
-    return devices - 1, 1
+    """(workers, ps) for ``mode`` on ``devices`` devices (the planner's rule, one copy)."""
+    try:
+        return mode_resources(mode, devices)
+    except PlannerError as e:
+        raise BenchError(str(e)) from None
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ class LayerTable:
     batch_size: int
     rows: tuple[LayerRow, ...]
     output_names: tuple[str, ...]  # rows whose outputs are the model's outputs
-    variables: tuple[tuple[str, str, int], ...]  # (row name, variable path, bytes), build order
+    # (row name, variable path, bytes) in build order, layer state (seed generators) included
+    variables: tuple[tuple[str, str, int], ...]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -255,13 +256,22 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
 
     rows: list[dict] = []
     variables: list[tuple[str, str, int]] = []
+    # The model's creation order of its variables: the order PSS hands out PS tasks in,
+    # which is not the forward order of the layers (branches, blocks built out of order).
+    creation = {id(v): k for k, v in enumerate(model.variables)}
+    created: list[int] = []
     cumulative = 0
     for index, (name, layer) in enumerate(flat.order):
         rule = rule_for(layer)
         weights, trainable_weights = _weights(layer)
         params = sum(math.prod(w.shape) for w in weights)
         trainable = sum(math.prod(w.shape) for w in trainable_weights)
-        var_bytes = [(w.path, math.prod(w.shape) * _dtype_size(w.dtype)) for w in weights]
+        # Every variable in creation order, layer state too (Dropout's seed generator): PSS
+        # places each one round-robin, so a state variable shifts the PS task of every later
+        # weight; each step also reads and advances it. A keras.ops node owns none.
+        layer_vars = list(layer.variables) if isinstance(layer, keras.layers.Layer) else []
+        var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer_vars]
+        created += [creation.get(id(v), len(creation)) for v in layer_vars]
         trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
                               for w in trainable_weights)  # fmt: skip
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
@@ -277,7 +287,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
             kind=rule.kind_of(layer, in_shapes, out_shapes),
             params=params,
             trainable_params=trainable,
-            param_bytes=sum(b for _, b in var_bytes),
+            param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype) for w in weights),
             trainable_param_bytes=trainable_bytes,
             output_shape=out_shapes[0],
             output_elements=elements,
@@ -299,5 +309,6 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
             for r, own, at in zip(rows, positions.position, positions.counted_at, strict=True)
         ),
         output_names=tuple(dict.fromkeys(output_names)),
-        variables=tuple(variables),
+        variables=tuple(v for _, v in sorted(zip(created, variables, strict=True),
+                                             key=lambda pair: pair[0])),  # fmt: skip
     )
