@@ -17,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -26,12 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch: int,
                  schedule: str, seconds: float) -> dict:  # fmt: skip
     """In the coordinator: place, warm up, trace worker 0 while training goes on."""
-    import tempfile
-
     import keras
 
     import ralp
-    from ralp.audit.timeline import capture, step_timelines
+    from ralp.audit.timeline import length, trace_while_training
     from ralp.models.synthetic import synthetic_dataset_fn
 
     keras.utils.set_random_seed(0)
@@ -42,20 +39,7 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
     data = synthetic_dataset_fn(image, batch, 1000)
     workers = trainer.connection.num_workers
     trainer.fit(dataset_fn=data, steps_per_epoch=2 * workers, batch_size=batch, verbose=0)
-    stop = threading.Event()
-
-    def keep_training():
-        while not stop.is_set():
-            trainer.fit(dataset_fn=data, steps_per_epoch=workers, batch_size=batch, verbose=0)
-
-    thread = threading.Thread(target=keep_training, daemon=True)
-    thread.start()
-    try:
-        with tempfile.TemporaryDirectory() as logdir:
-            steps = step_timelines(capture(profiler_address, logdir, seconds), names)
-    finally:
-        stop.set()
-        thread.join()
+    steps = trace_while_training(trainer, data, batch, profiler_address, seconds, names)
     if not steps:
         raise RuntimeError("no complete step in the trace: trace for longer (--seconds)")
     step = sorted(steps, key=lambda s: s.seconds)[len(steps) // 2]  # the median step
@@ -71,8 +55,8 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
         "step": {
             "seconds": step.seconds,
             "hidden_share": step.hidden_share(),
-            "pull_active_s": sum(b - a for a, b in step.pull_active()),
-            "compute_busy_s": sum(b - a for a, b in step.compute_busy()),
+            "pull_active_s": length(step.pull_active()),
+            "compute_busy_s": length(step.compute_busy()),
             "pulls": [{"name": p.name, "layer": p.layer, "start_s": p.start - step.start,
                        "done_s": p.done - step.start} for p in step.pulls],
             "first_forward_op_s": step.first_op_of(names),

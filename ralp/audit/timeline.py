@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Sequence
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ralp.placement.rewriter import layer_of_op
@@ -149,3 +151,26 @@ def capture(worker_address: str, logdir: str, seconds: float) -> str:
     if not found:
         raise RuntimeError(f"the profiler wrote no trace under {logdir}")
     return found[-1]
+
+
+def trace_while_training(trainer, dataset_fn: Callable, batch_size: int, worker_address: str,
+                         seconds: float, layer_names: Iterable[str] = ()) -> list[StepTimeline]:  # fmt: skip
+    """The complete steps of a ``seconds`` trace of the worker serving tf.profiler at
+    ``worker_address``, while ``trainer`` (a :class:`ralp.ps_strategy.trainer.Trainer`) keeps
+    training on ``dataset_fn`` in a thread: a trace only sees the steps run while it lasts."""
+    stop = threading.Event()
+    workers = trainer.connection.num_workers
+
+    def keep_training() -> None:
+        while not stop.is_set():
+            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=workers, batch_size=batch_size,
+                        verbose=0)  # fmt: skip
+
+    thread = threading.Thread(target=keep_training, daemon=True)
+    thread.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="ralp-trace-") as logdir:
+            return step_timelines(capture(worker_address, logdir, seconds), layer_names)
+    finally:
+        stop.set()
+        thread.join()

@@ -141,36 +141,19 @@ def trace_pulls(trainer, dataset_fn, profiler_address: str, step_s: float, batch
     """Trace worker 0 while the cluster trains on: the median over its complete traced steps
     of the share of pull time hidden behind compute, the pull-active time and the step time."""
     import statistics
-    import tempfile
-    import threading
 
-    from ralp.audit.timeline import capture, step_timelines
+    from ralp.audit.timeline import length, trace_while_training
 
     if profiler_address is None:
         raise ValueError("tracing pulls needs worker 0's profiler (Launcher.cluster(trace=True))")
-    stop = threading.Event()
-
-    def keep_training() -> None:
-        while not stop.is_set():
-            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=trainer.connection.num_workers,
-                        batch_size=batch, verbose=0)  # fmt: skip
-
-    thread = threading.Thread(target=keep_training, daemon=True)
-    thread.start()
-    try:
-        with tempfile.TemporaryDirectory(prefix="ralp-trace-") as logdir:
-            path = capture(profiler_address, logdir, max(2.0, (TRACED_STEPS + 1) * step_s))
-            steps = step_timelines(path)
-    finally:
-        stop.set()
-        thread.join()
+    steps = trace_while_training(trainer, dataset_fn, batch, profiler_address,
+                                 max(2.0, (TRACED_STEPS + 1) * step_s))  # fmt: skip
     shares = [s.hidden_share() for s in steps if s.hidden_share() is not None]
     if not shares:
         return {"pull_hidden_share": None, "pull_active_s": None, "traced_step_s": None}
     return {
         "pull_hidden_share": statistics.median(shares),
-        "pull_active_s": statistics.median(
-            sum(b - a for a, b in s.pull_active()) for s in steps if s.pulls),
+        "pull_active_s": statistics.median(length(s.pull_active()) for s in steps if s.pulls),
         "traced_step_s": statistics.median(s.seconds for s in steps),
     }
 
