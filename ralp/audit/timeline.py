@@ -131,8 +131,9 @@ def step_timelines(path: str, layer_names: Iterable[str] = ()) -> list[StepTimel
     for k, (start, step_id, ps) in enumerate(steps):
         if len(ps) < most:  # a step the trace cut short
             continue
-        last_op = max((o[3] for o in ops if o[2] >= start), default=start)
-        end = steps[k + 1][0] if k + 1 < len(steps) else last_op
+        # a step ends where the next begins; the last one, with its last op
+        end = (steps[k + 1][0] if k + 1 < len(steps)
+               else max((o[3] for o in ops if o[2] >= start), default=start))  # fmt: skip
         inside = [o for o in ops if start <= o[2] < end]
         timelines.append(StepTimeline(step_id, start, end, sorted(ps, key=lambda p: p.start),
                                       sorted(inside, key=lambda o: o[2])))  # fmt: skip
