@@ -31,7 +31,8 @@ class CheckpointError(ValueError):
 class Position:
     """Where a fit is: epoch, steps done in it and in the whole fit, the data position
     (batches each worker's input has given since the fit began), and the epoch's sums so
-    far (its loss and accuracy cover every step of it, across restarts)."""
+    far (its loss, accuracy and the user's metrics cover every step of it, across restarts;
+    ``epoch_metric_sums``: the sum of each metric's per-batch values, in the metrics' order)."""
 
     epoch: int = 0
     step: int = 0
@@ -39,6 +40,7 @@ class Position:
     worker_batches: list[int] = field(default_factory=list)
     epoch_loss_sum: float = 0.0
     epoch_correct: float = 0.0
+    epoch_metric_sums: list[float] = field(default_factory=list)
 
 
 @dataclass

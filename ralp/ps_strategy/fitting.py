@@ -46,6 +46,9 @@ from ralp.ps_strategy.data import DatasetFn, skipping
 from ralp.ps_strategy.health import TaskLost, is_ps_failure
 from ralp.ps_strategy.loops import EpochRun
 
+# A step's results (ralp.ps_strategy.steps): loss, correct, applied, then the user's metrics.
+APPLIED, METRICS = 2, 3
+
 
 class FitLoop:
     """One ``fit`` of ``trainer`` (see the module's docstring)."""
@@ -121,11 +124,14 @@ class FitLoop:
         count = max(pos.step, 1)
         logs = {"loss": pos.epoch_loss_sum / count,
                 "accuracy": pos.epoch_correct / (count * self.batch_size)}  # fmt: skip
+        for metric, total in zip(self._metrics, self._metric_sums(), strict=True):
+            logs[metric.name] = total / count  # the mean of per-batch values, as Trainer's
         for key, value in logs.items():
             history.history.setdefault(key, []).append(float(value))
         history.epoch_seconds.append(seconds)
         history.images_per_second.append(trained * self.batch_size / seconds if seconds else 0.0)
         pos.epoch, pos.step, pos.epoch_loss_sum, pos.epoch_correct = epoch + 1, 0, 0.0, 0.0
+        pos.epoch_metric_sums = [0.0] * len(self._metrics)
         if self.checkpointer:
             self._save()
         call_callbacks(self.callbacks, "on_epoch_end", epoch, logs)
@@ -168,7 +174,9 @@ class FitLoop:
         losses = [float(r[0]) for r in run.results]
         pos.epoch_loss_sum += float(np.sum(losses))
         pos.epoch_correct += float(sum(float(r[1]) for r in run.results))
-        history.duplicate_steps += sum(1 for r in run.results if not bool(r[2]))
+        history.duplicate_steps += sum(1 for r in run.results if not bool(r[APPLIED]))
+        pos.epoch_metric_sums = [total + sum(float(r[METRICS + k]) for r in run.results)
+                                 for k, total in enumerate(self._metric_sums())]  # fmt: skip
         history.step_losses += losses
         history.step_end_times += run.end_times
         if self.synced:
@@ -177,6 +185,15 @@ class FitLoop:
         pos.step += n
         pos.done += n
         self.trainer.total_steps += n
+
+    @property
+    def _metrics(self) -> tuple:
+        return self.trainer.metrics.metrics
+
+    def _metric_sums(self) -> list[float]:
+        """The epoch's metric sums (zeros for a position saved without them)."""
+        sums = list(self.position.epoch_metric_sums)
+        return sums + [0.0] * (len(self._metrics) - len(sums))
 
     def _inputs_now(self):
         if self._inputs is None:

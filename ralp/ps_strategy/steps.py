@@ -2,8 +2,10 @@
 
 Both are ``tf.function``s named ``ralp_train_step`` (the audit finds their graphs by it),
 scheduled by ``ClusterCoordinator`` on a worker, called as ``step(iterator, token)``; both
-return the batch's mean loss, its number of correct predictions, and whether its update was
-applied (False when the step was a rerun of one already applied: see :class:`StepLedger`).
+return the batch's mean loss, its number of correct predictions, whether its update was
+applied (False when the step was a rerun of one already applied: see :class:`StepLedger`),
+and the batch's value of each of the user's metrics (``metrics_fn(labels, predictions)``,
+computed where the predictions are): ``(loss, correct, applied, *metrics)``.
 
 Plain PS: forward, loss, backward and the update's inputs are all computed on the worker;
 every variable is read from and every gradient written to the PS tasks.
@@ -39,6 +41,7 @@ import tensorflow as tf
 from ralp._compat import variable_device
 from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
+from ralp.ps_strategy.pulls import BatchedPulls
 
 
 def count_correct(labels, logits):
@@ -90,18 +93,36 @@ def group_update(optimizer, variables, grads, accumulators=None) -> Callable[[],
     return lambda: accumulate(accumulators, grads)
 
 
-def plain_step(strategy, model, optimizer, loss_fn, ledger: StepLedger,
-               accumulators=None) -> Callable:  # fmt: skip
-    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
+def _no_metrics(labels, predictions) -> list:
+    return []
+
+
+def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
+    """``model(x)`` on the worker; with batched ``pulls``, on the pulled values (watched by
+    ``tape``). Returns the outputs and what gradients are taken against."""
+    if pulls is None:
+        return model(x, training=True), model.trainable_variables
+    trainable, non_trainable = pulls.values()
+    tape.watch(trainable)
+    outputs, state = model.stateless_call(trainable, non_trainable, x, training=True)
+    pulls.assign_state(state)
+    return outputs, trainable
+
+
+def plain_step(strategy, model, optimizer, loss_fn, ledger: StepLedger, accumulators=None,
+               pulls: BatchedPulls | None = None,
+               metrics_fn: Callable = _no_metrics) -> Callable:  # fmt: skip
+    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
+    with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
 
     def replica_fn(x, y, token):
         with tf.GradientTape() as tape:
-            logits = model(x, training=True)
+            logits, sources = forward(model, x, pulls, tape)
             loss = loss_fn(y, logits)
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(loss, sources)
         applied = ledger.guarded(token, group_update(optimizer, variables, grads, accumulators))
-        return loss, count_correct(y, logits), applied
+        return (loss, count_correct(y, logits), applied, *metrics_fn(y, logits))
 
     @tf.function
     def ralp_train_step(iterator, token):
@@ -122,10 +143,13 @@ def ralp_step(
     ledgers: tuple[StepLedger, StepLedger],
     head_accumulators=None,
     tail_accumulators=None,
+    pulls: BatchedPulls | None = None,
+    metrics_fn: Callable = _no_metrics,
 ) -> Callable:
     """With accumulators (BSP) the step adds the head's and the tail's gradients to them
     instead of updating: the tail keeps its weights for the whole round, too. ``ledgers``:
-    the head's and the tail's (the tail's on the loss task, checked inside the section)."""
+    the head's and the tail's (the tail's on the loss task, checked inside the section).
+    With ``pulls`` the head's variables are pulled in those batches."""
     head, tail = split.head, split.tail
     head_ledger, tail_ledger = ledgers
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
@@ -137,7 +161,7 @@ def ralp_step(
 
     def replica_fn(x, y, token):
         with tf.GradientTape() as tape:
-            boundary = head(x, training=True)
+            boundary, sources = forward(head, x, pulls, tape)
         boundary = list(boundary) if isinstance(boundary, list | tuple) else [boundary]
 
         def ps_section():
@@ -153,6 +177,7 @@ def ralp_step(
             tail_ledger.guarded(token, group_update(tail_optimizer, tail_vars, tail_grads,
                                                     tail_accumulators))  # fmt: skip
             correct = count_correct(labels, logits)
+            values = metrics_fn(labels, logits)
             # Each read runs where its variable lives; only a control edge crosses tasks.
             reads = []
             for v in written:
@@ -160,14 +185,15 @@ def ralp_step(
                     reads.append(v.read_value())
             with tf.control_dependencies(reads):
                 return (tf.identity(loss), tf.identity(correct),
-                        [tf.identity(g) for g in grads[len(tail_vars):]])  # fmt: skip
+                        [tf.identity(g) for g in grads[len(tail_vars):]],
+                        [tf.identity(v) for v in values])  # fmt: skip
 
         with tf.compat.v1.device(device_fn):
-            loss, correct, boundary_grads = critical_section.execute(ps_section)
-        head_grads = tape.gradient(boundary, head_vars, output_gradients=boundary_grads)
+            loss, correct, boundary_grads, values = critical_section.execute(ps_section)
+        head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
         applied = head_ledger.guarded(token, group_update(head_optimizer, head_vars, head_grads,
                                                           head_accumulators))  # fmt: skip
-        return loss, correct, applied
+        return (loss, correct, applied, *values)
 
     @tf.function
     def ralp_train_step(iterator, token):
