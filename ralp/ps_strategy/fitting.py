@@ -48,6 +48,7 @@ from ralp.ps_strategy.loops import EpochRun
 
 # A step's results (ralp.ps_strategy.steps): loss, correct, applied, then the user's metrics.
 APPLIED, METRICS = 2, 3
+PROBE_AFTER_ERROR_S = 1.0  # a killed task's port refuses at once; a restarted one is back
 
 
 class FitLoop:
@@ -152,6 +153,7 @@ class FitLoop:
         try:
             run = runner.run(self._inputs_now(), n, on_step)
         except tf.errors.OpError as e:
+            self._probe_after_error(runner)  # a lost task: TaskLost, as the watch would judge
             if is_ps_failure(e):
                 raise TaskLost(f"a parameter server failed or was restarted "
                                f"({e.message.splitlines()[0]}); its variables are gone with it. "
@@ -168,6 +170,22 @@ class FitLoop:
             for hook in self.hooks:
                 hook.records.append(run.record)
         return run
+
+    @staticmethod
+    def _probe_after_error(runner) -> None:
+        """Probe the cluster with the runner's own check for a moment after a step failed:
+        the step's error (a closed socket) can come before the watch's next probe, and a
+        lost task is judged as the watch judges it (a lost PS, or a worker under a bounded
+        paradigm, is :class:`TaskLost`; a lost worker otherwise a warning)."""
+        check = getattr(runner, "check_cluster", None)
+        if check is None:
+            return
+        deadline = time.monotonic() + PROBE_AFTER_ERROR_S
+        while True:
+            check()
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.2)
 
     def _count(self, run: EpochRun, n: int) -> None:
         pos, history = self.position, self.history

@@ -25,7 +25,7 @@ IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the loop watches
 
 @dataclass
 class EpochRun:
-    results: list[tuple]  # per step: (loss, correct, applied) as numpy
+    results: list[tuple]  # per step: (loss, correct, applied, *metrics) as numpy
     end_times: list[float]  # time.perf_counter() when each step was seen finished
     workers: list[int] = field(default_factory=list)  # which worker ran each step, if known
     record: SyncRecord | None = None  # under a synchronization paradigm

@@ -35,6 +35,7 @@ then records it. The rerun of an applied step computes, but changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import tensorflow as tf
 
@@ -66,17 +67,25 @@ class StepLedger:
             self.ring = tf.Variable(tf.fill([LEDGER_SIZE], tf.constant(-1, tf.int64)),
                                     trainable=False, name=f"{name}_step_ledger")  # fmt: skip
 
-    def guarded(self, token, update: Callable[[], None]):
+    def guarded(self, token, update: GroupUpdate):
         """Run ``update`` and record ``token``, unless ``token`` is recorded already; returns
-        whether it ran. The check and the record run on the ledger's task."""
+        whether it ran. The check and the record run on the ledger's task; the record waits
+        for a read of every variable the update writes (each on its own task). Without that
+        order a worker killed mid-step could leave the token recorded and the update (or its
+        count) not applied: the rerun would then skip a batch (measured: 59 of 60 under ASP).
+        """
         token = tf.cast(token, tf.int64)
         with tf.device(self.device):
             slot = tf.math.floormod(token, LEDGER_SIZE)
             fresh = tf.not_equal(tf.gather(self.ring, slot), token)
 
         def apply():
-            update()
-            with tf.device(self.device):
+            update.run()
+            reads = []
+            for v in update.written():
+                with tf.device(v.device):
+                    reads.append(v.read_value())
+            with tf.device(self.device), tf.control_dependencies(reads):
                 self.ring.scatter_nd_update([[slot]], [token])
             return tf.constant(True)
 
@@ -86,11 +95,31 @@ class StepLedger:
         self.ring.assign(tf.fill([LEDGER_SIZE], tf.constant(-1, tf.int64)))
 
 
-def group_update(optimizer, variables, grads, accumulators=None) -> Callable[[], None]:
-    """One group's update: apply the gradients, or (BSP) add them to the accumulators."""
-    if accumulators is None:
-        return lambda: optimizer.apply_gradients(zip(grads, variables, strict=True))
-    return lambda: accumulate(accumulators, grads)
+@dataclass(frozen=True)
+class GroupUpdate:
+    """One group's update: apply the gradients with the optimizer, or (BSP, ``accumulators``)
+    add them to the accumulators; ``written()``: the tf.Variables it writes."""
+
+    optimizer: object
+    variables: list
+    grads: list
+    accumulators: list | None = None
+
+    def run(self) -> None:
+        if self.accumulators is None:
+            self.optimizer.apply_gradients(zip(self.grads, self.variables, strict=True))
+        else:
+            accumulate(self.accumulators, self.grads)
+
+    def written(self) -> list:
+        if self.accumulators is not None:
+            return list(self.accumulators)
+        # the variables, their slots and the update counter (Keras variables: their tf.Variable)
+        return [v.value for v in [*self.variables, *self.optimizer.variables]]
+
+
+def group_update(optimizer, variables, grads, accumulators=None) -> GroupUpdate:
+    return GroupUpdate(optimizer, list(variables), list(grads), accumulators)
 
 
 def _no_metrics(labels, predictions) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import statistics
 import threading
 import time
@@ -130,6 +131,15 @@ class _ScheduleWarningFilter(logging.Filter):
         return SCHEDULE_WARNING not in record.getMessage()
 
 
+MAX_RETRIES = 3  # ASP: steps in a row a live worker may fail from lost ones before it is an error
+
+
+def _names_a_worker(error: BaseException, workers: set[int]) -> bool:
+    """Whether a step's error comes from one of ``workers`` (TensorFlow names the remote task)."""
+    text = str(error)
+    return any(re.search(rf"/job:worker/replica:\d+/task:{k}(?!\d)", text) for k in workers)
+
+
 class SyncedSteps:
     """Runs ``steps`` training steps on ``workers`` workers under ``policy``.
 
@@ -150,7 +160,7 @@ class SyncedSteps:
         check_cluster: Callable[[], None] | None = None,
         step_timeout: float = 120.0,
         next_token: Callable[[], int] | None = None,
-        worker_lost: Callable[[int], bool] | None = None,
+        lost_workers: Callable[[], set[int]] | None = None,
     ):
         if policy.paradigm == "bsp" and apply_round is None:
             raise SyncError("BSP needs the round update (the trainer builds it)")
@@ -166,7 +176,7 @@ class SyncedSteps:
         self.next_token = next_token or itertools.count().__next__
         # ASP goes on without a lost worker: its driver stops, its step's token is reused by
         # the next claim (so an update the lost worker applied is not applied twice).
-        self.worker_lost = worker_lost if policy.paradigm == "asp" else None
+        self.lost_workers = lost_workers if policy.paradigm == "asp" else None
         self.gone: set[int] = set()  # lost workers (ASP): left out for the rest of the fit
 
     def run(self, iterators: list, steps: int,
@@ -184,6 +194,7 @@ class SyncedSteps:
         errors: list[BaseException] = []
         retry_tokens: list[int] = []  # claimed by a worker lost since (ASP)
         gone = self.gone
+        failures = [0] * self.workers  # each driver's steps failed in a row from lost workers
         slowdown = Slowdown.of(self.slow_worker) if self.slow_worker else None
         origin = time.perf_counter()
         for w in range(self.workers):
@@ -207,17 +218,26 @@ class SyncedSteps:
                         out = self.step(iterators[w], tf.constant(token, tf.int64))
                     out = tuple(v.numpy() for v in out)  # waits for the step: its push is done
                 except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                    lost = self.worker_lost is not None and self.worker_lost(w)
+                    lost = set() if w in gone else self._lost_after_error(gone)
                     with lock:
-                        if lost:
+                        gone.update(lost)
+                        # ASP: a step failed by a lost worker (its own, or a call to it in
+                        # flight) is claimed again, by another worker, with the same token
+                        failures[w] += 1
+                        survived = (self.lost_workers is not None and failures[w] <= MAX_RETRIES
+                                    and (w in gone or _names_a_worker(e, gone)))  # fmt: skip
+                        if survived:
                             claimed -= 1
                             retry_tokens.append(token)
-                            gone.add(w)
-                        if not lost or len(gone) == self.workers:
+                            permitted[w] = w not in gone
+                        if not survived or len(gone) == self.workers:
                             errors.append(e)
                         lock.notify_all()
+                    if survived and w not in gone and len(gone) < self.workers:
+                        continue  # this worker is fine: it goes on
                     return
                 pushed = time.perf_counter()
+                failures[w] = 0
                 with lock:
                     results.append(out)
                     end_times.append(pushed)
@@ -260,6 +280,20 @@ class SyncedSteps:
         if slowdown is not None:
             server.record.slow_delay_s = slowdown.last_s
         return EpochRun(results, end_times, ran_on, server.record)
+
+    def _lost_after_error(self, gone: set[int]) -> set[int]:
+        """Under ASP, after a step failed: the workers lost since (none outside ASP). Probed
+        for up to a second: the step's error can come before a killed task's port closes,
+        and a step on a live worker can fail from a lost one (its functions are registered
+        on every worker)."""
+        if self.lost_workers is None:
+            return set()
+        deadline = time.monotonic() + 1.0
+        while True:
+            lost = self.lost_workers() - gone
+            if lost or time.monotonic() > deadline:
+                return lost
+            time.sleep(0.2)
 
     def _wait(self, threads, lock, errors, done: Callable[[], int]) -> None:
         watch = Watchdog(self.check_cluster, self.step_timeout, f" under {self.policy}")

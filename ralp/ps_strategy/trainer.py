@@ -310,11 +310,11 @@ class Trainer:
             check_cluster=lambda: self.watch.check(synchronous=sync.paradigm != "asp"),
             step_timeout=self.step_timeout,
             next_token=self.next_token,
-            worker_lost=self._worker_lost,
+            lost_workers=self._lost_workers,
         )
 
-    def _worker_lost(self, index: int) -> bool:
-        return ("worker", index) in {(job, i) for job, i, _ in unreachable(self.connection.spec)}
+    def _lost_workers(self) -> set[int]:
+        return {i for job, i, _ in unreachable(self.connection.spec) if job == "worker"}
 
     # ------------------------------------------------------------------ state
 
