@@ -212,6 +212,28 @@ def train_long(spec, steps: int, step_timeout: float = 120.0) -> None:
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
 
 
+UPDATE_OPS = ("Assign", "ResourceApply", "ResourceScatter")
+BRANCHES = {"If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch")}
+
+
+def section_updates(op, graph) -> list[str]:
+    """The variable updates ``op`` runs: itself, or those in a cond's branch functions."""
+    if op.type.startswith(UPDATE_OPS):
+        return [op.name]
+    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+
+    def inside(function: str) -> list[str]:
+        found = []
+        for node in library[function].node_def:
+            if node.op.startswith(UPDATE_OPS):
+                found.append(f"{op.name}/{function}/{node.name}")
+            for attr in BRANCHES.get(node.op, ()):
+                found += inside(node.attr[attr].func.name)
+        return found
+
+    return [name for attr in BRANCHES.get(op.type, ()) for name in inside(op.get_attr(attr).name)]
+
+
 def sequential_with_callback(spec) -> dict:
     """A keras.Sequential model through RALP, with a Keras callback; and the consistency
     check on the traced step: every update of the tail happens before the PS lock is
@@ -260,11 +282,15 @@ def sequential_with_callback(spec) -> dict:
             if parent.name not in ancestors:
                 ancestors.add(parent.name)
                 stack.append(parent)
-    updates = [op.name for op in graph.get_operations()
-               if op.name.startswith("critical_section_execute/") and op.type.startswith(("Assign", "ResourceApply"))]  # fmt: skip
+    # (the op in the section's graph, the update): the tail's updates run inside the step
+    # ledger's cond, so they are looked up in its branch functions (the graph's library)
+    updates = [(op.name, name) for op in graph.get_operations()
+               if op.name.startswith("critical_section_execute/")
+               for name in section_updates(op, graph)]  # fmt: skip
     return {"mode": trainer.mode, "offloaded": list(trainer.plan.offloaded), "events": recorder.events,
-            "epochs": len(history.history["loss"]), "locks": len(release), "updates": updates,
-            "updates_after_release": [u for u in updates if u not in ancestors],
+            "epochs": len(history.history["loss"]), "locks": len(release),
+            "updates": [name for _, name in updates],
+            "updates_after_release": [name for holder, name in updates if holder not in ancestors],
             "tail_devices": sorted({v.value.device for layer in trainer.model.layers
                                     if layer.name in ("fc1", "logits") for v in layer.variables})}  # fmt: skip
 
