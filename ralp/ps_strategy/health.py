@@ -114,4 +114,6 @@ _PS_FAILURE_MARKS = (
     "context_id",  # the restarted server does not know this coordinator's context
     "Socket closed", "Connection reset", "Connection refused", "failed to connect",
     "Unavailable", "UNAVAILABLE", "grpc_status:14",
+    # a step whose tensors crossed a restarted PS (AbortedError, seen in the chaos benchmark)
+    "different device incarnation", "was probably restarted",
 )  # fmt: skip

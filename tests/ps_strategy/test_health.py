@@ -1,0 +1,28 @@
+"""Telling a PS failure from other step errors, on the texts TensorFlow 2.21 gave in real runs
+(tests/ps_strategy/test_failures.py and the chaos benchmark)."""
+
+import pytest
+
+from ralp.ps_strategy.health import is_ps_failure
+
+RESTARTED_PS = (
+    "Graph execution error: RecvTensor expects a different device incarnation: 1527 vs. 3145. "
+    'Your worker job ("/job:ps/replica:0/task:0") was probably restarted. Check your worker job '
+    "for the reason why it was restarted. Additional GRPC error information from remote target "
+    "/job:ps/replica:0/task:0 while calling /tensorflow.WorkerService/RecvTensor: "
+    "{grpc_status:10}"
+)
+LOST_PS = ("failed to connect to all addresses; Additional GRPC error information from remote "
+           "target /job:ps/replica:0/task:0/device:CPU:0 while calling "
+           "/tensorflow.eager.EagerService/RunComponentFunction: {grpc_status:14}")  # fmt: skip
+LOST_WORKER = ("Socket closed Additional GRPC error information from remote target "
+               "/job:worker/replica:0/task:2 while calling /tensorflow.eager.EagerService/Enqueue: "
+               "{grpc_status:14}")  # fmt: skip
+
+
+@pytest.mark.parametrize("text, expected", [
+    (RESTARTED_PS, True), (LOST_PS, True), (LOST_WORKER, False),
+    ("Incompatible shapes: [32,10] vs. [32] on /job:ps/replica:0/task:0", False),
+])  # fmt: skip
+def test_a_ps_failure_is_told_by_the_task_and_the_kind_of_error(text, expected):
+    assert is_ps_failure(Exception(text)) is expected
