@@ -24,6 +24,7 @@ function                        private API                                     
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
 ``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
+``WORKER_FAILED_LOG``           the coordinator's log line of a failed worker   ps_strategy
 ``colocating_creator``          PSS' ``_create_variable`` honouring             placement
                                 ``colocate_with`` (and skipping round-robin)
 ``stop_coordinator``            ``ClusterCoordinator._cluster.stop``            ps_strategy
@@ -45,6 +46,9 @@ PINNED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
 # PSS logs this when a strategy method runs outside ClusterCoordinator.schedule; the
 # synchronized drivers do that on purpose and filter the line out.
 SCHEDULE_WARNING = "without using `ClusterCoordinator.schedule`"
+# ClusterCoordinator logs this (an error) when it takes a worker for failed and reruns its
+# step elsewhere; the only report of a worker restarted before the trainer's probes ran.
+WORKER_FAILED_LOG = "Worker %s failed with %r:%s"
 
 
 class CompatError(RuntimeError):

@@ -151,6 +151,12 @@ def test_the_filtered_warning_is_still_tensorflows_text():
     assert _compat.SCHEDULE_WARNING in inspect.getsource(parameter_server_strategy_v2)
 
 
+def test_the_worker_failure_log_is_still_the_coordinators_text():
+    from tensorflow.python.distribute.coordinator import cluster_coordinator
+
+    assert f'logging.error("{_compat.WORKER_FAILED_LOG}"' in inspect.getsource(cluster_coordinator)
+
+
 def _coordinator_canaries(spec) -> dict:
     """In a fresh process on a cluster of 1 worker and 2 PS tasks."""
     import time

@@ -151,7 +151,8 @@ class FitLoop:
 
         trainer.watch.steps_done = lambda: base + seen[0]
         try:
-            run = runner.run(self._inputs_now(), n, on_step)
+            with trainer.watch.coordinator_reports():
+                run = runner.run(self._inputs_now(), n, on_step)
         except tf.errors.OpError as e:
             self._probe_after_error(runner)  # a lost task: TaskLost, as the watch would judge
             if is_ps_failure(e):

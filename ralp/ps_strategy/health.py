@@ -21,11 +21,15 @@ A PS restarted between two probes is not seen by them; the steps then fail with 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ralp._compat import WORKER_FAILED_LOG
 from ralp.cluster.probe import describe, unreachable
 from ralp.cluster.spec import ClusterError, ClusterSpec
 
@@ -96,12 +100,58 @@ class ClusterWatch:
             self._down.pop(name).back_at = now
         new = [t for t in lost_workers if f"{t[0]}:{t[1]}" not in self._down]
         for job, index, _ in new:
-            event = WorkerEvent(f"{job}:{index}", now, self.steps_done())
-            self._down[event.task] = event
-            self.events.append(event)
+            task = f"{job}:{index}"
+            self._down[task] = self._recent(task, now) or self._event(task, now)
         if new:
             warnings.warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
                           "the remaining workers", ClusterWarning, stacklevel=4)  # fmt: skip
+
+
+    def _recent(self, task: str, now: float) -> WorkerEvent | None:
+        """The event of ``task`` lost within SAME_FAILURE_S (the probes and the coordinator's
+        log report one failure each)."""
+        return next((e for e in self.events if e.task == task and now - e.lost_at < SAME_FAILURE_S),
+                    None)  # fmt: skip
+
+    def _event(self, task: str, now: float) -> WorkerEvent:
+        event = WorkerEvent(task, now, self.steps_done())
+        self.events.append(event)
+        return event
+
+    def note_coordinator_failure(self, index: int) -> None:
+        """A worker the coordinator took for failed (its steps rerun elsewhere): recorded even
+        when it was restarted before the probes saw it down."""
+        now = time.time()
+        if f"worker:{index}" not in self._down and self._recent(f"worker:{index}", now) is None:
+            self._event(f"worker:{index}", now)
+
+    @contextlib.contextmanager
+    def coordinator_reports(self) -> Iterator[None]:
+        """While training: the coordinator's reports of failed workers (its log) go to
+        :meth:`note_coordinator_failure`."""
+        handler = _WorkerFailures(self.note_coordinator_failure)
+        logger = logging.getLogger("tensorflow")
+        logger.addHandler(handler)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+
+
+SAME_FAILURE_S = 10.0  # reports of one worker's failure this close together are one failure
+_FAILED_WORKER = re.compile(r"/job:worker/replica:\d+/task:(\d+)")
+
+
+class _WorkerFailures(logging.Handler):
+    def __init__(self, note: Callable[[int], None]):
+        super().__init__(level=logging.ERROR)
+        self.note = note
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == WORKER_FAILED_LOG and record.args:
+            found = _FAILED_WORKER.search(str(record.args[0]))
+            if found:
+                self.note(int(found.group(1)))
 
 
 def is_ps_failure(error: BaseException) -> bool:

@@ -26,3 +26,25 @@ LOST_WORKER = ("Socket closed Additional GRPC error information from remote targ
 ])  # fmt: skip
 def test_a_ps_failure_is_told_by_the_task_and_the_kind_of_error(text, expected):
     assert is_ps_failure(Exception(text)) is expected
+
+
+def test_a_worker_failure_the_coordinator_logs_is_one_event_with_the_probes_report():
+    import logging
+
+    from ralp._compat import WORKER_FAILED_LOG
+    from ralp.cluster.spec import ClusterSpec
+    from ralp.ps_strategy.health import ClusterWatch
+
+    spec = ClusterSpec("127.0.0.1:1", ["127.0.0.1:2", "127.0.0.1:3"], ["127.0.0.1:4"])
+    watch = ClusterWatch(spec, steps_done=lambda: 100)
+    error = RuntimeError("Socket closed")
+    with watch.coordinator_reports():  # as ClusterCoordinator logs it (tf_logging.error)
+        logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:1",
+                                              error, error)  # fmt: skip
+    # outside training nothing is recorded
+    logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
+                                          error, error)  # fmt: skip
+    assert [(e.task, e.at_step) for e in watch.events] == [("worker:1", 100)]
+    with pytest.warns(UserWarning, match="worker lost during training: worker:1"):
+        watch.judge([("worker", 1, "127.0.0.1:3")])  # the probes see it too: the same failure
+    assert [e.task for e in watch.events] == ["worker:1"]
