@@ -43,7 +43,7 @@ from ralp.ps_strategy.checkpoints import (
     read_checkpoint,
 )
 from ralp.ps_strategy.data import DatasetFn, skipping
-from ralp.ps_strategy.health import TaskLost, is_ps_failure
+from ralp.ps_strategy.health import TaskLost, failed_ps_tasks, is_ps_failure
 from ralp.ps_strategy.loops import EpochRun
 
 # A step's results (ralp.ps_strategy.steps): loss, correct, applied, then the user's metrics.
@@ -159,7 +159,8 @@ class FitLoop:
                 raise TaskLost(f"a parameter server failed or was restarted "
                                f"({e.message.splitlines()[0]}); its variables are gone with it. "
                                "Give fit a checkpoint_dir to go on from the last checkpoint once "
-                               "it is restarted", []) from None  # fmt: skip
+                               "it is restarted",
+                               failed_ps_tasks(e, trainer.connection.spec)) from None  # fmt: skip
             if isinstance(e, tf.errors.UnavailableError):
                 raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
             raise

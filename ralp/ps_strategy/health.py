@@ -154,6 +154,12 @@ class _WorkerFailures(logging.Handler):
                 self.note(int(found.group(1)))
 
 
+def failed_ps_tasks(error: BaseException, spec: ClusterSpec) -> list[Task]:
+    """The PS tasks a step's error names (TensorFlow names the remote task)."""
+    named = {int(i) for i in re.findall(r"/job:ps/replica:\d+/task:(\d+)", str(error))}
+    return [t for t in spec.tasks() if t[0] == "ps" and t[1] in named]
+
+
 def is_ps_failure(error: BaseException) -> bool:
     """Whether a TensorFlow error from a step says a PS task failed or was restarted."""
     text = str(error)

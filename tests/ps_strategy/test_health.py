@@ -48,3 +48,12 @@ def test_a_worker_failure_the_coordinator_logs_is_one_event_with_the_probes_repo
     with pytest.warns(UserWarning, match="worker lost during training: worker:1"):
         watch.judge([("worker", 1, "127.0.0.1:3")])  # the probes see it too: the same failure
     assert [e.task for e in watch.events] == ["worker:1"]
+
+
+def test_the_failed_ps_is_named_from_the_error():
+    from ralp.cluster.spec import ClusterSpec
+    from ralp.ps_strategy.health import failed_ps_tasks
+
+    spec = ClusterSpec("127.0.0.1:1", ["127.0.0.1:2"], ["127.0.0.1:4", "127.0.0.1:5"])
+    assert failed_ps_tasks(Exception(RESTARTED_PS), spec) == [("ps", 0, "127.0.0.1:4")]
+    assert failed_ps_tasks(Exception(LOST_WORKER), spec) == []
