@@ -148,10 +148,13 @@ class _WorkerFailures(logging.Handler):
         self.note = note
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg == WORKER_FAILED_LOG and record.args:
-            found = _FAILED_WORKER.search(str(record.args[0]))
-            if found:
-                self.note(int(found.group(1)))
+        if record.msg != WORKER_FAILED_LOG or len(record.args or ()) < 2:
+            return
+        found = _FAILED_WORKER.search(str(record.args[0]))
+        # a step failing from a lost or restarted PS is reported as its worker's failure too:
+        # that is the PS's failure (judged by the trainer), not the worker's
+        if found and not is_ps_failure(record.args[1]):
+            self.note(int(found.group(1)))
 
 
 def failed_ps_tasks(error: BaseException, spec: ClusterSpec) -> list[Task]:

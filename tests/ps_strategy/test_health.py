@@ -41,6 +41,9 @@ def test_a_worker_failure_the_coordinator_logs_is_one_event_with_the_probes_repo
     with watch.coordinator_reports():  # as ClusterCoordinator logs it (tf_logging.error)
         logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:1",
                                               error, error)  # fmt: skip
+    with watch.coordinator_reports():  # a step that failed from the PS: not the worker's failure
+        logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
+                                              Exception(LOST_PS), Exception(LOST_PS))  # fmt: skip
     # outside training nothing is recorded
     logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
                                           error, error)  # fmt: skip
