@@ -96,7 +96,9 @@ def test_tasks_exit_when_the_launching_process_is_killed():
         ({"chief": ["c:1"], "worker": ["a:1"]}, "no 'ps' task"),
         ({"chief": ["c:1"], "ps": ["b:2"]}, "no worker"),
         ({"chief": ["c:1"], "worker": ["a:1"], "ps": ["a:1"]}, "share the address"),
-        ({"chief": ["c:1"], "worker": ["a:1"], "ps": ["b:2"], "evaluator": ["e:3"]}, "unknown job"),
+        # (an "evaluator" is known: Kubeflow's TF_CONFIG has one, left out of the cluster)
+        ({"chief": ["c:1"], "worker": ["a:1"], "ps": ["b:2"], "trainer": ["e:3"]}, "unknown job"),
+        ({"master": ["c:1"], "worker": ["a:1"], "ps": ["b:2"]}, "'Master' replica type: use 'Chief'"),
         (["c:1"], "mapping"),
     ],
 )
