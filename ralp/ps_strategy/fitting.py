@@ -48,6 +48,7 @@ from ralp.ps_strategy.loops import EpochRun
 
 # A step's results (ralp.ps_strategy.steps): loss, correct, applied, then the user's metrics.
 APPLIED, METRICS = 2, 3
+SAVE_ATTEMPTS = 2
 PROBE_AFTER_ERROR_S = 1.0  # a killed task's port refuses at once; a restarted one is back
 
 
@@ -235,13 +236,20 @@ class FitLoop:
     def _save(self, finished: bool = False) -> None:
         if self.checkpointer is None:
             return
-        try:
-            self.checkpointer.save(self.trainer._checkpoint, self._state(finished))
-        except tf.errors.OpError as e:
-            if not is_ps_failure(e):
-                raise
-            # The PS went while its variables were read: the next steps find it lost and go
-            # on from the previous checkpoint.
+        for attempt in range(SAVE_ATTEMPTS):
+            try:
+                self.checkpointer.save(self.trainer._checkpoint, self._state(finished))
+                return
+            except tf.errors.OpError as e:
+                if is_ps_failure(e):
+                    # The PS went while its variables were read: the next steps find it lost
+                    # and go on from the previous checkpoint.
+                    return
+                if attempt + 1 == SAVE_ATTEMPTS:
+                    raise
+                # A save racing a worker's death can fail once (seen: the PS answering
+                # "Unable to parse request" to the chief's read); a save is idempotent.
+                time.sleep(1.0)
 
     def _resume_or_begin(self) -> None:
         """Restore the newest checkpoint in the directory; go on from its position if the fit
