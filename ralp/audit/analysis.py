@@ -146,6 +146,7 @@ def analyse(
     captured = {}
     for external, internal in graph.captures:
         captured[internal.name] = id(external)
+    nodes = {n.name: n for part in partitions.values() for n in part.node}
     crossings = []
     for part in partitions.values():
         for node in part.node:
@@ -161,7 +162,7 @@ def analyse(
             if any(marker in tensor for marker in _DATA_FREE) or tensor.startswith("^"):
                 nbytes = 0
             else:
-                t = _traced_tensor(graph, tensor)
+                t = _traced_tensor(graph, _before_lowering(tensor, nodes))
                 if t is not None and t.shape.is_fully_defined():
                     shape = tuple(t.shape.as_list())
                     nbytes = t.shape.num_elements() * dtype.size
@@ -172,6 +173,23 @@ def analyse(
             crossings.append(Crossing(task_of(src_dev), task_of(dst_dev), tensor, dtype.name, shape,
                                       nbytes, layer_of_op(tensor, names), offloaded))  # fmt: skip
     return StepPlacement(ops_by_device, crossings, dict(layer_devices))
+
+
+_COND_OPS = ("If", "StatelessIf")
+# Ops that lowering a cond (the step ledger's, ps_strategy/steps.py) puts between a traced
+# tensor and the Send that carries it: they pass their first input through unchanged.
+_PASS_THROUGH = ("Identity", "Switch", "RefSwitch")
+
+
+def _before_lowering(name: str, nodes: Mapping[str, object]) -> str:
+    """The traced tensor a partition tensor passes through (itself if it is one): a lowered
+    cond's Switch and the inlined branch's input Identity are not in the traced function."""
+    for _ in range(8):
+        node = nodes.get(name.partition(":")[0])
+        if node is None or node.op not in _PASS_THROUGH or not node.input:
+            return name
+        name = node.input[0]
+    return name
 
 
 def _traced_tensor(graph, name: str):
@@ -211,6 +229,12 @@ def _is_offloaded_variable_data(tensor, captured, offloaded_handles, offloaded_s
                 seen.add(consumer.name)
                 writes = _UPDATE_OPS.match(consumer.type) and consumer.inputs
                 if writes and _resource_id(consumer.inputs[0], captured) in offloaded_handles:
+                    return True
+                # The step ledger's cond applies the update in a branch: the If op takes the
+                # gradient and, as inputs too, the handles its branch writes.
+                if consumer.type in _COND_OPS and any(
+                    _resource_id(t, captured) in offloaded_handles for t in consumer.inputs
+                ):
                     return True
                 following.extend(consumer.outputs)
         frontier = following
