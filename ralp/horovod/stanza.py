@@ -79,8 +79,9 @@ class StanzaLayout:
 
     def group(self, fc_index: int) -> tuple[int, ...]:
         """The CONV ranks FC rank ``fc_index`` serves: consecutive, sizes differ by one at most."""
-        n_c, n_f = self.conv_workers, self.fc_workers
-        return tuple(range(fc_index * n_c // n_f, (fc_index + 1) * n_c // n_f))
+        from ralp.profiler.bytes_model import stanza_groups  # the byte model's groups
+
+        return tuple(stanza_groups(self.conv_workers, self.fc_workers)[fc_index])
 
     def group_sizes(self) -> tuple[int, ...]:
         return tuple(len(self.group(g)) for g in range(self.fc_workers))
