@@ -14,7 +14,14 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from ralp.bench.runspec import DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError, RunSpec
+from ralp.bench.runspec import (
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    HOROVOD_MODES,
+    MODES,
+    BenchError,
+    RunSpec,
+)
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
 
@@ -46,6 +53,7 @@ class BenchRequest:
     devices: tuple[int, ...] | None = None
     workers: int | None = None
     ps: int | None = None
+    fc_workers: int | None = None  # mode stanza: FC ranks per job (default 1)
     batch_size: int | None = None
     num_classes: int | None = None
     data: str = "synthetic"
@@ -87,7 +95,7 @@ class BenchRequest:
                 raise BenchError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
-        return [m for m in modes if m != "horovod"] if horovod_missing else modes
+        return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
 
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""
@@ -106,14 +114,16 @@ class BenchRequest:
 
     def runs(self, modes: list[str]) -> list[RunSpec]:
         """The run matrix: every model x device count x mode x sync paradigm, in that order."""
-        if self.sync and not set(modes) - {"horovod"}:
-            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
-                             "synchronous by construction")  # fmt: skip
+        if self.sync and not set(modes) - set(HOROVOD_MODES):
+            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
+                             "Stanza are synchronous by construction")  # fmt: skip
+        if self.fc_workers and "stanza" not in modes:
+            raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
                 for mode in modes:
-                    syncs = list(self.sync) if self.sync and mode != "horovod" else [None]
+                    syncs = list(self.sync) if self.sync and mode not in HOROVOD_MODES else [None]
                     for sync in syncs:
                         runs.append(self._run(model, mode, n, sync))
         return runs
@@ -122,6 +132,8 @@ class BenchRequest:
         workload = {**self.workload(model), "sync": sync}
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
+        if mode == "stanza" and not (self.workers or self.ps):
+            return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:
             w, ps = self.workers or 1, self.ps or 1
             return RunSpec(model, mode, w + ps, w, ps, **workload)

@@ -9,7 +9,11 @@ ps         N/2 + N/2      plain ParameterServerStrategy, common practice
 ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
 ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
 horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
+stanza     N-F + F        layer separation (Stanza) on Horovod: N-F CONV ranks
+                          allreduce the head, F FC ranks (default 1) hold the tail
 =========  =============  ======================================================
+
+In a ``stanza`` run, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
 Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
 (scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
@@ -19,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
+HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
 DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
@@ -30,10 +35,15 @@ class BenchError(ValueError):
     """A benchmark request that cannot be run as asked; the message says what to change."""
 
 
-def resources(mode: str, devices: int) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices."""
+def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
+    """(workers, ps) for ``mode`` on ``devices`` devices (``fc_workers``: stanza's FC ranks)."""
     if mode not in MODES:
         raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode == "stanza":
+        if devices < 2:
+            raise BenchError(f"mode 'stanza' needs at least 2 devices (a CONV rank and an FC "
+                             f"rank), got {devices}")  # fmt: skip
+        return devices - fc_workers, fc_workers
     if mode == "horovod":
         if devices < 2:
             raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
@@ -91,6 +101,8 @@ class RunSpec:
             if self.device_type != "cpu":
                 raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
                                  "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
+        elif self.mode == "stanza":
+            self._check_stanza()
         elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")  # fmt: skip
@@ -125,13 +137,25 @@ class RunSpec:
         object.__setattr__(self, "image_size", image)
         object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
 
+    def _check_stanza(self) -> None:
+        if self.ps < 1 or self.ps > self.workers:
+            raise BenchError(
+                f"mode 'stanza' needs at least one FC rank and no more FC ranks than CONV ranks "
+                f"(each FC rank serves a group of CONV ranks), got {self.workers} CONV and "
+                f"{self.ps} FC ranks of {self.workers + self.ps}: ask for --fc-workers between 1 "
+                f"and {(self.workers + self.ps) // 2}"
+            )
+        if self.device_type != "cpu":
+            raise BenchError("mode 'stanza' runs on the CPU: ralp's Horovod build has Gloo only "
+                             "(no NCCL); use --device-type cpu")  # fmt: skip
+
     def _check_sync(self) -> None:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
         from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
-        if self.mode == "horovod":
-            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
-                             "by construction)")  # fmt: skip
+        if self.mode in HOROVOD_MODES:
+            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod and Stanza "
+                             "are BSP by construction)")  # fmt: skip
         try:
             policy = SyncPolicy.parse(self.sync) if self.sync else None
             slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
@@ -145,8 +169,9 @@ class RunSpec:
             object.__setattr__(self, "sync", policy.spec)
 
     @classmethod
-    def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
-        workers, ps = resources(mode, devices)
+    def for_devices(cls, model: str, mode: str, devices: int, fc_workers: int = 1,
+                    **workload) -> RunSpec:  # fmt: skip
+        workers, ps = resources(mode, devices, fc_workers)
         return cls(model, mode, devices, workers, ps, **workload)
 
     @property
