@@ -12,6 +12,8 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
 - ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
+- ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
+  allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ _API: dict[str, tuple[str, str]] = {
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
+    "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
+    "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
 }
 
 __all__ = sorted(_API)

@@ -195,8 +195,12 @@ class StanzaTrainer:
         to_fc = [K if r == layout.fc_rank_of(self.rank) else 0 for r in range(layout.size)]
         nothing = [0] * layout.size
 
+        # What this rank sends where it sends nothing: a function argument, not a constant in
+        # the graph (see _alltoall).
+        empty_rows = tf.zeros([0, D], dtype)
+
         @tf.function
-        def step(x, y):
+        def step(x, y, empty_rows):
             x = tf.ensure_shape(x, [K, *x.shape[1:]])  # the FC ranks count on K rows
             with tf.GradientTape() as tape:
                 outputs = head(x, training=True)
@@ -207,7 +211,7 @@ class StanzaTrainer:
             sent = _alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
             sent_labels = _alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
             with tf.control_dependencies([sent, sent_labels]):  # receive after sending
-                empty = tf.identity(tf.zeros([0, D], dtype))
+                empty = tf.identity(empty_rows)
             grad = _alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
             grads = tape.gradient(flat, self.variables, output_gradients=grad)
             if self.conv_set is not None:
@@ -216,7 +220,7 @@ class StanzaTrainer:
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             return tf.constant(float("nan"))  # the loss is computed on the FC ranks
 
-        return step
+        return lambda x, y: step(x, y, empty_rows)
 
     def _fc_step(self):
         import tensorflow as tf
@@ -230,11 +234,14 @@ class StanzaTrainer:
         share = layout.share(fc_index)  # of the global batch
         nothing = [0] * layout.size
 
+        empty_rows = tf.zeros([0, D], dtype)  # arguments, not constants: see _alltoall
+        empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
+
         @tf.function
-        def step():
-            stacked = _alltoall(hvd, tf.zeros([0, D], dtype), nothing, ACTIVATIONS, [rows, D])
-            labels = _alltoall(hvd, tf.zeros([0, *self.label_shape], self.label_dtype), nothing,
-                               LABELS, [rows, *self.label_shape])  # fmt: skip
+        def step(empty_rows, empty_labels):
+            stacked = _alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
+            labels = _alltoall(hvd, empty_labels, nothing, LABELS,
+                               [rows, *self.label_shape])  # fmt: skip
             with tf.GradientTape() as tape:
                 tape.watch(stacked)
                 parts = tf.split(stacked, widths, axis=1) if len(widths) > 1 else [stacked]
@@ -251,7 +258,7 @@ class StanzaTrainer:
                 self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             return tf.identity(loss)
 
-        return step
+        return lambda: step(empty_rows, empty_labels)
 
     # ------------------------------------------------------------------ training
 
@@ -344,6 +351,10 @@ def _alltoall(hvd, tensor, splits: list[int], name: str, received_shape: list[in
     shape computed from it (Keras' Flatten takes tf.shape(x)[0]) makes TF's shape inference
     *run* the alltoall while tracing, to fold that shape into a constant: the trace then hangs
     in the collective. ``tf.ensure_shape`` gives the shape (and checks it when the step runs).
+
+    The sent tensor must not be a graph constant either (pass it in as a function argument):
+    Horovod's ops are not marked stateful, so Grappler's constant folding would *execute* an
+    alltoall whose inputs are all constants while it optimizes the graph, outside the step.
     """
     import tensorflow as tf
 
