@@ -10,14 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ralp.cluster.iproute import netns_unavailable_reason
 from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
 from ralp.horovod.stanza import StanzaError, StanzaLayout
 from ralp.profiler.bytes_model import mode_traffic, stanza_groups
+from tests.horovod.test_horovod import _processes_with
 
 ROOT = Path(__file__).resolve().parents[2]
 HOROVOD = horovod_unavailable_reason()
 needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+NETNS = netns_unavailable_reason()
 
 STEPS, BATCH = 5, 8  # per CONV rank; the reference takes n_c x BATCH per step
 
@@ -120,27 +123,12 @@ def _weights(z: dict, which: str) -> list:
 def _reference(initial: list, n_c: int) -> tuple[list, list]:
     """Synchronous SGD in one process on the concatenated batch of the n_c CONV ranks."""
     import keras
-    import tensorflow as tf
 
-    from ralp.models import build_model
-    from ralp.models.digits import digits_arrays, to_model_input
-    from tests.horovod.stanza_replicas import IMAGE_SIZE, LEARNING_RATE, MOMENTUM
+    from tests.horovod.reference import train_on_concatenated_batches
+    from tests.horovod.stanza_replicas import LEARNING_RATE, MOMENTUM
 
-    model = build_model("lenet", num_classes=10, image_size=IMAGE_SIZE)
-    model.set_weights(initial)
     optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    images, labels = digits_arrays(seed=0)
-    losses = []
-    for k in range(STEPS):
-        rows = slice(k * n_c * BATCH, (k + 1) * n_c * BATCH)
-        x, y = to_model_input(images[rows], IMAGE_SIZE), labels[rows]
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        losses.append(float(loss))
-    return model.get_weights(), losses
+    return train_on_concatenated_batches(initial, optimizer, STEPS, n_c * BATCH)
 
 
 @needs_horovod
@@ -167,19 +155,6 @@ def test_stanza_matches_one_process_on_the_concatenated_batch(tmp_path, conv, fc
         assert float(z["final_loss"]) == pytest.approx(losses[-1], rel=1e-5)
 
 
-def _processes_with(token: str) -> list:
-    import psutil
-
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(token in part for part in p.info["cmdline"] or []):
-                found.append(p)
-        except psutil.Error:
-            pass
-    return found
-
-
 @needs_horovod
 @pytest.mark.cluster
 def test_a_dying_fc_rank_fails_the_job_clearly_and_leaves_nothing(tmp_path):
@@ -190,3 +165,55 @@ def test_a_dying_fc_rank_fails_the_job_clearly_and_leaves_nothing(tmp_path):
     with pytest.raises(HorovodRunError, match=f"SystemExit|{token}|exited"):
         run_horovod(command, None, 300)
     assert _processes_with(token) == []
+
+
+# ------------------------------------------------------------------ the bench's stanza mode
+
+
+def _bench(tmp_path, *args) -> tuple[list, str, int]:
+    """Run the bench; its records, its stdout and its pid (its namespaces are named by it)."""
+    import json
+
+    out = tmp_path / "r.json"
+    p = subprocess.Popen([sys.executable, "-m", "ralp.bench", *args, "--out", str(out), "--quiet"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
+    stdout, stderr = p.communicate(timeout=900)
+    assert p.returncode == 0, stderr[-3000:]
+    return json.loads(out.read_text()), stdout, p.pid
+
+
+@needs_horovod
+@pytest.mark.cluster
+def test_bench_stanza_mode_end_to_end_on_loopback(tmp_path):
+    records, stdout, _ = _bench(tmp_path, "--backend", "local", "--models", "lenet", "--modes",
+                             "horovod", "stanza", "--devices", "3", "--image-size", "28",
+                             "--batch-size", "8", "--steps", "3", "--warmup", "1",
+                             "--data", "digits")  # fmt: skip
+    hvd, stanza = records
+    assert (stanza["mode"], stanza["workers"], stanza["ps"], stanza["error"]) == ("stanza", 2, 1, None)
+    assert stanza["offloaded_layers"] == ["flatten", "fc3", "logits"]
+    assert stanza["images_per_sec"] > 0 and stanza["measured_steps"] == 6
+    assert stanza["final_loss"] > 0 and stanza["speedup_vs_horovod"] > 0
+    assert stanza["bytes_per_step_predicted"] > 0 and stanza["ps_bytes_per_step_predicted"] > 0
+    assert "stanza" in stdout and "vs hvd" in stdout
+
+
+@needs_horovod
+@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@pytest.mark.cluster
+@pytest.mark.parametrize("fc", [1, 2])
+def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
+    records, _, pid = _bench(tmp_path, "--backend", "netns", "--bandwidth", "1gbit", "--models",
+                        "lenet", "--modes", "stanza", "--devices", str(2 + 2 * fc),
+                        "--fc-workers", str(fc), "--image-size", "28", "--batch-size", "8",
+                        "--steps", "3", "--warmup", "1", "--data", "digits")  # fmt: skip
+    (r,) = records
+    assert r["error"] is None and (r["workers"], r["ps"]) == (2 * fc, fc)
+    assert sorted(r["links"]) == [f"ps:{g}" for g in range(fc)] + [
+        f"worker:{k}" for k in range(2 * fc)]  # fmt: skip
+    # measured on the links, within 10% of the byte model on both kinds of link
+    assert 0.9 <= r["bytes_ratio"] <= 1.1, r["bytes_ratio"]
+    fc_ratio = r["ps_bytes_per_step_measured"] / r["ps_bytes_per_step_predicted"]
+    assert 0.9 <= fc_ratio <= 1.1, fc_ratio
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{pid}" not in left
