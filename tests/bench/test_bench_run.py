@@ -67,6 +67,8 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
         (["--backend", "local", "--modes", "horovod", "--sync", "bsp"], "for the PS modes"),
         (["--backend", "local", "--sync", "ssp"], "ssp needs its bound"),
         (["--backend", "local", "--modes", "ps", "--slow-worker", "7:2"], "worker 7 does not"),
+        (["--backend", "local", "--modes", "stanza", "--fc-workers", "3"], "no more FC ranks"),
+        (["--backend", "local", "--modes", "ps", "--fc-workers", "2"], "for mode stanza"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):
