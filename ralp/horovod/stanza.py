@@ -218,7 +218,9 @@ class StanzaTrainer:
                 grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
                                               name=HEAD_GRADS, ignore_name_scope=True)  # fmt: skip
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
-            return tf.constant(float("nan"))  # the loss is computed on the FC ranks
+            # Horovod's ops are not stateful: one whose result feeds nothing the function
+            # returns may be pruned. The sends' (empty) results feed the output.
+            return tf.reduce_sum(sent) + tf.cast(tf.reduce_sum(sent_labels), sent.dtype)
 
         return lambda x, y: step(x, y, empty_rows)
 
@@ -254,9 +256,9 @@ class StanzaTrainer:
             if self.fc_set is not None:
                 grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
                                               name=TAIL_GRADS, ignore_name_scope=True)  # fmt: skip
-            with tf.control_dependencies([back]):
-                self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
-            return tf.identity(loss)
+            self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
+            # The send's (empty) result feeds the output, or the unstateful op may be pruned.
+            return loss + tf.cast(tf.reduce_sum(back), loss.dtype)
 
         return lambda: step(empty_rows, empty_labels)
 
