@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 IMAGE_SIZE = 28
 LEARNING_RATE = 0.05
@@ -24,9 +23,6 @@ MOMENTUM = 0.9
 def main() -> None:
     out_dir, steps, batch, fc_workers = sys.argv[1], *map(int, sys.argv[2:5])
     die_at = int(sys.argv[5].split("=")[1].split(":")[0]) if len(sys.argv) > 5 else None
-    import faulthandler
-
-    faulthandler.dump_traceback_later(170, exit=False)  # DEBUG
     import horovod.tensorflow as hvd
     import keras
     import numpy as np
@@ -54,11 +50,9 @@ def main() -> None:
             yield to_model_input(images[rows], IMAGE_SIZE), labels[rows]
 
     def on_step(k: int, _loss) -> None:
-        print(f"DEBUG rank {rank} step {k} done {time.time():.1f}", file=sys.stderr, flush=True)
         if k == die_at and rank == trainer.layout.fc_ranks[0]:
             os._exit(3)  # no clean-up, no message: as a crashed machine would
 
-    print(f"DEBUG rank {rank} ready {time.time():.1f}", file=sys.stderr, flush=True)
     history = trainer.fit(None if trainer.is_fc else batches(), steps, on_step=on_step)
     final = [w.numpy() for w in trainer.share_weights().weights]
     arrays = {f"initial_{i}": w for i, w in enumerate(initial)}
