@@ -2,6 +2,7 @@
 requests, and CONV + FC ranks under horovodrun against a single-process Keras run of the same
 model on the concatenated batch."""
 
+import re
 import subprocess
 import sys
 import uuid
@@ -116,7 +117,7 @@ def _train(tmp_path, conv: int, fc: int) -> list:
 
 
 def _weights(z: dict, which: str) -> list:
-    n = sum(1 for k in z if k.startswith(f"{which}_"))
+    n = sum(1 for k in z if re.fullmatch(rf"{which}_\d+", k))
     return [z[f"{which}_{i}"] for i in range(n)]
 
 
