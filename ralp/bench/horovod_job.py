@@ -8,7 +8,7 @@ step), then runs the measured steps. In mode ``stanza`` the first ``workers`` ra
 CONV ranks (they read data) and the last ``ps`` ranks the FC ranks (their links are the
 record's ``ps:`` links). Rank 0 reads the link counters right before and after
 the measured steps (behind an allreduce barrier, so every rank's traffic is inside the
-window) and sends progress and the run's figures as messages (:mod:`ralp.horovod.messages`).
+window), then once more after an idle second (Horovod's control-plane rate), and sends progress and the run's figures as messages (:mod:`ralp.horovod.messages`).
 
 The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_job`).
 """
@@ -23,6 +23,8 @@ import time
 
 from ralp.horovod.messages import emit
 
+CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate is measured
+
 
 def horovod_bench_job(run, read_links=None, started: float | None = None) -> dict | None:
     """Measure ``run`` (a RunSpec in mode ``horovod`` or ``stanza``) on this Horovod job;
@@ -34,7 +36,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
     import keras
     import tensorflow as tf
 
-    from ralp.bench.measure import PROGRESS_EVERY, link_figures, timing
+    from ralp.bench.measure import PROGRESS_EVERY, control_plane_figures, link_figures, timing
     from ralp.models import build_model
 
     stanza = run.mode == "stanza"
@@ -70,6 +72,13 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
     history = trainer.fit(batches, run.steps, on_step=on_step)
     trainer.barrier()
     after = dict(read_links()) if read_links and rank == 0 else None
+    if read_links:
+        # Horovod's background thread coordinates every cycle, tensors or not: a
+        # time-proportional control plane the byte model (payload) does not count. Every
+        # rank idles for the same window so rank 0 can measure its rate on each link.
+        time.sleep(CONTROL_WINDOW_S)
+        idle = dict(read_links()) if rank == 0 else None
+        trainer.barrier()
     final_loss = history.final_loss if stanza else history.step_losses[-1]
     if rank != 0:
         return None
@@ -86,6 +95,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
         **timing(end_times, start, steps, W, B),
         "final_loss": final_loss,
         **link_figures(before, after, steps),
+        **(control_plane_figures(after, idle, CONTROL_WINDOW_S) if read_links else {}),
     }
 
 

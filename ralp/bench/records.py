@@ -30,7 +30,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "seed", "device_type", "setup_s", "setup", "offloaded_layers", "split_after",
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
-    "trunk_bytes_measured",
+    "trunk_bytes_measured", "control_bytes_per_s", "ps_control_bytes_per_s",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"

@@ -205,16 +205,26 @@ def test_bench_stanza_mode_end_to_end_on_loopback(tmp_path):
 @pytest.mark.parametrize("fc", [1, 2])
 def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
     records, _, pid = _bench(tmp_path, "--backend", "netns", "--bandwidth", "1gbit", "--models",
-                        "lenet", "--modes", "stanza", "--devices", str(2 + 2 * fc),
+                        "lenet", "--modes", "stanza", "--devices", str(3 * fc),
                         "--fc-workers", str(fc), "--image-size", "28", "--batch-size", "8",
                         "--steps", "3", "--warmup", "1", "--data", "digits")  # fmt: skip
     (r,) = records
     assert r["error"] is None and (r["workers"], r["ps"]) == (2 * fc, fc)
     assert sorted(r["links"]) == [f"ps:{g}" for g in range(fc)] + [
         f"worker:{k}" for k in range(2 * fc)]  # fmt: skip
-    # measured on the links, within 10% of the byte model on both kinds of link
-    assert 0.9 <= r["bytes_ratio"] <= 1.1, r["bytes_ratio"]
-    fc_ratio = r["ps_bytes_per_step_measured"] / r["ps_bytes_per_step_predicted"]
-    assert 0.9 <= fc_ratio <= 1.1, fc_ratio
+    # The links carry the model's payload, plus Horovod's control plane: at most its idle
+    # rate (measured on each kind of link in the same run) over the measured wall time.
+    # lenet's payload is small, so the control plane is not negligible here.
+    steps, wall = r["measured_steps"], r["wall_s"]
+    for measured, predicted, rate, links in (
+        (r["bytes_per_step_measured"], r["bytes_per_step_predicted"], r["control_bytes_per_s"],
+         r["workers"]),
+        (r["ps_bytes_per_step_measured"], r["ps_bytes_per_step_predicted"],
+         r["ps_control_bytes_per_s"], fc),
+    ):  # fmt: skip
+        assert rate > 0
+        control = links * rate * wall / steps
+        assert 0.97 * predicted <= measured <= 1.03 * predicted + control, (
+            measured, predicted, control)  # fmt: skip
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{pid}" not in left
