@@ -3,15 +3,17 @@
 # benchmarks/results/bench_*. Needs root (netns backend) and Horovod (./scripts/setup.sh).
 # On a 2-core machine this takes about 110 minutes in all. --steps and --warmup count per worker.
 # Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit|
-#                                          horovod-1gbit|horovod-10gbit|sync|sync-3w]...
+#                                          horovod-1gbit|horovod-10gbit|sync|sync-3w|
+#                                          pulls-250mbit|pulls-1gbit|pulls-10gbit|
+#                                          pull-timeline|dssp-table1]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/bin/python)
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -50,6 +52,25 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:15 dssp:3:15 \
       --workers 3 --slow-worker 0:+0.4 --steps 360 --target 0.9 \
       --out $R/sync_digits_3w_3x.json --plot $R/sync_digits_3w_3x.png ;;
+  pulls-250mbit|pulls-1gbit|pulls-10gbit)  # issue 16: default vs layer vs ibatch pulls, plain
+    # PS, N = 4 (2 workers + 2 PS); 250 Mbit/s and 1 Gbit/s network-bound, 10 Gbit/s not
+    bw=${part#pulls-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw --models vgg11 alexnet --image-size 75 \
+      --batch-size 8 --modes ps --devices 4 --steps 4 --warmup 1 \
+      --pull-schedule default layer ibatch --trace-pulls --compute-reference --quiet \
+      --out $R/pulls_$bw.json --plot $R/pulls_$bw.png || true ;;
+  pull-timeline)  # issue 16, item 2: when each pull arrives against each layer's first op
+    for model in vgg11 alexnet; do
+      image=$([ $model = vgg11 ] && echo 64 || echo 75)
+      $PY benchmarks/pull_timeline.py --model $model --image-size $image --workers 2 --ps 2 \
+        --bandwidth 1gbit --schedules default ibatch layer \
+        --out $R/pull_timeline_${model}_1gbit.json --plot $R/pull_timeline_${model}_1gbit.png
+    done ;;
+  dssp-table1)  # issue 16: the structure of the DSSP paper's Table I: 2 workers + 1 PS, worker 1
+    # about 2.5x slower (0.3 s after each of its ~0.2 s steps), lenet on digits, 3 seeds
+    $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:6 ssp:15 dssp:3:15 \
+      dssp-paper:3:15 --workers 2 --slow-worker 1:+0.3 --steps 400 --target 0.9 0.95 \
+      --seeds 0 1 2 --out $R/dssp_table1.json --plot $R/dssp_table1.png ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

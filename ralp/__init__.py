@@ -14,6 +14,8 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
 - ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
   allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
+- ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.plan``):
+  measure a model's compute here, predict every mode's throughput, choose.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ _API: dict[str, tuple[str, str]] = {
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
     "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
     "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
+    "calibrate": ("ralp.planner.api", "calibrate"),
+    "recommend": ("ralp.planner.api", "recommend"),
+    "Calibration": ("ralp.planner.calibration", "Calibration"),
 }
 
 __all__ = sorted(_API)

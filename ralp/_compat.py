@@ -26,13 +26,18 @@ function                        private API                                     
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
 ``colocating_creator``          PSS' ``_create_variable`` honouring             placement
                                 ``colocate_with`` (and skipping round-robin)
+``read_xspace_events``          ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` audit
+                                and the profiler's event and stat names
+``read_kernel_outside_xla``     Keras' TF backend XLA-compiling grouped         placement
+                                convolutions (``backend.tensorflow.nn.conv``)
 ==============================  ==============================================  =============
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 PINNED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
 
@@ -181,6 +186,49 @@ def concrete_functions(function) -> list:
     return list(_require(function, "_list_all_concrete_functions", "find a step's traces")())
 
 
+@dataclass(frozen=True)
+class TraceEvent:
+    """One event of a profiler trace (XSpace), on the traced task's clock."""
+
+    name: str  # the kernel's node name and type ("scope/op:Type"), or a runtime event
+    op_type: str  # the kernel's op type ("" for runtime events)
+    start: float  # seconds
+    seconds: float
+    stats: dict  # e.g. name, kernel_type, step_id of an asynchronous kernel
+
+
+def read_xspace_events(path: str) -> Iterator[TraceEvent]:
+    """Every event of the first (host CPU) plane of a ``tf.profiler`` trace file. TensorFlow
+    ships the XSpace protobuf only in its internal ``tsl`` package."""
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    except ImportError as e:
+        raise CompatError(f"cannot read profiler traces: {e}; ralp/_compat.py needs updating "
+                          f"for tensorflow {PINNED['tensorflow']}+") from None  # fmt: skip
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    if not space.planes:
+        return
+    plane = space.planes[0]
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+
+    def value(stat):
+        if stat.HasField("str_value"):
+            return stat.str_value
+        if stat.HasField("ref_value"):
+            return stat_names.get(stat.ref_value, "")
+        return stat.int64_value or stat.uint64_value or stat.double_value
+
+    for line in plane.lines:
+        for event in line.events:
+            meta = plane.event_metadata[event.metadata_id]
+            yield TraceEvent(meta.name, meta.display_name,
+                             line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12,
+                             event.duration_ps * 1e-12,
+                             {stat_names.get(s.metadata_id, ""): str(value(s)) for s in event.stats})  # fmt: skip
+
+
 def colocating_creator(anchor) -> Callable:
     """A variable creator that puts every variable on ``anchor``'s task.
 
@@ -195,3 +243,30 @@ def colocating_creator(anchor) -> Callable:
         return next_creator(**kwargs)
 
     return creator
+
+
+def read_kernel_outside_xla(layer) -> None:
+    """Let a grouped convolution run with its kernel held by another task (a PS).
+
+    Keras' TensorFlow backend runs a convolution with ``groups > 1`` (ConvNeXt's depthwise
+    layers are ``Conv2D(groups=C)``) inside a ``tf.function(jit_compile=True)``: grouped
+    convolutions are broken on CPU without XLA (``keras/src/backend/tensorflow/nn.py``,
+    ``conv``). An XLA function cannot read a variable that lives on another task, so under
+    ParameterServerStrategy the worker's step fails ("Trying to access resource ... located
+    in device /job:ps"). The kernel is read first, outside the XLA function, and handed in
+    as a tensor (``BaseConv.convolution_op(inputs, kernel)``); the gradient still flows to
+    the variable. Rebinds ``convolution_op`` on this layer only.
+    """
+    import keras
+    import tensorflow as tf
+
+    if not isinstance(layer, keras.layers.Conv1D | keras.layers.Conv2D | keras.layers.Conv3D):
+        return
+    if getattr(layer, "groups", 1) == 1:
+        return
+    convolution = _require(layer, "convolution_op", "read a grouped conv's kernel outside XLA")
+
+    def convolution_op(inputs, kernel):
+        return convolution(inputs, tf.convert_to_tensor(kernel))  # the read, outside XLA
+
+    layer.convolution_op = convolution_op

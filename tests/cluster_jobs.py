@@ -44,13 +44,16 @@ def make_optimizer(name: str):
     ]
 
 
-def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0) -> list[float]:
+def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0,
+                   pull_schedule: str = "default") -> list[float]:  # fmt: skip
     """Per-step losses of ``steps`` batches through the PS trainer (1 worker, no shuffling)."""
     import ralp
 
     trainer = ralp.wrap(small_cnn(seed), spec, mode=mode, optimizer=make_optimizer(optimizer),
-                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+                        batch_size=BATCH, threshold=10.0, pull_schedule=pull_schedule)  # fmt: skip
     assert trainer.mode == mode, trainer.plan
+    assert trainer.plan.pull_schedule == pull_schedule
+    assert bool(trainer.plan.pull_batches) == (pull_schedule != "default"), trainer.plan
     x, y = fixed_data()
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, shuffle=False, verbose=0)
     return history.step_losses
@@ -59,12 +62,17 @@ def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0) -
 def local_losses(optimizer: str, steps: int, seed: int = 0) -> list[float]:
     """The reference: the same model and data in one process, a plain Keras training loop."""
     import keras
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return keras_loop_losses(small_cnn(seed), make_optimizer(optimizer), loss_fn, fixed_data(),
+                             steps)  # fmt: skip
+
+
+def keras_loop_losses(model, opt, loss_fn, data, steps: int) -> list[float]:
+    """A plain single-process Keras training loop over ``data``'s batches (repeated)."""
     import tensorflow as tf
 
-    model = small_cnn(seed)
-    opt = make_optimizer(optimizer)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    x, y = fixed_data()
+    x, y = data
     batches = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(BATCH, drop_remainder=True)
 
     @tf.function
@@ -351,3 +359,54 @@ def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
                         sync=sync)  # fmt: skip
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
     return {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+
+
+# ---------------------------------------------------------------- keras.applications models
+
+APP_IMAGE = 32  # the smallest input every family below builds at
+
+
+def application(name: str, seed: int = 0, compiled: bool = False):
+    """A keras.applications classifier (weights=None, softmax output) at 32 px."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    model = getattr(keras.applications, name)(weights=None, input_shape=(APP_IMAGE, APP_IMAGE, 3),
+                                              classes=CLASSES)  # fmt: skip
+    if compiled:  # the user's own set-up: wrap must train with it
+        model.compile(optimizer=keras.optimizers.SGD(0.02, momentum=0.9),
+                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])  # fmt: skip
+    return model
+
+
+def application_data(n: int = 3 * BATCH, seed: int = 0):
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n, APP_IMAGE, APP_IMAGE, 3).astype("float32")
+    y = rng.randint(0, CLASSES, size=n).astype("int32")
+    return x, y
+
+
+def application_cluster_losses(spec, name: str, steps: int, compiled: bool) -> dict:
+    """``ralp.wrap(..., mode="ralp")`` of a keras.applications model; the compiled model
+    brings its optimizer, loss and metrics, the uncompiled one gets its optimizer here and
+    the default loss (on the softmax's probabilities)."""
+    import keras
+
+    import ralp
+
+    model = application(name, compiled=compiled)
+    optimizer = None if compiled else keras.optimizers.SGD(0.02, momentum=0.9)
+    trainer = ralp.wrap(model, spec, mode="ralp", optimizer=optimizer, batch_size=BATCH)
+    x, y = application_data()
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, shuffle=False, verbose=0)
+    return {"mode": trainer.mode, "offloaded": list(trainer.plan.offloaded),
+            "losses": history.step_losses, "history": dict(history.history)}  # fmt: skip
+
+
+def application_local_losses(name: str, steps: int) -> list[float]:
+    """The reference: the same model and batches in one process, a plain Keras loop."""
+    import keras
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy()  # the models end in a softmax
+    return keras_loop_losses(application(name), keras.optimizers.SGD(0.02, momentum=0.9),
+                             loss_fn, application_data(), steps)  # fmt: skip

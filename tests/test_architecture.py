@@ -19,9 +19,10 @@ LAYERS: list[set[str]] = [
     {"profiler"},  # profile
     {"placement", "cluster"},  # plan and place; clusters (specs, processes, simulated links)
     {"ps_strategy", "horovod"},  # run
+    {"planner"},  # predict every mode's throughput from calibration + byte model; choose
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
-    {"server"},  # entry-point shim of `python -m ralp.server`
+    {"server", "plan"},  # entry-point shims of `python -m ralp.server` / `ralp.plan`
 ]
 RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
 

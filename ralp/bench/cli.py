@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
                    "takes FACTOR times as long per step (an injected delay); INDEX:+SECONDS: a fixed "
                    "delay after each of its steps")  # fmt: skip
+    p.add_argument("--pull-schedule", nargs="+", metavar="SCHEDULE",
+                   help="PS modes: how workers pull their variables, each a run: default "
+                   "(ParameterServerStrategy's own), layer, ibatch (BRIEF §7)")  # fmt: skip
+    p.add_argument("--trace-pulls", action="store_true", help="PS modes: after measuring, "
+                   "trace worker 0 for a few steps: the share of pull time hidden behind compute")  # fmt: skip
     p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
                    "host file ('host slots=N' lines); ranks are started over ssh")  # fmt: skip
     p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
@@ -115,6 +120,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         image_size=args.image_size, steps=args.steps, warmup=args.warmup,
         device_type=args.device_type, backend=args.backend, bandwidth=args.bandwidth,
         latency=args.latency, sync=listed(args.sync), slow_worker=args.slow_worker,
+        pull_schedules=listed(args.pull_schedule), trace_pulls=args.trace_pulls,
         hostfile=args.hostfile, cluster_file=args.cluster,
         compute_reference=args.compute_reference, jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,

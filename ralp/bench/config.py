@@ -66,6 +66,8 @@ class BenchRequest:
     latency: str | None = None
     sync: tuple[str, ...] | None = None
     slow_worker: str | None = None
+    pull_schedules: tuple[str, ...] | None = None
+    trace_pulls: bool = False
     hostfile: str | None = None
     cluster_file: str | None = None
     compute_reference: bool = False
@@ -123,13 +125,18 @@ class BenchRequest:
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
                 for mode in modes:
-                    syncs = list(self.sync) if self.sync and mode not in HOROVOD_MODES else [None]
+                    ps_mode = mode not in HOROVOD_MODES
+                    syncs = list(self.sync) if self.sync and ps_mode else [None]
+                    pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
                     for sync in syncs:
-                        runs.append(self._run(model, mode, n, sync))
+                        for pull in pulls:
+                            runs.append(self._run(model, mode, n, sync, pull))
         return runs
 
-    def _run(self, model: str, mode: str, devices: int, sync: str | None) -> RunSpec:
-        workload = {**self.workload(model), "sync": sync}
+    def _run(self, model: str, mode: str, devices: int, sync: str | None,
+             pull_schedule: str = "default") -> RunSpec:  # fmt: skip
+        workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
+                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
         if mode == "stanza" and not (self.workers or self.ps):

@@ -38,7 +38,8 @@ class SetupClock:
 
 
 def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
-              barrier: Barrier | None = None, started: float | None = None) -> dict:  # fmt: skip
+              barrier: Barrier | None = None, started: float | None = None,
+              profiler_address: str | None = None) -> dict:  # fmt: skip
     """Measure ``run`` on the cluster at ``cluster_spec``; returns the run's figures.
 
     ``started`` (``time.time()``) is when the coordinator process was asked for: the time
@@ -71,6 +72,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         step_timeout=600.0,
         sync=run.sync,
         slow_worker=run.slow_worker,
+        pull_schedule=run.pull_schedule,
     )
     clock.lap("place")
     plan, prof = trainer.plan, trainer.profile
@@ -106,6 +108,10 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         report_progress(("phase", "keeping the load on"))
         while not barrier.passed("stop"):
             trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=W, batch_size=B, verbose=0)
+    traced = {}
+    if run.trace_pulls:
+        report_progress(("phase", "tracing worker 0"))
+        traced = trace_pulls(trainer, dataset_fn, profiler_address, W * wall / steps, B)
 
     return {
         **run.to_dict(),
@@ -120,8 +126,35 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         "bytes_per_step_predicted": float(predicted.worker_link.total),
         "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
         "final_loss": float(history.step_losses[-1]) if history.step_losses else None,
+        "pull_batches": len(plan.pull_batches) or None,
+        "pull_predicted_s": trainer.pull_choice.predicted_s if trainer.pull_choice else None,
+        **traced,
         **sync_figures(history),
         **link_figures(before, after, steps),
+    }
+
+
+TRACED_STEPS = 4  # about this many of worker 0's steps are traced
+
+
+def trace_pulls(trainer, dataset_fn, profiler_address: str, step_s: float, batch: int) -> dict:
+    """Trace worker 0 while the cluster trains on: the median over its complete traced steps
+    of the share of pull time hidden behind compute, the pull-active time and the step time."""
+    import statistics
+
+    from ralp.audit.timeline import length, trace_while_training
+
+    if profiler_address is None:
+        raise ValueError("tracing pulls needs worker 0's profiler (Launcher.cluster(trace=True))")
+    steps = trace_while_training(trainer, dataset_fn, batch, profiler_address,
+                                 max(2.0, (TRACED_STEPS + 1) * step_s))  # fmt: skip
+    shares = [s.hidden_share() for s in steps if s.hidden_share() is not None]
+    if not shares:
+        return {"pull_hidden_share": None, "pull_active_s": None, "traced_step_s": None}
+    return {
+        "pull_hidden_share": statistics.median(shares),
+        "pull_active_s": statistics.median(length(s.pull_active()) for s in steps if s.pulls),
+        "traced_step_s": statistics.median(s.seconds for s in steps),
     }
 
 

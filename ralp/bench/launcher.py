@@ -43,6 +43,7 @@ class ClusterHandle:
     read_links: LinkReader | None = None  # picklable; None where links are not measured
     cluster: object | None = None  # the LocalCluster / NetnsCluster, when we started one
     start_s: float = 0.0  # seconds it took to start (namespaces, servers ready)
+    profiler_address: str | None = None  # worker 0's tf.profiler service, when asked for
 
 
 @dataclass(frozen=True)
@@ -100,15 +101,27 @@ class Launcher:
                     fabric.add_host("probe")
 
     @contextlib.contextmanager
-    def cluster(self, workers: int, ps: int) -> Iterator[ClusterHandle]:
+    def cluster(self, workers: int, ps: int, trace: bool = False) -> Iterator[ClusterHandle]:
+        """A fresh cluster; with ``trace``, worker 0 serves tf.profiler (``profiler_address``)."""
         if self.backend == "tf-config":
+            if trace:
+                raise BenchError("--trace-pulls starts the profiler in the cluster's tasks: "
+                                 "use the local or netns backend")  # fmt: skip
             yield ClusterHandle(self._subset(workers, ps))
             return
         task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
+        port = None
+        if trace:
+            from ralp.cluster.server import PROFILER_PORT_ENV
+            from ralp.cluster.spec import free_ports
+
+            port = free_ports(1)[0] if self.backend == "local" else PROFILER_PORT
+            task_env.setdefault("worker:0", {})[PROFILER_PORT_ENV] = str(port)
         start = time.time()
         if self.backend == "local":
             with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type) as c:
-                yield ClusterHandle(c.spec, cluster=c, start_s=round(time.time() - start, 3))
+                yield ClusterHandle(c.spec, cluster=c, start_s=round(time.time() - start, 3),
+                                    profiler_address=_profiler(c.spec, port))  # fmt: skip
         else:
             from ralp.cluster.netns_cluster import NetnsCluster
 
@@ -117,7 +130,8 @@ class Launcher:
             with cluster:
                 yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
                                     read_links=cluster.link_reader(), cluster=cluster,
-                                    start_s=round(time.time() - start, 3))  # fmt: skip
+                                    start_s=round(time.time() - start, 3),
+                                    profiler_address=_profiler(cluster.spec, port))  # fmt: skip
 
     def _subset(self, workers: int, ps: int) -> ClusterSpec:
         spec = self.cluster_spec
@@ -130,6 +144,13 @@ class Launcher:
             )
         # The coordinator may use any subset of the running servers (verified with TF 2.21).
         return ClusterSpec(spec.chief, spec.workers[:workers], spec.ps[:ps])
+
+
+PROFILER_PORT = 6009  # worker 0's tf.profiler service in its own namespace (netns)
+
+
+def _profiler(spec: ClusterSpec, port: int | None) -> str | None:
+    return None if port is None else f"{spec.workers[0].rsplit(':', 1)[0]}:{port}"
 
 
 def _gpu_env(workers: int, ps: int) -> dict[str, dict[str, str]]:

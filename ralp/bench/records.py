@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 # The run's identity (RunSpec fields and where it ran), then its figures.
 SPEC_KEYS: tuple[str, ...] = (
     "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
-    "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "steps", "warmup",
+    "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "pull_schedule",
+    "steps", "warmup",
 )  # fmt: skip
 FIGURE_KEYS: tuple[str, ...] = (
     "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
@@ -30,7 +31,9 @@ EXTRA_KEYS: tuple[str, ...] = (
     "seed", "device_type", "setup_s", "setup", "offloaded_layers", "split_after",
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
-    "trunk_bytes_measured", "control_bytes_per_s", "ps_control_bytes_per_s",
+    "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
+    "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
+    "ps_control_bytes_per_s",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"
@@ -40,7 +43,7 @@ SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend
                "slow_worker")  # fmt: skip
 # Fields a compute-only reference run (unshaped loopback) shares with the run it serves.
 REFERENCE_KEY = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
-                 "num_classes", "data", "sync", "slow_worker")  # fmt: skip
+                 "num_classes", "data", "sync", "slow_worker", "pull_schedule")  # fmt: skip
 
 
 class RecordError(ValueError):
@@ -129,7 +132,7 @@ def short_error(error: BaseException | str) -> str:
 # The sync experiment's results (``python -m ralp.bench.sync_experiment``): one per paradigm,
 # a test-accuracy curve over wall time instead of throughput figures.
 SYNC_RESULT_KEYS: tuple[str, ...] = (
-    "sync", "slow_worker", "mode", "workers", "backend", "bandwidth", "steps", "batch_size",
+    "sync", "slow_worker", "mode", "workers", "seed", "backend", "bandwidth", "steps", "batch_size",
     "learning_rate", "wall_s", "iterations_per_s", "curve", "final_accuracy", "max_gap",
     "total_waiting_s", "waiting_s", "steps_per_worker", "dssp_decisions", "slow_delay_s",
     "link_bytes", "error",

@@ -50,9 +50,10 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 fc_ranks=run.ps,
             )  # fmt: skip
         else:
-            with launcher.cluster(run.workers, run.ps) as handle:
+            with launcher.cluster(run.workers, run.ps, trace=run.trace_pulls) as handle:
                 figures = run_in_fresh_process(
                     bench_job, handle.spec, run, handle.read_links, started=time.time(),
+                    profiler_address=handle.profiler_address,
                     netns=handle.netns, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                     env={"CUDA_VISIBLE_DEVICES": "-1"},  # the coordinator computes nothing
                 )  # fmt: skip

@@ -1,17 +1,7 @@
 """What one benchmark run is: the model, the mode and its resources, the workload.
 
-Modes and their resources (BRIEF §4), for a job given N devices (a PS task is a device):
-
-=========  =============  ======================================================
-mode       workers + PS   why
-=========  =============  ======================================================
-ps         N/2 + N/2      plain ParameterServerStrategy, common practice
-ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
-ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
-horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
-stanza     N-F + F        layer separation (Stanza) on Horovod: N-F CONV ranks
-                          allreduce the head, F FC ranks (default 1) hold the tail
-=========  =============  ======================================================
+Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod,
+stanza).
 
 In a ``stanza`` run, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
@@ -23,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
-HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
+from ralp.planner.modes import HOROVOD_MODES, MODES, PlannerError
+from ralp.planner.modes import resources as mode_resources
+
 DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
@@ -36,32 +27,12 @@ class BenchError(ValueError):
 
 
 def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices (``fc_workers``: stanza's FC ranks)."""
-    if mode not in MODES:
-        raise BenchError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    if mode == "stanza":
-        if devices < 2:
-            raise BenchError(f"mode 'stanza' needs at least 2 devices (a CONV rank and an FC "
-                             f"rank), got {devices}")  # fmt: skip
-        return devices - fc_workers, fc_workers
-    if mode == "horovod":
-        if devices < 2:
-            raise BenchError(f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}")
-        return devices, 0
-    if mode == "ps":
-        if devices < 2 or devices % 2:
-            raise BenchError(
-                f"mode 'ps' splits the devices evenly into workers and PS tasks: N must be even "
-                f"and at least 2, got {devices}"
-            )
-        return devices // 2, devices // 2
-    if devices < 2:
-        raise BenchError(
-            f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
-        )
-    if mode == "ralp-h":
-        return max(1, devices // 2), 1
-    return devices - 1, 1
+    """(workers, ps) for ``mode`` on ``devices`` devices (the planner's rule, one copy;
+    ``fc_workers``: stanza's FC ranks)."""
+    try:
+        return mode_resources(mode, devices, fc_workers)
+    except PlannerError as e:
+        raise BenchError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -90,6 +61,8 @@ class RunSpec:
     data: str = "synthetic"
     sync: str | None = None  # ps/ralp modes: "bsp", "asp", "ssp:S", "dssp:L:U" (None: PSS's own)
     slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
+    pull_schedule: str = "default"  # ps/ralp modes: how workers pull (default, layer, ibatch)
+    trace_pulls: bool = False  # trace worker 0 after measuring: pull time hidden by compute
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -113,6 +86,8 @@ class RunSpec:
             raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")
         if self.device_type not in ("cpu", "gpu"):
             raise BenchError(f"device type must be cpu or gpu, got {self.device_type!r}")
+        if self.pull_schedule != "default" or self.trace_pulls:
+            self._check_pulls()
         if self.sync is not None or self.slow_worker is not None:
             self._check_sync()
         if self.data not in DATA:
@@ -168,6 +143,16 @@ class RunSpec:
         if policy is not None:  # one spelling in records: "ssp:3", "dssp:3:15"
             object.__setattr__(self, "sync", policy.spec)
 
+    def _check_pulls(self) -> None:
+        from ralp.placement.pull_schedule import SCHEDULES
+
+        if self.mode in HOROVOD_MODES:
+            raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod "
+                             "and Stanza have no parameter server to pull from)")  # fmt: skip
+        if self.pull_schedule not in SCHEDULES:
+            raise BenchError(f"unknown pull schedule {self.pull_schedule!r}; choose from "
+                             f"{', '.join(SCHEDULES)}")  # fmt: skip
+
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, fc_workers: int = 1,
                     **workload) -> RunSpec:  # fmt: skip
@@ -185,7 +170,8 @@ class RunSpec:
     @property
     def label(self) -> str:
         sync = f" {self.sync}" if self.sync else ""
-        return f"{self.model} {self.mode}{sync} N={self.devices} ({self.workers}+{self.ps})"
+        pulls = f" {self.pull_schedule}" if self.pull_schedule != "default" else ""
+        return f"{self.model} {self.mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
 import threading
 import time
@@ -131,55 +133,88 @@ def time_to(curve: list[dict], target: float) -> float | None:
     return None
 
 
-def table(results: list[dict], target: float) -> str:
+def median_time_to(runs: list[dict], target: float) -> float | None:
+    """The median over ``runs`` (seeds) of the time to ``target``; a run that never got there
+    counts as infinitely long, so the median is None when fewer than half did."""
+    times = sorted(t if (t := time_to(r["curve"], target)) is not None else math.inf
+                   for r in runs)  # fmt: skip
+    value = statistics.median(times) if times else math.inf
+    return None if math.isinf(value) else value
+
+
+def _by_sync(results: list[dict]) -> dict[str, list[dict]]:
+    runs: dict[str, list[dict]] = {}
+    for r in results:
+        runs.setdefault(r["sync"], []).append(r)
+    return runs
+
+
+def table(results: list[dict], targets: Sequence[float]) -> str:
+    """One row per paradigm: medians over its seeds (one seed: that run's figures)."""
     from ralp._text import text_grid
 
-    header = ["sync", "it/s", f"t to {target:.0%} (s)", "final acc", "wall s", "wait s",
-              "max gap", "slow delay s", "steps per worker"]  # fmt: skip
+    header = ["sync", "seeds", "it/s", *(f"t to {t:.0%} (s)" for t in targets), "final acc",
+              "wall s", "wait s", "max gap", "slow delay s", "steps per worker"]  # fmt: skip
     rows = []
-    for r in results:
-        if r.get("error"):
-            rows.append([r["sync"], *["-"] * 7, f"error: {r['error']}"])
+    for sync, runs in _by_sync(results).items():
+        done = [r for r in runs if not r.get("error")]
+        if not done:
+            rows.append([sync, str(len(runs)), *["-"] * (len(header) - 3),
+                         f"error: {runs[0]['error']}"])  # fmt: skip
             continue
-        reached = time_to(r["curve"], target)
-        rows.append([r["sync"], f"{r['iterations_per_s']:.1f}",
-                     "never" if reached is None else f"{reached:.1f}",
-                     f"{r['final_accuracy']:.3f}", f"{r['wall_s']:.1f}",
-                     f"{r['total_waiting_s']:.1f}" if r.get("total_waiting_s") is not None else "-",
-                     str(r.get("max_gap", "-")),
-                     "-" if r.get("slow_delay_s") is None else f"{r['slow_delay_s']:.3f}",
-                     " ".join(map(str, r.get("steps_per_worker") or []))])  # fmt: skip
-    return "\n".join(text_grid(header, rows))
+
+        def med(key, done=done):
+            return statistics.median(r[key] for r in done if r.get(key) is not None)
+
+        reached = [median_time_to(done, t) for t in targets]
+        rows.append([sync, str(len(done)), f"{med('iterations_per_s'):.1f}",
+                     *("never" if t is None else f"{t:.1f}" for t in reached),
+                     f"{med('final_accuracy'):.3f}", f"{med('wall_s'):.1f}",
+                     "-" if done[0].get("total_waiting_s") is None
+                     else f"{med('total_waiting_s'):.1f}",
+                     str(max(r.get("max_gap") or 0 for r in done)),
+                     "-" if done[0].get("slow_delay_s") is None else f"{med('slow_delay_s'):.3f}",
+                     " ".join(map(str, done[0].get("steps_per_worker") or []))])  # fmt: skip
+    note = " (medians over seeds; max gap: the largest of any seed)" if any(
+        len(r) > 1 for r in _by_sync(results).values()) else ""  # fmt: skip
+    return "\n".join(text_grid(header, rows)) + ("\n" + note.strip() if note else "")
 
 
-def plot(results: list[dict], target: float, path: str, title: str) -> None:
-    import matplotlib
+def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -> None:
+    """Left: accuracy against wall time (the first seed of each paradigm); right: the median
+    time to each target per paradigm (missing bar: fewer than half the seeds got there)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_t, ax_s) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for r in results:
-        if r.get("error"):
+    fig = Figure(figsize=(12, 4.4), layout="constrained")
+    ax_t, ax_b = fig.subplots(1, 2)
+    runs = _by_sync(results)
+    for sync, group in runs.items():
+        done = [r for r in group if not r.get("error")]
+        if not done:
             continue
-        times = [p["time_s"] for p in r["curve"]]
-        steps = [p["steps"] for p in r["curve"]]
-        acc = [p["accuracy"] for p in r["curve"]]
-        style = "--" if r["sync"].startswith("dssp") else "-"
-        ax_t.plot(times, acc, style, marker=".", label=r["sync"])
-        ax_s.plot(steps, acc, style, marker=".", label=r["sync"])
-    for ax, xlabel in ((ax_t, "wall time (s)"), (ax_s, "steps (all workers)")):
-        ax.axhline(target, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("test accuracy")
-        ax.set_ylim(0, 1)
-        ax.grid(alpha=0.3)
+        curve = done[0]["curve"]
+        style = "--" if sync.startswith("dssp") else "-"
+        ax_t.plot([p["time_s"] for p in curve], [p["accuracy"] for p in curve], style,
+                  marker=".", label=sync)  # fmt: skip
+    for t in targets:
+        ax_t.axhline(t, color="grey", lw=0.8, ls=":")
+    ax_t.set(xlabel="wall time (s)", ylabel="test accuracy", ylim=(0, 1))
+    ax_t.grid(alpha=0.3)
     ax_t.legend(loc="lower right", fontsize=8)
+    width = 0.8 / max(1, len(targets))
+    names = list(runs)
+    for k, t in enumerate(targets):
+        values = [median_time_to([r for r in runs[n] if not r.get("error")], t) for n in names]
+        xs = [i + (k - (len(targets) - 1) / 2) * width for i in range(len(names))]
+        bars = ax_b.bar(xs, [v or 0 for v in values], width, label=f"to {t:.0%}")
+        ax_b.bar_label(bars, labels=["never" if v is None else f"{v:.0f}" for v in values],
+                       fontsize=7)  # fmt: skip
+    ax_b.set_xticks(range(len(names)), names, fontsize=8, rotation=20)
+    ax_b.set_ylabel("seconds (median over seeds)")
+    ax_b.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -196,11 +231,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
     p.add_argument("--eval-every", type=float, default=2.0, help="seconds between snapshots")
-    p.add_argument("--target", type=float, default=0.9, help="target test accuracy")
+    p.add_argument("--target", type=float, nargs="+", default=[0.9],
+                   help="target test accuracies (default 0.9)")  # fmt: skip
     p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
     p.add_argument("--bandwidth", default=None,
                    help=f"netns link rate (default {DEFAULT_BANDWIDTH})")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0],
+                   help="each paradigm runs once per seed; the table shows medians")  # fmt: skip
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--plot", metavar="PNG")
     p.add_argument(
@@ -260,13 +297,15 @@ def _run(args) -> list[dict]:
     launcher = Launcher(backend, bandwidth=bandwidth)
     launcher.check()
     results = []
-    for sync in tqdm(args.syncs, unit="run", desc="paradigms"):
-        where = {"backend": backend, "bandwidth": bandwidth, "workers": args.workers}
+    plan = [(seed, sync) for seed in args.seeds for sync in args.syncs]
+    for seed, sync in tqdm(plan, unit="run", desc="paradigms x seeds"):
+        where = {"backend": backend, "bandwidth": bandwidth, "workers": args.workers,
+                 "seed": seed}  # fmt: skip
         try:
             with launcher.cluster(args.workers, 1) as handle:
                 figures = run_in_fresh_process(
                     sync_curve, handle.spec, sync, args.slow_worker, args.mode, args.steps,
-                    args.batch_size, args.learning_rate, args.eval_every, args.seed,
+                    args.batch_size, args.learning_rate, args.eval_every, seed,
                     handle.read_links, netns=handle.netns, timeout=3600,
                     env={"CUDA_VISIBLE_DEVICES": "-1"},
                 )  # fmt: skip

@@ -26,6 +26,7 @@ from ralp._cli import fail, quiet_tensorflow
 PROG = "python -m ralp.server"
 READY = "RALP_SERVER_READY"  # the launcher waits for this line on stdout
 EXIT_PORT_BUSY = 3
+PROFILER_PORT_ENV = "RALP_PROFILER_PORT"  # set: the task serves tf.profiler on this port
 
 
 def _watch_parent(pid: int) -> None:
@@ -110,6 +111,9 @@ def serve(spec, task_type: str, task_index: int, device_type: str = "cpu",
               f"on {address} ({e.message}). The port is probably in use: stop what holds it "
               "or choose another port in TF_CONFIG.", file=sys.stderr)  # fmt: skip
         return EXIT_PORT_BUSY
+    profiler_port = os.environ.get(PROFILER_PORT_ENV)
+    if profiler_port:  # the step timeline of this task, for tf.profiler's client (the trace)
+        tf.profiler.experimental.server.start(int(profiler_port))
     print(f"{READY} {task_type} {task_index} {address} pid={os.getpid()}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     # The server runs on its own threads. The main thread sleeps in Python rather than in

@@ -11,6 +11,10 @@ Keras 3 notes (BRIEF §8): Horovod's ``DistributedGradientTape`` and its Keras o
 wrapper expect Keras 2 variables and fail on Keras 3 ones (``'Variable' object has no
 attribute 'ref'``), so the step calls ``hvd.grouped_allreduce`` itself and broadcasts the
 backing ``tf.Variable``s (``v.value``).
+
+What the model trains with comes from :func:`ralp.models.training.training_setup`, as for the
+PS trainer: the arguments given, else the compiled model's optimizer, loss and metrics, else
+the defaults (SGD with momentum; cross-entropy on the model's logits or softmax output).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class HorovodHistory:
 
     step_end_times: list[float] = field(default_factory=list)
     step_losses: list[float] = field(default_factory=list)
+    step_metrics: dict[str, list[float]] = field(default_factory=dict)  # the user's metrics
 
 
 class HorovodTrainer:
@@ -36,14 +41,23 @@ class HorovodTrainer:
     imports neither TensorFlow nor Horovod at import time.
     """
 
-    def __init__(self, hvd, model, optimizer, loss_fn=None):
+    def __init__(self, hvd, model, optimizer=None, loss_fn=None, metrics=None):
         import keras
         import tensorflow as tf
 
+        from ralp.models.training import BatchMetrics, optimizer_factory, training_setup
+
+        setup = training_setup(model, optimizer, loss_fn, metrics, where="HorovodTrainer")
         self.hvd = hvd
         self.model = model
+        if isinstance(setup.optimizer, keras.optimizers.Optimizer):
+            optimizer = setup.optimizer  # given, or the compiled model's: used as it is
+        else:
+            optimizer = optimizer_factory(setup.optimizer)()  # a name, or the default
         self.optimizer = optimizer
-        self.loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.loss_fn = setup.loss
+        self.metric_names = setup.metric_names
+        batch_metrics = BatchMetrics(setup.metrics)
         variables = model.trainable_variables
         optimizer.build(variables)
         self._broadcast_initial_state()
@@ -57,7 +71,7 @@ class HorovodTrainer:
             # One grouped allreduce: Horovod negotiates and fuses all gradients together.
             grads = hvd.grouped_allreduce(grads, op=hvd.Average)
             optimizer.apply_gradients(zip(grads, variables, strict=True))
-            return loss
+            return loss, batch_metrics(y, logits)
 
         self._train_step = train_step
 
@@ -81,9 +95,12 @@ class HorovodTrainer:
         iterator = iter(batches)
         for k in range(steps):
             x, y = next(iterator)
-            loss = float(self._train_step(x, y))  # float(): waits for the step to finish
+            loss, values = self._train_step(x, y)
+            loss = float(loss)  # float(): waits for the step to finish
             history.step_end_times.append(time.perf_counter())
             history.step_losses.append(loss)
+            for name, value in zip(self.metric_names, values, strict=True):
+                history.step_metrics.setdefault(name, []).append(float(value))
             if on_step is not None:
                 on_step(k, loss)
         return history

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ class Plan:
     split_after: str | None = None
     source: str = "manual"  # profiler | manual | json | override
     note: str = ""  # why the plan is what it is (e.g. the profiler's verdict)
+    # How workers pull the variables of the layers they keep (ralp.placement.pull_schedule):
+    # "default" (ParameterServerStrategy's own), "layer" or "ibatch", and the batches.
+    pull_schedule: str = "default"
+    pull_batches: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.num_ps, int) or self.num_ps < 1:
@@ -56,6 +60,10 @@ class Plan:
         bad = {n: t for n, t in self.offloaded.items() if not 0 <= t < self.num_ps}
         if bad:
             raise PlanError(f"PS tasks out of range 0..{self.num_ps - 1}: {bad}")
+        for batch in self.pull_batches:
+            wrong = [n for n in batch if n not in known or n in self.offloaded]
+            if wrong:
+                raise PlanError(f"pull batches name layers the workers do not run: {wrong}")
         # Keep the mapping in forward order and immutable in spirit.
         ordered = {name: self.offloaded[name] for name in self.layers if name in self.offloaded}
         object.__setattr__(self, "offloaded", ordered)
@@ -161,6 +169,11 @@ class Plan:
 
     # ------------------------------------------------------------------ JSON
 
+    def with_pulls(self, schedule: str, batches) -> Plan:
+        """The same plan with the workers' pulls in ``batches`` (lists of layer names)."""
+        return replace(self, pull_schedule=schedule,
+                       pull_batches=tuple(tuple(b) for b in batches))  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": PLAN_FORMAT,
@@ -169,6 +182,8 @@ class Plan:
             "split_after": self.split_after,
             "source": self.source,
             "note": self.note,
+            "pull_schedule": self.pull_schedule,
+            "pull_batches": [list(b) for b in self.pull_batches],
             "layers": [
                 {"name": n, "place": "worker" if (t := self.task_of(n)) is None else f"ps:{t}"}
                 for n in self.layers
@@ -197,7 +212,9 @@ class Plan:
                         )
                     offloaded[entry["name"]] = int(task)
             return cls(data.get("model", ""), int(data["num_ps"]), tuple(layers), offloaded,
-                       data.get("split_after"), "json", data.get("note", ""))  # fmt: skip
+                       data.get("split_after"), "json", data.get("note", ""),
+                       data.get("pull_schedule", "default"),
+                       tuple(tuple(b) for b in data.get("pull_batches", ())))  # fmt: skip
         except (KeyError, TypeError, AttributeError) as e:
             raise PlanError(f"not a ralp plan: missing or malformed field ({e})") from None
 
@@ -223,10 +240,16 @@ class Plan:
 
     # ------------------------------------------------------------------ display
 
+    def _pull_lines(self) -> list[str]:
+        if not self.pull_batches:
+            return []
+        spans = [b[0] if len(b) == 1 else f"{b[0]}..{b[-1]}" for b in self.pull_batches]
+        return [f"  pulls ({self.pull_schedule}, {len(spans)} batches): " + " | ".join(spans)]
+
     def __str__(self) -> str:
         head = f"Plan for {self.model_name or 'model'!r}: {self.num_ps} PS task(s), "
         if self.is_empty:
-            return head + "nothing offloaded (plain PS)"
+            return "\n".join([head + "nothing offloaded (plain PS)", *self._pull_lines()])
         by_task: dict[int, list[str]] = {}
         for name, task in self.offloaded.items():
             by_task.setdefault(task, []).append(name)
@@ -237,4 +260,4 @@ class Plan:
         )
         for task in sorted(by_task):
             lines.append(f"  {ps_device(task)}: {', '.join(by_task[task])}")
-        return "\n".join(lines)
+        return "\n".join([*lines, *self._pull_lines()])

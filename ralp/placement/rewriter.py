@@ -8,12 +8,16 @@ Three pieces, each used by the trainer:
   variable on its PS task (:func:`ralp._compat.colocating_creator`). Weights
   are copied from the user's model, which is left untouched.
 - :func:`split_model` cuts the placed model into a *head* (kept layers, run on the workers)
-  and a *tail* (offloaded layers, run on the PS), sharing the same layer objects.
+  and a *tail* (offloaded layers, run on the PS), sharing the same layer objects. It cuts at
+  the top level of the model: a nested Sequential/functional model goes whole to one side,
+  and so does a shared layer (one called more than once); a plan that would cut inside
+  either is refused, saying what to do.
 - :class:`LayerDeviceFunction` is the device function for the tail's ops: every op created
   inside an offloaded layer's name scope — forward, and ``gradient_tape/...`` backward — goes
   to that layer's PS task; any other op in the PS section (loss, boundary copies) goes to the
   task that computes the loss. Keras uniquifies scopes on re-trace (``fc6`` -> ``fc6_1``);
-  the matcher allows for that.
+  the matcher allows for that. A ``keras.ops`` node (``x + y`` in a functional graph) opens
+  no scope of its own: offloaded, it runs on the loss task.
 """
 
 from __future__ import annotations
@@ -25,18 +29,28 @@ from dataclasses import dataclass
 import keras
 import tensorflow as tf
 
-from ralp._compat import colocating_creator, inbound_nodes, keras_history
+from ralp._compat import (
+    colocating_creator,
+    inbound_nodes,
+    keras_history,
+    read_kernel_outside_xla,
+)
 from ralp.placement.plan import Plan, PlanError, ps_device
 
 
+def _top_operations(model: keras.Model) -> list:
+    """The layers and keras.ops nodes of ``model``'s own graph, in Keras' order."""
+    return list(model.layers if isinstance(model, keras.Sequential) else model.operations)
+
+
 def _qualified_names(model: keras.Model, prefix: str = "") -> dict[int, str]:
-    """id(layer) -> the profiler's qualified name (``outer/inner`` in nested models)."""
+    """id(layer or op) -> the profiler's row name (``outer/inner`` in nested models)."""
     names: dict[int, str] = {}
-    for layer in model.layers:
-        name = f"{prefix}{layer.name}"
-        names[id(layer)] = name
-        if isinstance(layer, keras.Model):
-            names.update(_qualified_names(layer, f"{name}/"))
+    for op in _top_operations(model):
+        name = f"{prefix}{op.name}"
+        names[id(op)] = name
+        if isinstance(op, keras.Model):
+            names.update(_qualified_names(op, f"{name}/"))
     return names
 
 
@@ -70,6 +84,19 @@ def snapshot_state(model: keras.Model) -> list:
     return [v.numpy() for v in model.variables]
 
 
+def clone_uncompiled(model: keras.Model, **kwargs) -> keras.Model:
+    """``keras.models.clone_model`` without compiling the clone. Keras compiles the clone of a
+    compiled model from the original's compile config, which reads the optimizer's
+    variables: unreadable once the process has connected to a cluster, and not wanted on a
+    placed clone (the trainer makes its own optimizers). The user's model is left as it was."""
+    compiled = getattr(model, "compiled", False)
+    model.compiled = False
+    try:
+        return keras.models.clone_model(model, **kwargs)
+    finally:
+        model.compiled = compiled
+
+
 def placed_clone(
     model: keras.Model, plan: Plan, strategy, device_type: str = "CPU", state: list | None = None
 ) -> PlacedModel:
@@ -83,21 +110,25 @@ def placed_clone(
     }
 
     def clone_layer(layer):
+        if not isinstance(layer, keras.layers.Layer):
+            return layer  # a keras.ops node: no variables, nothing to place, reused as it is
         task = plan.task_of(qualified.get(id(layer), layer.name))
         config = layer.get_config()
         if task is None:
-            return layer.__class__.from_config(config)
-        # Construct *and* build under the creator: some state (Dropout's seed generator) is
-        # created in __init__, the weights in build().
-        with tf.variable_creator_scope(colocating_creator(anchors[task])):
             new = layer.__class__.from_config(config)
-            build_config = layer.get_build_config()
-            if build_config:
-                new.build_from_config(build_config)
+        else:
+            # Construct *and* build under the creator: some state (Dropout's seed generator)
+            # is created in __init__, the weights in build().
+            with tf.variable_creator_scope(colocating_creator(anchors[task])):
+                new = layer.__class__.from_config(config)
+                build_config = layer.get_build_config()
+                if build_config:
+                    new.build_from_config(build_config)
+        read_kernel_outside_xla(new)  # its variables live on a PS task either way
         return new
 
     with strategy.scope():
-        clone = keras.models.clone_model(model, clone_function=clone_layer, recursive=True)
+        clone = clone_uncompiled(model, clone_function=clone_layer, recursive=True)
     _assign_state(clone, snapshot_state(model) if state is None else state)
     return PlacedModel(clone, plan, anchors, device_type.upper())
 
@@ -119,38 +150,99 @@ def _assign_state(model: keras.Model, state: list) -> None:
 class Split:
     head: keras.Model  # kept layers: model inputs -> boundary tensors
     tail: keras.Model  # offloaded layers: boundary tensors -> model outputs
-    boundary: tuple[str, ...]  # layers whose outputs cross from the workers to the PS
+    boundary: tuple[str, ...]  # top-level layers whose outputs cross from the workers to the PS
+
+
+def _offloaded_top_level(model: keras.Model, plan: Plan) -> set[str]:
+    """Names of the top-level operations the plan offloads; a nested model counts only when
+    the plan offloads every layer in it (partly: refused)."""
+    top = {op.name for op in _top_operations(model)}
+    unknown = [n for n in plan.offloaded if n.split("/")[0] not in top]
+    if unknown:
+        raise PlanError(f"the plan offloads layers the model does not have: {unknown}")
+    offloaded = set()
+    for op in _top_operations(model):
+        if isinstance(op, keras.layers.InputLayer) and op.name in plan.offloaded:
+            raise PlanError(
+                f"the plan offloads the model input {op.name!r}: inputs are fed on the "
+                "workers; keep it there (plan.override({...: 'worker'}))"
+            )
+        if not isinstance(op, keras.Model):
+            if op.name in plan.offloaded:
+                offloaded.add(op.name)
+            continue
+        inner = [n for n in plan.layers if n.startswith(f"{op.name}/")]
+        moved = [n for n in inner if n in plan.offloaded]
+        if moved and len(moved) < len(inner):
+            raise PlanError(
+                f"the plan splits inside the nested model {op.name!r}: it offloads "
+                f"{len(moved)} of its {len(inner)} layers (first {moved[0]!r}). A nested "
+                f"model runs whole on one side. Split after it (offload only layers that "
+                f"follow {op.name!r}), offload it whole, or rebuild the model without the "
+                "nesting (call its layers on the outer model's tensors)"
+            )
+        if moved:
+            offloaded.add(op.name)
+    return offloaded
+
+
+def _graph_nodes(model: keras.Model) -> list[tuple[object, object]]:
+    """(operation, node) of every call in ``model``'s own graph, walked back from its outputs
+    (a layer's inbound nodes also hold its calls in other graphs: those are left out)."""
+    inputs = {id(t) for t in model.inputs}
+    seen: set[tuple[int, int]] = set()
+    found = []
+    stack = list(model.outputs)
+    while stack:
+        tensor = stack.pop()
+        if id(tensor) in inputs:
+            continue
+        op, node_index, _ = keras_history(tensor)
+        if (id(op), node_index) in seen:
+            continue
+        seen.add((id(op), node_index))
+        node = inbound_nodes(op)[node_index]
+        found.append((op, node))
+        stack.extend(node.input_tensors)
+    return found
 
 
 def split_model(placed: PlacedModel) -> Split:
     """Cut the placed model at the plan's boundary, at the top level of the model."""
     model, plan = placed.model, placed.plan
-    top = {layer.name: layer for layer in model.layers}
-    for name in plan.offloaded:
-        if name not in top and name.split("/")[0] not in plan.offloaded:
-            raise PlanError(
-                f"layer {name!r} sits inside a nested model that is only partly offloaded; "
-                "offload the nested model whole, or flatten it into the outer model"
-            )
-    offloaded = {name for name in top if name in plan.offloaded}
-    boundary: list[str] = []
-    for layer in model.layers:
-        if layer.name not in offloaded:
-            continue
-        for node in inbound_nodes(layer):
-            for tensor in node.input_tensors:
-                producer = keras_history(tensor)[0].name
-                if producer not in offloaded and producer not in boundary:
-                    boundary.append(producer)
-    order = [layer.name for layer in model.layers]
-    boundary.sort(key=order.index)
-    cut = [top[name].output for name in boundary]
-    cut = cut[0] if len(cut) == 1 else cut  # a single boundary tensor stays a plain tensor
+    offloaded = _offloaded_top_level(model, plan)
+    order = {id(op): k for k, op in enumerate(_top_operations(model))}
+    nodes = _graph_nodes(model)
+    calls: dict[int, int] = {}
+    for op, _ in nodes:
+        calls[id(op)] = calls.get(id(op), 0) + 1
+    cut: dict[int, tuple[tuple[int, int], object, str]] = {}  # id(tensor) -> (rank, tensor, name)
+    for op, node in nodes:
+        for tensor in node.input_tensors:
+            producer, _, tensor_index = keras_history(tensor)
+            if op.name in offloaded and producer.name not in offloaded:
+                rank = (order.get(id(producer), -1), tensor_index)
+                cut[id(tensor)] = (rank, tensor, producer.name)
+            elif op.name not in offloaded and producer.name in offloaded:
+                shared = calls[id(op)] > 1
+                raise PlanError(
+                    f"layer {op.name!r} stays on the workers but is called on the output "
+                    f"of {producer.name!r}, which the plan offloads"
+                    + (" (a shared layer runs whole on one side: offload it too, or keep "
+                       f"{producer.name!r})" if shared else
+                       f": offload {op.name!r} too, or keep {producer.name!r}")
+                )  # fmt: skip
+    if not cut:
+        raise PlanError("the plan offloads no layer that the kept layers feed: nothing to split")
+    crossing = sorted(cut.values(), key=lambda entry: entry[0])
+    tensors = [tensor for _, tensor, _ in crossing]
+    boundary = tuple(dict.fromkeys(name for _, _, name in crossing))
+    cut_tensors = tensors[0] if len(tensors) == 1 else tensors  # one tensor stays a tensor
     inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs
     outputs = model.outputs[0] if len(model.outputs) == 1 else model.outputs
-    head = keras.Model(inputs, cut, name="ralp_head")
-    tail = keras.Model(cut, outputs, name="ralp_tail")
-    return Split(head, tail, tuple(boundary))
+    head = keras.Model(inputs, cut_tensors, name="ralp_head")
+    tail = keras.Model(cut_tensors, outputs, name="ralp_tail")
+    return Split(head, tail, boundary)
 
 
 _UNIQUIFIED = re.compile(r"^(?P<base>.+)_\d+$")

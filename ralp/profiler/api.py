@@ -18,7 +18,7 @@ from ralp.defaults import (
 from ralp.profiler.bytes_model import StepTraffic, mode_traffic
 from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_table
 from ralp.profiler.ps_assignment import spread_layers
-from ralp.profiler.skewness import is_eligible, parameter_skewness
+from ralp.profiler.skewness import is_eligible, position_skewness
 from ralp.profiler.split import SplitChoice, SplitLayer, cut_sources, find_split
 
 
@@ -45,6 +45,11 @@ class Profile:
     @property
     def params_total(self) -> int:
         return self.table.params_total
+
+    @property
+    def positions(self) -> int:
+        """How many rows hold a position in the skewness variable (conv, pool, fc)."""
+        return len(self.table.position_weights)
 
     @property
     def candidate_split_after(self) -> str | None:
@@ -109,13 +114,15 @@ class Profile:
             return f"nothing to offload ({self.split.reason}); train with plain PS"
         if not self.eligible:
             return (
-                f"not eligible: S = {s:.3f} > K = {k:g}, the parameter mass is not skewed "
-                f"towards the late layers; train with plain PS. (Forcing a split after "
+                f"not eligible: S = {s:.3f} (over {self.positions} conv, pool and fc "
+                f"positions) > K = {k:g}, the parameter mass is not skewed towards the late "
+                f"layers; train with plain PS. (Forcing a split after "
                 f"{self.candidate_split_after!r} would move {ratio:.3f}x the bytes of plain PS.)"
             )
         share = self.offloaded_params / max(1, self.params_total)
         return (
-            f"eligible (S = {s:.3f} <= K = {k:g}): split after {self.split_after!r}; "
+            f"eligible (S = {s:.3f} over {self.positions} conv, pool and fc positions "
+            f"<= K = {k:g}): split after {self.split_after!r}; "
             f"{len(self.offloaded_layers)} layers holding {share:.1%} of the parameters move to "
             f"the PS; bytes per step {ratio:.3f}x of plain PS" + self._wire_caveat()
         )
@@ -140,7 +147,7 @@ def profile(
     if not isinstance(ps, int) or ps < 1:
         raise ProfileError(f"ps must be a positive integer, got {ps!r}")
     table = build_layer_table(model, batch_size)
-    skew = parameter_skewness([r.params for r in table.rows])
+    skew = position_skewness(table.position_weights)
     split_layers = [
         SplitLayer(r.name, r.kind, r.params, r.output_elements, r.inbound) for r in table.rows
     ]

@@ -1,9 +1,13 @@
 """The ordered layer table of a Keras model, computed from shapes alone (no forward pass).
 
 One :class:`LayerRow` per layer, in forward order. Nested Sequential/functional models are
-flattened: their layers appear in place, named ``outer/inner``. The table also records each
-row's producers (``inbound``), so later stages can compute exactly which tensors a split cuts,
-even in DAGs such as ResNet and Inception.
+flattened: their layers appear in place, named ``outer/inner``. A ``keras.ops`` node of a
+functional graph (``x + y``, ``keras.ops.relu``) is a row too, of kind ``other`` with no
+parameters. A layer called more than once (shared) is one row: its parameters count once,
+its FLOPs and outputs once per call, and its producers are those of every call. The table
+also records each row's producers (``inbound``), so later stages can compute exactly which
+tensors a split cuts, even in DAGs such as ResNet and Inception; and each row's place in the
+skewness variable (:mod:`ralp.profiler.skewness`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import tensorflow as tf
 
 from ralp._compat import inbound_nodes, is_functional, keras_history
 from ralp.profiler.kinds import rule_for
+from ralp.profiler.skewness import PositionedRow, assign_positions
 
 
 class ProfileError(ValueError):
@@ -26,8 +31,8 @@ class ProfileError(ValueError):
 class LayerRow:
     index: int
     name: str  # qualified: "outer/inner" for layers of nested models
-    layer_type: str  # the Keras class name, e.g. "Conv2D"
-    kind: str  # conv | pool | fc | norm | other
+    layer_type: str  # the Keras class name, e.g. "Conv2D" (or a keras.ops node's, e.g. "Add")
+    kind: str  # conv | pool | fc | norm | other, by what the layer computes
     params: int  # trainable + non-trainable (what a PS stores and serves)
     trainable_params: int
     param_bytes: int
@@ -38,6 +43,9 @@ class LayerRow:
     flops: int  # forward FLOPs per sample
     cumulative_params: int  # params of this row and every row before it
     inbound: tuple[str, ...]  # names of the rows whose outputs this row consumes
+    position: int | None = None  # its position in the skewness variable (conv, pool, fc)
+    counted_at: int | None = None  # the position its parameters count at (a norm: its conv's)
+    calls: int = 1  # how many times the model calls it (a shared layer: more than one)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,7 +60,8 @@ class LayerTable:
     batch_size: int
     rows: tuple[LayerRow, ...]
     output_names: tuple[str, ...]  # rows whose outputs are the model's outputs
-    variables: tuple[tuple[str, str, int], ...]  # (row name, variable path, bytes), build order
+    # (row name, variable path, bytes) in build order, layer state (seed generators) included
+    variables: tuple[tuple[str, str, int], ...]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -69,6 +78,15 @@ class LayerTable:
     @property
     def params_total(self) -> int:
         return sum(r.params for r in self.rows)
+
+    @property
+    def position_weights(self) -> list[int]:
+        """The skewness variable's weights: parameters counted at each position 1..n."""
+        totals = [0] * sum(r.position is not None for r in self.rows)
+        for r in self.rows:
+            if r.counted_at is not None:
+                totals[r.counted_at - 1] += r.params
+        return totals
 
     @property
     def param_bytes_total(self) -> int:
@@ -129,12 +147,13 @@ class _Flattener:
 
     def __init__(self, batch_size: int):
         self.batch_size = batch_size
-        self.order: list[tuple[str, keras.layers.Layer]] = []
+        self.order: list[tuple[str, keras.Operation]] = []
         self.inbound: dict[str, list[str]] = {}
-        self.out_shapes: dict[str, list[tuple[int, ...]]] = {}
-        self.in_shapes: dict[str, list[tuple[int, ...]]] = {}
+        # per row, per call: (input shapes, output shapes), without the batch dimension
+        self.calls: dict[str, list[tuple[list[tuple[int, ...]], list[tuple[int, ...]]]]] = {}
         self.out_itemsize: dict[str, int] = {}
         self._tensor_source: dict[int, str] = {}  # id(KerasTensor) -> row producing it
+        self._objects: dict[str, keras.Operation] = {}  # row name -> its layer or operation
 
     def walk(self, model, prefix: str, bindings: dict[int, str]) -> list[str]:
         """Emit rows for ``model``; returns the row names that produce its outputs.
@@ -143,6 +162,13 @@ class _Flattener:
         """
         check_model(model, f"layer {prefix or model.name!r}")
         visited: set[tuple[int, int]] = set()
+        # The model's own inputs come first (a nested model's are fed from outside): every
+        # input is data the workers feed, never something that follows the split.
+        for tensor in model.inputs:
+            if id(tensor) not in bindings:
+                op, node_index = _producer(tensor)[:2]
+                visited.add((id(op), node_index))
+                self._emit(op, node_index, prefix, bindings)
         # Iterative DFS post-order: inputs of a node are emitted before the node, in the order
         # the node consumes them, which follows definition order for branchy models.
         for output in model.outputs:
@@ -192,21 +218,32 @@ class _Flattener:
                 self._tensor_source[id(t)] = src
             return
         if name in self.inbound:  # a shared layer called again: merge its edges and outputs
+            if self._objects[name] is not op:
+                raise ProfileError(
+                    f"two different layers or operations are named {name!r}; give every "
+                    "layer of the model a unique name (name=...) so that rows and plans "
+                    "can refer to it"
+                )
             self.inbound[name].extend(s for s in sources if s not in self.inbound[name])
         else:
             self.order.append((name, op))
+            self._objects[name] = op
             self.inbound[name] = list(dict.fromkeys(sources))
-            self.out_shapes[name] = []
-            self.in_shapes[name] = []
-        self.out_shapes[name] += [
-            _static_shape(t.shape, f"layer {name!r}") for t in node.output_tensors
-        ]
-        self.in_shapes[name] += [
-            _static_shape(t.shape, f"input of layer {name!r}") for t in node.input_tensors
-        ]
+            self.calls[name] = []
+        self.calls[name].append((
+            [_static_shape(t.shape, f"input of layer {name!r}") for t in node.input_tensors],
+            [_static_shape(t.shape, f"layer {name!r}") for t in node.output_tensors],
+        ))  # fmt: skip
         self.out_itemsize[name] = _dtype_size(node.output_tensors[0].dtype)
         for t in node.output_tensors:
             self._tensor_source[id(t)] = name
+
+
+def _weights(op) -> tuple[list, list]:
+    """(all weights, trainable weights) of a layer; a keras.ops node owns none."""
+    if not isinstance(op, keras.layers.Layer):
+        return [], []
+    return list(op.weights), list(op.trainable_weights)
 
 
 def build_layer_table(model, batch_size: int) -> LayerTable:
@@ -217,43 +254,61 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
     flat = _Flattener(batch_size)
     output_names = flat.walk(model, "", {})
 
-    rows: list[LayerRow] = []
+    rows: list[dict] = []
     variables: list[tuple[str, str, int]] = []
+    # The model's creation order of its variables: the order PSS hands out PS tasks in,
+    # which is not the forward order of the layers (branches, blocks built out of order).
+    creation = {id(v): k for k, v in enumerate(model.variables)}
+    created: list[int] = []
     cumulative = 0
     for index, (name, layer) in enumerate(flat.order):
         rule = rule_for(layer)
-        weights = layer.weights
+        weights, trainable_weights = _weights(layer)
         params = sum(math.prod(w.shape) for w in weights)
-        trainable = sum(math.prod(w.shape) for w in layer.trainable_weights)
-        var_bytes = [(w.path, math.prod(w.shape) * _dtype_size(w.dtype)) for w in weights]
+        trainable = sum(math.prod(w.shape) for w in trainable_weights)
+        # Every variable in creation order, layer state too (Dropout's seed generator): PSS
+        # places each one round-robin, so a state variable shifts the PS task of every later
+        # weight; each step also reads and advances it. A keras.ops node owns none.
+        layer_vars = list(layer.variables) if isinstance(layer, keras.layers.Layer) else []
+        var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer_vars]
+        created += [creation.get(id(v), len(creation)) for v in layer_vars]
         trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
-                              for w in layer.trainable_weights)  # fmt: skip
+                              for w in trainable_weights)  # fmt: skip
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
-        out_shapes, in_shapes = flat.out_shapes[name], flat.in_shapes[name]
+        calls = flat.calls[name]
+        in_shapes = [s for ins, _ in calls for s in ins]
+        out_shapes = [s for _, outs in calls for s in outs]
         elements = sum(math.prod(s) for s in out_shapes)
         cumulative += params
-        rows.append(
-            LayerRow(
-                index=index,
-                name=name,
-                layer_type=type(layer).__name__,
-                kind=rule.kind,
-                params=params,
-                trainable_params=trainable,
-                param_bytes=sum(b for _, b in var_bytes),
-                trainable_param_bytes=trainable_bytes,
-                output_shape=out_shapes[0],
-                output_elements=elements,
-                output_bytes=elements * batch_size * flat.out_itemsize[name],
-                flops=int(rule.flops(layer, in_shapes, out_shapes)) if in_shapes else 0,
-                cumulative_params=cumulative,
-                inbound=tuple(flat.inbound[name]),
-            )
-        )
+        rows.append(dict(
+            index=index,
+            name=name,
+            layer_type=type(layer).__name__,
+            kind=rule.kind_of(layer, in_shapes, out_shapes),
+            params=params,
+            trainable_params=trainable,
+            param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype) for w in weights),
+            trainable_param_bytes=trainable_bytes,
+            output_shape=out_shapes[0],
+            output_elements=elements,
+            output_bytes=elements * batch_size * flat.out_itemsize[name],
+            # FLOPs of every call (a shared layer computes once per call)
+            flops=sum(int(rule.flops(layer, ins, outs)) for ins, outs in calls if ins),
+            cumulative_params=cumulative,
+            inbound=tuple(flat.inbound[name]),
+            calls=len(calls),
+        ))  # fmt: skip
+    positions = assign_positions(
+        [PositionedRow(r["name"], r["kind"], r["params"], r["inbound"]) for r in rows]
+    )
     return LayerTable(
         model_name=model.name,
         batch_size=batch_size,
-        rows=tuple(rows),
+        rows=tuple(
+            LayerRow(**r, position=own, counted_at=at)
+            for r, own, at in zip(rows, positions.position, positions.counted_at, strict=True)
+        ),
         output_names=tuple(dict.fromkeys(output_names)),
-        variables=tuple(variables),
+        variables=tuple(v for _, v in sorted(zip(created, variables, strict=True),
+                                             key=lambda pair: pair[0])),  # fmt: skip
     )

@@ -29,6 +29,8 @@ def to_dict(p: Profile) -> dict:
         "param_bytes_total": p.table.param_bytes_total,
         "flops_per_sample": sum(r.flops for r in p.table.rows),
         "skewness": p.skewness,
+        "skewness_positions": p.positions,
+        "position_weights": p.table.position_weights,
         "threshold": p.threshold,
         "eligible": p.eligible,
         "split_after": p.split_after,
@@ -69,8 +71,8 @@ def to_text(p: Profile) -> str:
         f'Model "{p.model}"   batch {p.batch_size}   params {p.params_total:,} '
         f"({human_bytes(p.table.param_bytes_total)})   "
         f"forward {human_count(sum(r.flops for r in p.table.rows))}FLOPs/sample",
-        f"Skewness S = {p.skewness:.4f}   threshold K = {p.threshold:g}   "
-        f"-> {'ELIGIBLE' if p.eligible else 'not eligible'}",
+        f"Skewness S = {p.skewness:.4f} over {p.positions} positions   threshold K = "
+        f"{p.threshold:g}   -> {'ELIGIBLE' if p.eligible else 'not eligible'}",
         f"Split after: {p.split_after or '-'}"
         + (
             f" (candidate: {p.candidate_split_after})"
@@ -84,12 +86,15 @@ def to_text(p: Profile) -> str:
         + "   ".join(f"{mode} {human_bytes(n)}" for mode, n in p.busiest_link_bytes.items()),
         f"Verdict: {p.verdict}",
         "",
+        "pos: the row's position in S (every conv, pool and fc row holds one); (n): its "
+        "parameters count at position n (a norm's at its convolution's)",
     ]
     header = [
         "#",
         "layer",
         "type",
         "kind",
+        "pos",
         "params",
         "output",
         "out/step",
@@ -99,7 +104,7 @@ def to_text(p: Profile) -> str:
     body = []
     for r in p.table.rows:
         body.append([
-            str(r.index), r.name, r.layer_type, r.kind, f"{r.params:,}",
+            str(r.index), r.name, r.layer_type, r.kind, _position_cell(r), f"{r.params:,}",
             "x".join(map(str, r.output_shape)), human_bytes(r.output_bytes),
             human_count(r.flops), f"{r.cumulative_params:,}",
         ])  # fmt: skip
@@ -110,9 +115,15 @@ def to_text(p: Profile) -> str:
     return "\n".join(lines)
 
 
+def _position_cell(r: LayerRow) -> str:
+    if r.position is not None:
+        return str(r.position)
+    return "" if r.counted_at is None else f"({r.counted_at})"
+
+
 def summary_text(profiles: Sequence[Profile]) -> str:
     """One row per model: the decision and what it buys (``--all``)."""
-    header = ["model", "batch", "params", "S", "eligible", "split after", "offloaded",
+    header = ["model", "batch", "params", "S", "pos", "eligible", "split after", "offloaded",
               "ps B/step", "ralp B/step", "horovod B/step", "ralp/ps"]  # fmt: skip
     body = []
     for p in profiles:
@@ -120,25 +131,28 @@ def summary_text(profiles: Sequence[Profile]) -> str:
         share = p.offloaded_params / max(1, p.params_total)
         body.append([
             p.model, str(p.batch_size), human_count(p.params_total), f"{p.skewness:+.3f}",
-            "yes" if p.eligible else "no", p.split_after or "-",
+            str(p.positions), "yes" if p.eligible else "no", p.split_after or "-",
             f"{share:.1%}" if p.split_after else "-",
             human_bytes(t["ps"].total), human_bytes(t["ralp"].total),
             human_bytes(t["horovod"].total), f"{t['ralp'].total / max(1, t['ps'].total):.3f}",
         ])  # fmt: skip
     workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
-    note = (f"threshold K = {profiles[0].threshold:g}; bytes per step with W={workers} workers, "
-            f"M={ps} PS" if profiles else "")  # fmt: skip
+    note = (f"threshold K = {profiles[0].threshold:g}; S over 'pos' positions (every conv, pool "
+            f"and fc layer); bytes per step with W={workers} workers, M={ps} PS"
+            if profiles else "")  # fmt: skip
     return "\n".join([*text_grid(header, body), "", note])
 
 
 def summary_csv(profiles: Sequence[Profile]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["model", "batch_size", "params_total", "skewness", "threshold", "eligible",
+    writer.writerow(["model", "batch_size", "params_total", "skewness", "skewness_positions",
+                     "threshold", "eligible",
                      "split_after", "offloaded_params", "ps_bytes", "ralp_bytes", "horovod_bytes"])  # fmt: skip
     for p in profiles:
         t = p.bytes_per_step
-        writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.threshold,
+        writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.positions,
+                         p.threshold,
                          p.eligible, p.split_after or "", p.offloaded_params,
                          t["ps"].total, t["ralp"].total, t["horovod"].total])  # fmt: skip
     return out.getvalue()

@@ -10,9 +10,16 @@ after i. For a chain this is O_i, the output of layer i; for DAGs (skip connecti
 branches) it counts every tensor the split cuts. The sum is the parameters still exchanged with
 the PS by the workers.
 
-Admissible positions: never between two compute-demand layers (convolutions), since offloading
-a convolution would overload the PS; so the split lies at or after the last convolution. It
-must also keep at least one parameter-owning layer on the workers and offload at least one.
+Admissible positions: never between two compute-demand layers (convolutions, including a
+Dense applied per pixel), since offloading a convolution would overload the PS; so the split
+lies at or after the last convolution. It must also keep at least one parameter-owning layer
+on the workers and offload at least one. Two graph shapes rule out more positions:
+
+- a layer called more than once (shared) runs whole on one side: no split may fall between
+  its calls (a kept row never consumes a row after the split);
+- a nested Sequential/functional model is placed whole: no split may fall inside it (the
+  split may come right after it).
+
 Ties go to the earliest position.
 """
 
@@ -65,7 +72,8 @@ def cut_elements(layers: Sequence[SplitLayer], i: int) -> int:
     return sum(by_name[name].output_elements for name in cut_sources(layers, i))
 
 
-def admissible_positions(layers: Sequence[SplitLayer]) -> list[int]:
+def _candidate_positions(layers: Sequence[SplitLayer]) -> list[int]:
+    """Positions at or after the last convolution that leave parameters on both sides."""
     last_compute = max(
         (k for k, layer in enumerate(layers) if layer.kind in COMPUTE_DEMAND_KINDS), default=-1
     )
@@ -76,14 +84,47 @@ def admissible_positions(layers: Sequence[SplitLayer]) -> list[int]:
     return [i for i in range(len(layers)) if i >= max(last_compute, first_owner) and i < last_owner]
 
 
+def graph_conflicts(layers: Sequence[SplitLayer], i: int) -> list[str]:
+    """Why a split after position ``i`` cannot be placed: the shared layers it would cut
+    between calls and the nested models it would cut inside (empty: it can)."""
+    position = {layer.name: k for k, layer in enumerate(layers)}
+    problems = []
+    for layer in layers[: i + 1]:
+        later = [s for s in layer.inbound if position.get(s, -1) > i]
+        if later:
+            problems.append(
+                f"layer {layer.name!r} is called again on {later[0]!r}, which runs after the "
+                "split (a shared layer runs whole on one side)"
+            )
+    spans: dict[str, list[int]] = {}
+    for k, layer in enumerate(layers):
+        parts = layer.name.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            spans.setdefault("/".join(parts[:depth]), []).append(k)
+    for nested, ks in spans.items():
+        if min(ks) <= i < max(ks):
+            problems.append(f"the split would fall inside the nested model {nested!r}")
+    return problems
+
+
+def admissible_positions(layers: Sequence[SplitLayer]) -> list[int]:
+    return [i for i in _candidate_positions(layers) if not graph_conflicts(layers, i)]
+
+
 def find_split(layers: Sequence[SplitLayer], batch_size: int) -> SplitChoice:
     """argmin over admissible positions of cut(i) * batch + cumulative params."""
     positions = admissible_positions(layers)
     if not positions:
+        candidates = _candidate_positions(layers)
         if sum(1 for layer in layers if layer.params > 0) < 2:
             reason = "fewer than two layers own parameters: nothing can be split off"
-        else:
+        elif not candidates:
             reason = "no parameter-owning layer follows the last convolution: nothing to offload"
+        else:
+            reason = (
+                "every split after the last convolution is ruled out by the graph: "
+                + graph_conflicts(layers, candidates[-1])[0]
+            )
         return SplitChoice(None, None, {}, reason)
     cumulative = 0
     cum_params = []

@@ -11,7 +11,15 @@ worker's. The paradigms bound that gap:
 ``ssp(s)``     gap <= s: the fastest worker runs at most s iterations ahead
 ``dssp(L,U)``  gap <= U, with each worker's bound picked at run time in [L, U] by the
                :class:`DSSPController` from recent push intervals
+``dssp-paper`` DSSP exactly as its paper's pseudo-code (BRIEF §6): the controller's grant
+``(L,U)``      is not capped at U, a grant spent lets the fastest ask again, and the push
+               that triggers the controller passes without using up a granted iteration,
+               so the gap is *not* bounded by U (r_max = U - L bounds one grant only)
 =============  =========================================================================
+
+The difference: capped DSSP keeps the regret bound of SSP(U) that the paper's analysis
+assumes; the literal one can run further ahead, as the paper's heterogeneous result (DSSP
+close to ASP in time to accuracy) suggests it did. Records show the largest gap reached.
 
 :class:`SyncServer` is the server side: it takes push events (worker, time) and says which
 workers may start their next iteration; a worker not allowed is *held* until a push of the
@@ -27,7 +35,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-PARADIGMS = ("bsp", "asp", "ssp", "dssp")
+PARADIGMS = ("bsp", "asp", "ssp", "dssp", "dssp-paper")
+DSSP_PARADIGMS = ("dssp", "dssp-paper")
 
 
 class SyncError(ValueError):
@@ -40,23 +49,24 @@ class SyncPolicy:
 
     paradigm: str = "asp"
     staleness: int = 0  # ssp: s; dssp: s_L
-    upper: int = 0  # dssp: s_U
+    upper: int = 0  # dssp: s_U (dssp-paper: s_L + r_max, the largest single grant)
 
     def __post_init__(self) -> None:
         if self.paradigm not in PARADIGMS:
             raise SyncError(f"unknown sync {self.paradigm!r}; choose from {', '.join(PARADIGMS)}")
-        if self.staleness < 0 or (self.paradigm == "dssp" and self.upper < self.staleness):
+        if self.staleness < 0 or (self.is_dssp and self.upper < self.staleness):
             raise SyncError(f"staleness must satisfy 0 <= s_L <= s_U, got {self.staleness}, "
                             f"{self.upper}")  # fmt: skip
 
     @classmethod
     def parse(cls, text: str, staleness=None) -> SyncPolicy:
         """``bsp``, ``asp``, ``ssp:S`` / ``ssp`` with ``staleness=S``, ``dssp:L:U`` / ``dssp``
-        with ``staleness=(L, U)``."""
-        m = re.fullmatch(r"(bsp|asp|ssp|dssp)(?::(\d+))?(?::(\d+))?", str(text).strip().lower())
+        with ``staleness=(L, U)``, ``dssp-paper:L:U`` (the uncapped, literal DSSP)."""
+        m = re.fullmatch(r"(bsp|asp|ssp|dssp-paper|dssp)(?::(\d+))?(?::(\d+))?",
+                         str(text).strip().lower())  # fmt: skip
         if m is None:
-            raise SyncError(f"sync {text!r}: use bsp, asp, ssp:S or dssp:L:U (e.g. ssp:3, "
-                            "dssp:3:15)")  # fmt: skip
+            raise SyncError(f"sync {text!r}: use bsp, asp, ssp:S, dssp:L:U or dssp-paper:L:U "
+                            "(e.g. ssp:3, dssp:3:15)")  # fmt: skip
         name, a, b = m.group(1), m.group(2), m.group(3)
         if name in ("bsp", "asp"):
             if a is not None or staleness is not None:
@@ -70,20 +80,25 @@ class SyncPolicy:
                 raise SyncError("ssp needs its bound: ssp:S or staleness=S")
             return cls("ssp", s)
         if a is not None and b is not None:
-            return cls("dssp", int(a), int(b))
+            return cls(name, int(a), int(b))
         if a is None and isinstance(staleness, Sequence) and len(staleness) == 2:
-            return cls("dssp", int(staleness[0]), int(staleness[1]))
-        raise SyncError("dssp needs its range: dssp:L:U or staleness=(L, U)")
+            return cls(name, int(staleness[0]), int(staleness[1]))
+        raise SyncError(f"{name} needs its range: {name}:L:U or staleness=(L, U)")
+
+    @property
+    def is_dssp(self) -> bool:
+        return self.paradigm in DSSP_PARADIGMS
 
     @property
     def bound(self) -> int | None:
         """The largest gap a worker may start an iteration at (None: unbounded)."""
-        return {"bsp": 0, "asp": None, "ssp": self.staleness, "dssp": self.upper}[self.paradigm]
+        return {"bsp": 0, "asp": None, "ssp": self.staleness, "dssp": self.upper,
+                "dssp-paper": None}[self.paradigm]  # fmt: skip
 
     def _numbers(self) -> tuple[int, ...]:
-        return {"ssp": (self.staleness,), "dssp": (self.staleness, self.upper)}.get(
-            self.paradigm, ()
-        )
+        if self.is_dssp:
+            return (self.staleness, self.upper)
+        return (self.staleness,) if self.paradigm == "ssp" else ()
 
     @property
     def spec(self) -> str:
@@ -188,7 +203,7 @@ class SyncServer:
         self.held: dict[int, float] = {}  # worker -> time it was held
         self.controller = (
             DSSPController(workers, policy.upper - policy.staleness)
-            if policy.paradigm == "dssp"
+            if policy.is_dssp
             else None
         )
         self.record = SyncRecord(clocks=self.clock, waiting_s=[0.0] * workers)
@@ -236,14 +251,15 @@ class SyncServer:
     def _hold_bound(self) -> int | None:
         """Held workers go when their gap is back within this."""
         p = self.policy
-        return {"bsp": 0, "asp": None, "ssp": p.staleness, "dssp": p.staleness}[p.paradigm]
+        return None if p.paradigm == "asp" else (0 if p.paradigm == "bsp" else p.staleness)
 
     def _may_continue(self, worker: int, time: float) -> bool:
         p = self.policy
-        if p.paradigm != "dssp":
+        if not p.is_dssp:
             return self._within(worker, p.bound)
+        capped = p.paradigm == "dssp"
         gap = self.gap(worker)
-        if self.extra[worker] > 0 and gap <= p.upper:
+        if self.extra[worker] > 0 and (gap <= p.upper or not capped):
             self.extra[worker] -= 1
             return True
         if gap <= p.staleness:
@@ -252,9 +268,12 @@ class SyncServer:
             assert self.controller is not None
             slowest = min(range(self.workers), key=lambda w: (self.clock[w], w))
             r = self.controller.extra_iterations(worker, slowest, time)
-            r = min(r, p.upper - gap)  # never beyond s_U
+            if capped:
+                r = min(r, p.upper - gap)  # never beyond s_U
             if r > 0:
-                self.extra[worker] = r - 1
+                # As published, the push that asked passes on top of the r granted; capped,
+                # it is the first of them.
+                self.extra[worker] = r if not capped else r - 1
                 return True
         return False
 

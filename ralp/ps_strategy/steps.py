@@ -2,7 +2,8 @@
 
 Both are ``tf.function``s named ``ralp_train_step`` (the audit finds their graphs by it),
 scheduled by ``ClusterCoordinator`` on a worker; both return the
-batch's mean loss and its number of correct predictions.
+batch's mean loss, its number of correct predictions and the batch's value of each of the
+user's metrics (``metrics_fn(labels, predictions)``, computed where the predictions are).
 
 Plain PS: forward, loss, backward and the update's inputs are all computed on the worker;
 every variable is read from and every gradient written to the PS tasks.
@@ -31,6 +32,7 @@ import tensorflow as tf
 from ralp._compat import variable_device
 from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
+from ralp.ps_strategy.pulls import BatchedPulls
 
 
 def count_correct(labels, logits):
@@ -39,20 +41,39 @@ def count_correct(labels, logits):
     return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
 
 
-def plain_step(strategy, model, optimizer, loss_fn, accumulators=None) -> Callable:
-    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating."""
+def _no_metrics(labels, predictions) -> list:
+    return []
+
+
+def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
+    """``model(x)`` on the worker; with batched ``pulls``, on the pulled values (watched by
+    ``tape``). Returns the outputs and what gradients are taken against."""
+    if pulls is None:
+        return model(x, training=True), model.trainable_variables
+    trainable, non_trainable = pulls.values()
+    tape.watch(trainable)
+    outputs, state = model.stateless_call(trainable, non_trainable, x, training=True)
+    pulls.assign_state(state)
+    return outputs, trainable
+
+
+def plain_step(strategy, model, optimizer, loss_fn, accumulators=None,
+               pulls: BatchedPulls | None = None,
+               metrics_fn: Callable = _no_metrics) -> Callable:  # fmt: skip
+    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
+    with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
-            logits = model(x, training=True)
+            logits, sources = forward(model, x, pulls, tape)
             loss = loss_fn(y, logits)
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(loss, sources)
         if accumulators is None:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
         else:
             accumulate(accumulators, grads)
-        return loss, count_correct(y, logits)
+        return (loss, count_correct(y, logits), *metrics_fn(y, logits))
 
     @tf.function
     def ralp_train_step(iterator):
@@ -72,9 +93,12 @@ def ralp_step(
     critical_section: tf.CriticalSection,
     head_accumulators=None,
     tail_accumulators=None,
+    pulls: BatchedPulls | None = None,
+    metrics_fn: Callable = _no_metrics,
 ) -> Callable:
     """With accumulators (BSP) the step adds the head's and the tail's gradients to them
-    instead of updating: the tail keeps its weights for the whole round, too."""
+    instead of updating: the tail keeps its weights for the whole round, too. With ``pulls``
+    the head's variables are pulled in those batches."""
     head, tail = split.head, split.tail
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
     loss_device = ps_device(placed.loss_task, placed.device_type)
@@ -85,7 +109,7 @@ def ralp_step(
 
     def replica_fn(x, y):
         with tf.GradientTape() as tape:
-            boundary = head(x, training=True)
+            boundary, sources = forward(head, x, pulls, tape)
         boundary = list(boundary) if isinstance(boundary, list | tuple) else [boundary]
 
         def ps_section():
@@ -102,6 +126,7 @@ def ralp_step(
             else:
                 accumulate(tail_accumulators, grads[: len(tail_vars)])
             correct = count_correct(labels, logits)
+            values = metrics_fn(labels, logits)
             # Each read runs where its variable lives; only a control edge crosses tasks.
             reads = []
             for v in written:
@@ -109,16 +134,17 @@ def ralp_step(
                     reads.append(v.read_value())
             with tf.control_dependencies(reads):
                 return (tf.identity(loss), tf.identity(correct),
-                        [tf.identity(g) for g in grads[len(tail_vars):]])  # fmt: skip
+                        [tf.identity(g) for g in grads[len(tail_vars):]],
+                        [tf.identity(v) for v in values])  # fmt: skip
 
         with tf.compat.v1.device(device_fn):
-            loss, correct, boundary_grads = critical_section.execute(ps_section)
-        head_grads = tape.gradient(boundary, head_vars, output_gradients=boundary_grads)
+            loss, correct, boundary_grads, values = critical_section.execute(ps_section)
+        head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
         if head_accumulators is None:
             head_optimizer.apply_gradients(zip(head_grads, head_vars, strict=True))
         else:
             accumulate(head_accumulators, head_grads)
-        return loss, correct
+        return (loss, correct, *values)
 
     @tf.function
     def ralp_train_step(iterator):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -23,15 +23,25 @@ import tensorflow as tf
 from ralp._compat import colocating_creator, count_updates_atomically, update_where_variables_live
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.models.training import BatchMetrics, default_loss, optimizer_factory, training_setup
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
-from ralp.placement.rewriter import PlacedModel, placed_clone, snapshot_state, split_model
+from ralp.placement.pull_schedule import SCHEDULES as PULL_SCHEDULES
+from ralp.placement.rewriter import (
+    PlacedModel,
+    clone_uncompiled,
+    placed_clone,
+    snapshot_state,
+    split_model,
+)
 from ralp.profiler.api import Profile
 from ralp.ps_strategy.callbacks import History, StalenessHook, call_callbacks
 from ralp.ps_strategy.connect import Connection, connect
 from ralp.ps_strategy.data import DatasetFn, WorkerInputs, numpy_dataset_fn, worker_device
 from ralp.ps_strategy.health import ClusterWatch
 from ralp.ps_strategy.loops import AsyncSteps, EpochRun
+from ralp.ps_strategy.pull_profile import choose_pulls, layer_forward_times
+from ralp.ps_strategy.pulls import batched_pulls
 from ralp.ps_strategy.staleness import SyncPolicy, as_policy
 from ralp.ps_strategy.steps import make_accumulators, plain_step, ralp_step, round_update
 from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
@@ -39,25 +49,6 @@ from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
 
 class PlacementWarning(UserWarning):
     """RALP was asked for (mode "auto") but the model trains on plain PS; says why."""
-
-
-def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
-    """A maker of fresh optimizers like ``template`` (an instance, a name such as "adam", or
-    None for SGD with momentum). Reads the template's config now: an optimizer made before
-    the process connected to a cluster cannot be read afterwards."""
-    if template is None:
-        return lambda: keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
-    if isinstance(template, str):
-        keras.optimizers.get(template)  # fail early on an unknown name
-        return lambda: keras.optimizers.get(template)
-    if isinstance(template, keras.optimizers.Optimizer):
-        cls, config = template.__class__, template.get_config()
-        return lambda: cls.from_config(config)
-    if callable(template):
-        return template
-    raise TypeError(
-        f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
-    )
 
 
 class Trainer:
@@ -78,13 +69,19 @@ class Trainer:
         profile: Profile | None = None,
         optimizer=None,
         loss=None,
+        metrics: BatchMetrics | None = None,
         device_type: str = "cpu",
         step_timeout: float = 120.0,
         state: list | None = None,
         sync: SyncPolicy | None = None,
         slow_worker: SlowWorker | None = None,
+        pull_schedule: str = "default",
+        forward_times: dict[str, float] | None = None,
+        compile_config: dict | None = None,
     ):
         self.original = model
+        # read before connecting (it reads the optimizer's variables): unwrap() compiles with it
+        self.compile_config = compile_config
         self.sync = sync
         self.slow_worker = slow_worker
         self.connection = connection
@@ -93,19 +90,27 @@ class Trainer:
         self.mode = mode
         self.device_type = device_type.upper()
         self.step_timeout = step_timeout
-        self.loss_fn = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.loss_fn = loss or default_loss(model)
+        self.metrics = metrics or BatchMetrics(())
         make_optimizer = optimizer_factory(optimizer)
         strategy = connection.strategy
         self.placed: PlacedModel = placed_clone(model, plan, strategy, self.device_type, state)
         self.model = self.placed.model
+        self.split = None if plan.is_empty else split_model(self.placed)
+        self.pulls, self.pull_choice = None, None
+        if pull_schedule != "default":  # the variables of the workers' layers, in batches
+            worker_model = self.model if self.split is None else self.split.head
+            self.pull_choice = choose_pulls(pull_schedule, worker_model, profile.table,
+                                            forward_times, connection)  # fmt: skip
+            self.plan = plan = plan.with_pulls(pull_schedule, self.pull_choice.layer_batches)
+            self.pulls = batched_pulls(worker_model, plan.pull_batches)
         if plan.is_empty:
             with strategy.scope():
                 self.optimizers = {"optimizer": count_updates_atomically(make_optimizer())}
                 self.optimizers["optimizer"].build(self.model.trainable_variables)
-            self.split = None
-            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn)
+            self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn,
+                                   pulls=self.pulls, metrics_fn=self.metrics)  # fmt: skip
         else:
-            self.split = split_model(self.placed)
             loss_task = self.placed.loss_task
             with strategy.scope():
                 head_opt = count_updates_atomically(make_optimizer())
@@ -120,7 +125,8 @@ class Trainer:
             with tf.device(ps_device(loss_task, self.device_type)):
                 self.critical_section = tf.CriticalSection(name="ralp_ps_section")
             self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
-                                  self.loss_fn, self.critical_section)  # fmt: skip
+                                  self.loss_fn, self.critical_section, pulls=self.pulls,
+                                  metrics_fn=self.metrics)  # fmt: skip
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
@@ -141,7 +147,8 @@ class Trainer:
             variables = self.model.trainable_variables
             accs = make_accumulators(variables)
             opt = self.optimizers["optimizer"]
-            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs)
+            self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, accs, self.pulls,
+                                        metrics_fn=self.metrics)  # fmt: skip
             # The round's update runs in the coordinator, outside strategy.run: update each
             # variable on its own task, not through the replica all-reduce path.
             self._apply_round = round_update([(update_where_variables_live(opt), variables, accs)])
@@ -152,7 +159,7 @@ class Trainer:
             head_opt, tail_opt = self.optimizers["head"], self.optimizers["tail"]
             self._bsp_step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
                                        self.loss_fn, self.critical_section, head_accs,
-                                       tail_accs)  # fmt: skip
+                                       tail_accs, self.pulls, metrics_fn=self.metrics)  # fmt: skip
             self._apply_round = round_update([
                 (update_where_variables_live(head_opt), head_vars, head_accs),
                 (tail_opt, tail_vars, tail_accs),
@@ -216,16 +223,18 @@ class Trainer:
                 history.sync.append(epoch_run.record)
                 for hook in hooks:
                     hook.records.append(epoch_run.record)
-            losses = [float(loss) for loss, _ in epoch_run.results]
-            correct = sum(float(c) for _, c in epoch_run.results)
+            losses = [float(result[0]) for result in epoch_run.results]
+            correct = sum(float(result[1]) for result in epoch_run.results)
             logs = {
                 "loss": float(np.mean(losses)),
                 "accuracy": correct / (len(epoch_run.results) * batch_size),
             }
+            for k, metric in enumerate(self.metrics.metrics):  # the mean of per-batch values
+                logs[metric.name] = float(np.mean([r[2 + k] for r in epoch_run.results]))
             history.step_losses += losses
             history.step_end_times += epoch_run.end_times
-            history.history["loss"].append(logs["loss"])
-            history.history["accuracy"].append(logs["accuracy"])
+            for name, value in logs.items():
+                history.history.setdefault(name, []).append(value)
             history.epoch_seconds.append(seconds)
             history.images_per_second.append(len(epoch_run.results) * batch_size / seconds)
             call_callbacks(callbacks, "on_epoch_end", epoch, logs)
@@ -287,9 +296,12 @@ class Trainer:
         return self.model.get_weights()
 
     def unwrap(self) -> keras.Model:
-        """A plain Keras model (the user's architecture) holding the trained weights."""
-        plain = keras.models.clone_model(self.original)
+        """A plain Keras model (the user's architecture) holding the trained weights, compiled
+        as the user's model was (if it was)."""
+        plain = clone_uncompiled(self.original)
         plain.set_weights(self.model.get_weights())
+        if self.compile_config:
+            plain.compile_from_config(self.compile_config)
         return plain
 
     def evaluate(self, x, y, batch_size: int = 256) -> dict[str, float]:
@@ -315,6 +327,7 @@ def wrap(
     plan: Plan | None = None,
     optimizer=None,
     loss=None,
+    metrics=None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     threshold: float = DEFAULT_THRESHOLD,
     device_type: str = "cpu",
@@ -323,6 +336,7 @@ def wrap(
     sync: str | SyncPolicy | None = None,
     staleness=None,
     slow_worker: str | SlowWorker | None = None,
+    pull_schedule: str = "default",
 ) -> Trainer:
     """Place ``model`` on ``cluster`` and return a :class:`Trainer` with ``fit``.
 
@@ -330,11 +344,24 @@ def wrap(
     profiler's split, or ``plan``), or "auto" (the profiler decides; a model with nothing
     worth offloading trains on plain PS with a :class:`PlacementWarning` saying why).
 
+    ``optimizer``, ``loss`` and ``metrics`` default to the model's own when it was compiled
+    (``model.compile(...)``), else to SGD with momentum, sparse categorical cross-entropy on
+    the model's logits (or its softmax probabilities) and no extra metrics
+    (:mod:`ralp.models.training`). Labels are integer class ids. A model with several
+    outputs is refused.
+
     ``sync`` picks the synchronization paradigm (:mod:`ralp.ps_strategy.sync`): None (the
     default) is ParameterServerStrategy's own asynchronous scheduling; "bsp", "asp", "ssp"
     (``staleness=s``) and "dssp" (``staleness=(s_L, s_U)``) run one driver per worker with
     the bound enforced. ``slow_worker="INDEX:FACTOR"`` (or ``"INDEX:+SECONDS"``, a fixed delay per
     step) slows one worker down (heterogeneity).
+
+    ``pull_schedule`` says how workers pull the variables of the layers they run
+    (:mod:`ralp.placement.pull_schedule`): "default" (ParameterServerStrategy's own: every
+    variable a receive of its own, all at once), "layer" (one message per layer, one after
+    the other) or "ibatch" (iBatch's greedy batches, from per-layer forward times measured
+    here before connecting and the pull cost measured on the cluster). ``trainer.plan``
+    shows the batches.
 
     Run this in the coordinator (chief) process, once per process: ParameterServerStrategy
     connects the whole process to the cluster. Wrapping a ``Trainer`` again with the same
@@ -345,14 +372,21 @@ def wrap(
             return model
         model = model.unwrap()
     check_placeable(model)
+    setup = training_setup(model, optimizer, loss, metrics, where="ralp.wrap")
     policy = as_policy(sync, staleness)
     if isinstance(slow_worker, str):
         slow_worker = SlowWorker.parse(slow_worker)
     if device_type not in ("cpu", "gpu"):
         raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+    if pull_schedule not in PULL_SCHEDULES:
+        raise ValueError(f"pull_schedule must be one of {', '.join(PULL_SCHEDULES)}, "
+                         f"got {pull_schedule!r}")  # fmt: skip
     # Variables made before PSS connects this process are unreadable afterwards: read first.
     state = snapshot_state(model)
-    optimizer = optimizer_factory(optimizer)
+    forward_times = layer_forward_times(model, batch_size) if pull_schedule == "ibatch" else None
+    compile_config = model.get_compile_config() if getattr(model, "compiled", False) else None
+    optimizer = optimizer_factory(setup.optimizer)
+    batch_metrics = BatchMetrics(setup.metrics)
     connection = connect(cluster, timeout=connect_timeout)
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
                          plan=plan, batch_size=batch_size, threshold=threshold)  # fmt: skip
@@ -360,6 +394,8 @@ def wrap(
         warnings.warn(choice.warning, PlacementWarning, stacklevel=2)
     resolved = "ps" if choice.plan.is_empty else "ralp"
     return Trainer(model, connection, choice.plan, mode=resolved, profile=choice.profile,
-                   optimizer=optimizer, loss=loss, device_type=device_type,
+                   optimizer=optimizer, loss=setup.loss, metrics=batch_metrics,
+                   device_type=device_type,
                    step_timeout=step_timeout, state=state, sync=policy,
-                   slow_worker=slow_worker)  # fmt: skip
+                   slow_worker=slow_worker, pull_schedule=pull_schedule,
+                   forward_times=forward_times, compile_config=compile_config)  # fmt: skip

@@ -9,7 +9,7 @@ def record(**overrides) -> dict:
         "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
         "backend": "netns", "bandwidth": "1gbit", "job": None,
         "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
-        "sync": None, "slow_worker": None,
+        "sync": None, "slow_worker": None, "pull_schedule": "default",
         "steps": 20, "warmup": 3,
         "images_per_sec": 100.0, "images_per_sec_std": 2.5,
         "step_time_s": 0.96, "step_time_std_s": 0.02,

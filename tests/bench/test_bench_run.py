@@ -52,6 +52,25 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     assert "lenet" in p.stdout and "ralp-n" in p.stdout
 
 
+@pytest.mark.cluster
+def test_pull_schedules_and_their_trace(tmp_path):
+    out = tmp_path / "pulls.json"
+    p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "2",
+               "--steps", "3", "--warmup", "1", "--num-classes", "10", "--pull-schedule",
+               "default,layer", "ibatch", "--trace-pulls", "--out", str(out), "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    records = json.loads(out.read_text())
+    assert [r["pull_schedule"] for r in records] == ["default", "layer", "ibatch"]
+    for r in records:
+        assert r["error"] is None and r["images_per_sec"] > 0
+        assert 0.0 <= r["pull_hidden_share"] <= 1.0 and r["pull_active_s"] > 0
+        assert r["traced_step_s"] > 0
+    default, layer, ibatch = records
+    assert default["pull_batches"] is None and layer["pull_batches"] == 4  # lenet: 4 layers
+    assert 1 <= ibatch["pull_batches"] <= 4 and ibatch["pull_predicted_s"] > 0
+    assert "ps ibatch" in p.stdout and "ps layer" in p.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -69,6 +88,7 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
         (["--backend", "local", "--modes", "ps", "--slow-worker", "7:2"], "worker 7 does not"),
         (["--backend", "local", "--modes", "stanza", "--fc-workers", "3"], "no more FC ranks"),
         (["--backend", "local", "--modes", "ps", "--fc-workers", "2"], "for mode stanza"),
+        (["--backend", "local", "--modes", "ps", "--pull-schedule", "fast"], "unknown pull"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):

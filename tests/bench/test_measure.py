@@ -48,10 +48,13 @@ def test_derived_figures_and_bound_ratio():
     assert d["network_step_time_s"] == pytest.approx(0.1)
     record.update(d)
     ref = {**record, "step_time_s": 0.5}
-    # the reference is matched on the workload: model, mode, sizes, data and sync settings
+    # the reference is matched on the workload: model, mode, sizes, data, sync settings and
+    # how the workers pull (another pull schedule is another run)
     key = tuple(ref.get(k) for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
                                      "image_size", "num_classes", "data", "sync",
-                                     "slow_worker"))  # fmt: skip
+                                     "slow_worker", "pull_schedule"))  # fmt: skip
+    add_compute_reference([record], {key[:-1] + ("ibatch",): ref})
+    assert "compute_step_time_s" not in record
     add_compute_reference([record], {key: ref})
     assert record["compute_step_time_s"] == 0.5
     assert record["bound_ratio"] == pytest.approx(2.0 / 0.5)

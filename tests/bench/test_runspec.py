@@ -79,3 +79,23 @@ def test_stanza_runs_n_minus_f_conv_ranks_and_f_fc_ranks():
         RunSpec.for_devices("vgg11", "stanza", 4, device_type="gpu")
     with pytest.raises(BenchError, match="BSP by construction"):
         RunSpec.for_devices("vgg11", "stanza", 4, sync="bsp")
+
+
+def test_pull_schedules_are_for_the_ps_modes():
+    run = RunSpec.for_devices("lenet", "ps", 2, pull_schedule="ibatch", trace_pulls=True)
+    assert (run.pull_schedule, run.trace_pulls) == ("ibatch", True)
+    assert "ibatch" in run.label
+    with pytest.raises(BenchError, match="unknown pull schedule 'fast'"):
+        RunSpec.for_devices("lenet", "ralp-n", 2, pull_schedule="fast")
+    with pytest.raises(BenchError, match="no parameter server"):
+        RunSpec.for_devices("lenet", "horovod", 2, pull_schedule="layer")
+
+
+def test_the_run_matrix_has_a_run_per_pull_schedule_of_the_ps_modes():
+    from ralp.bench.config import BenchRequest
+
+    request = BenchRequest(models=("lenet",), devices=(2,), pull_schedules=("default", "ibatch"),
+                           trace_pulls=True)  # fmt: skip
+    runs = request.runs(["ps", "horovod"])
+    assert [(r.mode, r.pull_schedule, r.trace_pulls) for r in runs] == [
+        ("ps", "default", True), ("ps", "ibatch", True), ("horovod", "default", False)]  # fmt: skip

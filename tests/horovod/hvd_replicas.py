@@ -5,7 +5,8 @@
 Rank r trains on rows [r*BATCH, (r+1)*BATCH) of step k's block of 2*BATCH digits (block k
 starts at row k*2*BATCH), so the two ranks together see exactly the concatenated batch a
 single process would. Each rank saves its initial weights (after the broadcast) and its final
-weights to OUT_DIR/rank<r>.npz.
+weights to OUT_DIR/rank<r>.npz. The model is compiled (optimizer, loss on logits, accuracy)
+and the trainer is given nothing else: it must train with the user's compiled set-up.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def main() -> None:
     # A different seed per rank: the replicas agree only if the broadcast works.
     keras.utils.set_random_seed(100 + rank)
     model = build_model("lenet", num_classes=10, image_size=IMAGE_SIZE)
-    trainer = HorovodTrainer(hvd, model, keras.optimizers.SGD(learning_rate=LEARNING_RATE))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=LEARNING_RATE),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])  # fmt: skip
+    trainer = HorovodTrainer(hvd, model)  # the compiled optimizer, loss and metrics
     initial = trainer.weights()
 
     images, labels = digits_arrays(seed=0)
@@ -48,6 +52,7 @@ def main() -> None:
     arrays = {f"initial_{i}": w for i, w in enumerate(initial)}
     arrays.update({f"final_{i}": w for i, w in enumerate(final)})
     arrays["losses"] = np.array(history.step_losses)
+    arrays["accuracy"] = np.array(history.step_metrics["accuracy"])
     np.savez(f"{out_dir}/rank{rank}.npz", **arrays)
 
 

@@ -81,6 +81,7 @@ def two_ranks(tmp_path_factory):
             "initial": [z[f"initial_{i}"] for i in range(n)],
             "final": [z[f"final_{i}"] for i in range(n)],
             "losses": z["losses"],
+            "accuracy": z["accuracy"],
         }
         for z in ranks
     ]
@@ -113,6 +114,10 @@ def test_two_ranks_match_one_process_on_the_concatenated_batch(two_ranks):
     # The mean loss of the whole batch is the mean of the two halves' mean losses.
     halves = (two_ranks[0]["losses"] + two_ranks[1]["losses"]) / 2
     np.testing.assert_allclose(halves, losses, rtol=1e-5)
+    # The compiled metric is reported per step: a share of BATCH correct answers.
+    for rank in two_ranks:
+        assert rank["accuracy"].shape == (STEPS,)
+        np.testing.assert_allclose(rank["accuracy"] * BATCH, np.round(rank["accuracy"] * BATCH))
 
 
 # ------------------------------------------------------------------ failures and clean-up

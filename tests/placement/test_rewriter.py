@@ -82,5 +82,5 @@ def test_split_refuses_a_partly_offloaded_nested_model():
     model = keras.Model(inp, x)
     names = ("input_layer", "first", "block/a", "block/b", "out")
     plan = Plan(model.name, 1, names, {"block/b": 0, "out": 0})
-    with pytest.raises(PlanError, match="nested model that is only partly offloaded"):
+    with pytest.raises(PlanError, match="splits inside the nested model 'block'.*Split after it"):
         split_model(PlacedModel(model, plan, {}))

@@ -156,4 +156,6 @@ def test_dense_subclass_inherits_its_kind():
     class Wide(layers.Dense):
         pass
 
-    assert rule_for(Wide(3)).kind == "fc"
+    rule = rule_for(Wide(3))
+    assert rule.kind_of(Wide(3), [(5,)], [(3,)]) == "fc"
+    assert rule.kind_of(Wide(3), [(4, 4, 5)], [(4, 4, 3)]) == "conv"  # per pixel

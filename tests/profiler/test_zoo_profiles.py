@@ -1,4 +1,4 @@
-"""The decision for the nine zoo models at their benchmark defaults."""
+"""The decision for the nine zoo models at their benchmark defaults, and the paper's statements."""
 
 import gc
 
@@ -7,30 +7,41 @@ import pytest
 
 import ralp
 from ralp.models import MODEL_NAMES
+from ralp.profiler.skewness import is_eligible
 
 FC_HEAVY = ("alexnet", "overfeat", "vgg11", "vgg16", "vgg19")
+PAPER_MODELS = ("alexnet", "googlenet", "inception3", "lenet", "overfeat", "resnet50", "vgg11",
+                "vgg19")  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=MODEL_NAMES)
-def zoo_profile(request):
-    name = request.param
-    model = ralp.build_model(name)
-    p = ralp.profile(model, ralp.get_model_spec(name).default_batch_size)
-    yield name, model, p
-    del model
-    keras.backend.clear_session()
-    gc.collect()
+@pytest.fixture(scope="module")
+def zoo():
+    """name -> (profile, Dense layer names, Keras' parameter count), every model built once."""
+    profiles = {}
+    for name in MODEL_NAMES:
+        model = ralp.build_model(name)
+        p = ralp.profile(model, ralp.get_model_spec(name).default_batch_size)
+        dense = [layer.name for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+        profiles[name] = (p, dense, model.count_params())
+        del model
+        keras.backend.clear_session()
+        gc.collect()
+    return profiles
 
 
-def test_decision(zoo_profile):
-    name, model, p = zoo_profile
-    dense = [layer.name for layer in model.layers if isinstance(layer, keras.layers.Dense)]
-    assert p.params_total == model.count_params()
-    if name == "lenet":
-        # LeNet's 1000-class logits layer (513K params) sits after the 1.6M-param fc3: the
-        # mass leans right of its mean, so S > 0 (with 10 classes it is < 0, see below).
-        assert p.skewness > 0 and not p.eligible and p.offloaded_layers == []
-        return
+def test_the_papers_selection_statements(zoo):
+    """BRIEF §2: with K = -0.5 all eight benchmark models are eligible; with K = -1.5 exactly
+    alexnet, overfeat, vgg11 and vgg19 are."""
+    skew = {name: zoo[name][0].skewness for name in PAPER_MODELS}
+    assert {n for n, s in skew.items() if is_eligible(s, -0.5)} == set(PAPER_MODELS), skew
+    strict = {n for n, s in skew.items() if is_eligible(s, -1.5)}
+    assert strict == {"alexnet", "overfeat", "vgg11", "vgg19"}, skew
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_decision(zoo, name):
+    p, dense, count = zoo[name]
+    assert p.params_total == count
     assert p.skewness < -0.5 and p.eligible
     # Everything after the split is the classifier: the flatten, the FC layers, dropout.
     assert set(dense) <= set(p.offloaded_layers)
@@ -39,19 +50,20 @@ def test_decision(zoo_profile):
     assert p.bytes_per_step["ralp"].total < p.bytes_per_step["ps"].total
     if name in FC_HEAVY:
         assert p.split_after == "pool5"
+    if name in (*FC_HEAVY, "lenet"):
         assert p.offloaded_params / p.params_total > 0.85
         assert p.bytes_per_step["ralp"].total < 0.2 * p.bytes_per_step["ps"].total
 
 
-def test_the_verdict_warns_where_horovod_loads_the_busiest_link_less(zoo_profile):
-    name, _, p = zoo_profile
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_the_verdict_warns_where_horovod_loads_the_busiest_link_less(zoo, name):
+    p = zoo[name][0]
     link = p.busiest_link_bytes
-    if not p.eligible:
-        return
     # FC-heavy models: RALP's PS link carries far less than Horovod's worker links; the
     # FC-light ones (2 to 15% offloaded) keep almost every byte on one PS link.
-    assert (link["ralp"] < link["horovod"]) == (name in FC_HEAVY)
-    assert ("Caution: Horovod" in p.verdict) == (name not in FC_HEAVY), p.verdict
+    fc_heavy = name in (*FC_HEAVY, "lenet")
+    assert (link["ralp"] < link["horovod"]) == fc_heavy
+    assert ("Caution: Horovod" in p.verdict) == (not fc_heavy), p.verdict
     assert link["ralp"] < link["ps"]
 
 

@@ -37,6 +37,7 @@ POLICIES = ["bsp", "asp", "ssp:0", "ssp:3", "ssp:15", "dssp:3:15", "dssp:0:4", "
         ("ASP", SyncPolicy("asp"), None),
         ("ssp:3", SyncPolicy("ssp", 3), 3),
         ("dssp:3:15", SyncPolicy("dssp", 3, 15), 15),
+        ("dssp-paper:3:15", SyncPolicy("dssp-paper", 3, 15), None),  # as published: no cap
     ],
 )
 def test_parse(text, expected, bound):
@@ -48,6 +49,9 @@ def test_parse_with_a_separate_staleness():
     assert SyncPolicy.parse("ssp", staleness=4) == SyncPolicy("ssp", 4)
     assert SyncPolicy.parse("dssp", staleness=(3, 15)) == SyncPolicy("dssp", 3, 15)
     assert str(SyncPolicy.parse("dssp", staleness=(3, 15))) == "dssp(3,15)"
+    literal = SyncPolicy.parse("dssp-paper", staleness=(3, 15))
+    assert (literal.spec, str(literal)) == ("dssp-paper:3:15", "dssp-paper(3,15)")
+    assert SyncPolicy.parse(literal.spec) == literal
 
 
 @pytest.mark.parametrize(
@@ -58,6 +62,7 @@ def test_parse_with_a_separate_staleness():
         ("ssp:1:2", {}, "one staleness bound"),
         ("dssp:3", {}, "needs its range"),
         ("dssp:9:3", {}, "s_L <= s_U"),
+        ("dssp-paper:2", {}, "dssp-paper needs its range"),
         ("bsp:2", {}, "takes no staleness"),
         ("asp", {"staleness": 3}, "takes no staleness"),
     ],
@@ -136,6 +141,43 @@ def test_controller_never_exceeds_r_max():
     c = DSSPController(2, r_max=3)
     _pushes(c, {0: [0.0, 1.0], 1: [0.0, 100.0]})  # the slowest's next push is far away
     assert c.extra_iterations(0, 1, 100.0) == 3 == _closest_meeting([0.0, 1.0], [0.0, 100.0], 3)
+
+
+# ------------------------------------------------------------------ DSSP as published
+
+
+ONE_3X_SLOW = [[1.0] * 60, [3.0] * 20]
+
+
+@pytest.mark.parametrize("script", [ONE_3X_SLOW, ONE_2X_SLOW, bursty(2)], ids=["3x", "2x", "b2"])
+@pytest.mark.parametrize(("low", "high"), [(1, 3), (3, 15), (0, 4)])
+def test_capped_dssp_never_passes_s_u(script, low, high):
+    record = simulate(SyncPolicy("dssp", low, high), script)
+    assert max(gap for *_, gap in record.starts) <= high
+
+
+def test_the_literal_dssp_runs_past_s_u_where_the_capped_one_stops():
+    capped = simulate(SyncPolicy.parse("dssp:1:3"), ONE_3X_SLOW)
+    literal = simulate(SyncPolicy.parse("dssp-paper:1:3"), ONE_3X_SLOW)
+    assert capped.max_gap <= 3 < literal.max_gap
+    # each grant is at most r_max = 2 iterations: the gap grows by asking again and again
+    assert literal.decisions and all(r <= 2 for _, _, r in literal.decisions)
+    assert sum(r > 0 for _, _, r in literal.decisions) > literal.max_gap // 3
+    assert sum(literal.waiting_s) < sum(capped.waiting_s)  # it waits (much) less
+    assert literal.clocks == [60, 20]  # the fast worker never waited for the end
+
+
+def test_the_push_that_asks_passes_on_top_of_the_grant():
+    # Worker 0 pushes every 1 s; worker 1 every 2 s, half a second out of step, so the
+    # controller grants extra iterations. Capped DSSP counts the push that asked as the first
+    # granted iteration; as published, that push passes on top of the r granted, so the
+    # fastest asks again one push later.
+    script = [[1.0] * 30, [1.5] + [2.0] * 14]
+    for spec, pushes_until_next_ask in (("dssp:1:13", 0), ("dssp-paper:1:13", 1)):
+        record = simulate(SyncPolicy.parse(spec), script)
+        t0, worker, r = next(d for d in record.decisions if d[2] > 0)
+        next_ask = next(t for t, w, _ in record.decisions if w == worker and t > t0)
+        assert next_ask - t0 == pytest.approx(r + pushes_until_next_ask), spec  # 1 s a push
 
 
 # ------------------------------------------------------------------ the server and its bound

@@ -116,5 +116,5 @@ def test_bad_sync_settings_are_refused_with_a_reason():
     with LocalCluster(workers=2, ps=1) as cluster:
         with pytest.raises(ChildError, match="slow worker 5 does not exist"):
             run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 4, "5:2", timeout=300)
-        with pytest.raises(ChildError, match="use bsp, asp, ssp:S or dssp:L:U"):
+        with pytest.raises(ChildError, match="use bsp, asp, ssp:S, dssp:L:U or dssp-paper:L:U"):
             run_in_fresh_process(jobs.synced_run, cluster.spec, "stale", 4, None, timeout=300)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The planner's validation against every recorded solo netns run (issue 14).
+# 1. Calibrate (this host, shared: the simulated cluster's tasks share its cores), under the
+#    CPU lock: python -m ralp.plan --calibrate --shared-host --model M --batch-size B
+#    --image-size S --output benchmarks/results/plan_calibration.json, for every workload below.
+# 2. Predict every record, as calibrated and with the host capacity fitted on half.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+R=benchmarks/results
+FILES="$R/bench_sweep_1gbit.json $R/bench_sweep_10gbit.json $R/bench_horovod_1gbit.json
+       $R/bench_horovod_10gbit.json $R/bench_vgg11_target.json $R/main_job.json"
+CAL=$R/plan_calibration.json
+$PY -m ralp.plan --validate $FILES --compute-profile $CAL > $R/plan_validation.txt
+$PY -m ralp.plan --validate $FILES --compute-profile $CAL --format json > $R/plan_validation.json
+$PY -m ralp.plan --validate $FILES --compute-profile $CAL --fit-half > $R/plan_validation_fit_half.txt
+$PY -m ralp.plan --validate $FILES --compute-profile $CAL --fit-half --format json \
+    > $R/plan_validation_fit_half.json

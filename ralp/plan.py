@@ -1,0 +1,8 @@
+"""Entry point of ``python -m ralp.plan`` (the code lives in :mod:`ralp.planner.cli`)."""
+
+import sys
+
+from ralp.planner.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

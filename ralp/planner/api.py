@@ -1,0 +1,69 @@
+"""The planner's Python API: calibrate a Keras model on this host, then recommend a mode.
+
+>>> cal = ralp.calibrate(model, batch_size=8, shared_host=False)        # doctest: +SKIP
+>>> rec = ralp.recommend(model, devices=[8, 16], bandwidth=["10gbit"],  # doctest: +SKIP
+...                      batch_size=8, calibration=cal)
+>>> [(p.devices, p.mode, round(p.images_per_sec)) for p in rec.best()]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ralp.cluster.units import parse_bandwidth
+from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.planner.calibration import (
+    DEFAULT_CALIBRATION_STEPS,
+    Calibration,
+    Entry,
+    measure,
+    this_machine,
+)
+from ralp.planner.model import Host
+from ralp.planner.recommend import Recommendation
+from ralp.planner.recommend import recommend as _recommend
+from ralp.planner.transfer import measure_transfer
+from ralp.planner.workload import Workload
+from ralp.profiler.api import profile
+
+
+def _shape_facts(model) -> tuple[int, int]:
+    """(image size, number of classes) of an image classifier: input side, output width."""
+    return int(model.inputs[0].shape[1]), int(model.outputs[0].shape[-1])
+
+
+def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
+                    steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
+    """Measure ``model``'s whole-model and tail step times here (one process)."""
+    work = Workload(profile(model, batch_size))
+    image, classes = _shape_facts(model)
+    return measure(model, batch_size, tuple(r.name for r in work.table.rows), work.offloaded,
+                   model_name=model.name, image_size=image, num_classes=classes,
+                   split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip
+
+
+def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
+              steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
+    """A calibration of ``model`` on this host: its compute times and the cost of a transfer
+    (measured in a fresh process). ``shared_host``: the cluster to plan shares this host's
+    cores (the simulated netns cluster), so compute and transfers contend for them."""
+    entry = calibrate_entry(model, batch_size, steps=steps)
+    message_s, cpu_s_per_byte, _ = measure_transfer()
+    return Calibration(Host(shared_host, cpu_s_per_byte, message_s), [entry], this_machine())
+
+
+def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
+              batch_size: int = DEFAULT_BATCH_SIZE, calibration: Calibration | None = None,
+              threshold: float = DEFAULT_THRESHOLD) -> Recommendation:  # fmt: skip
+    """Every mode's predicted throughput for ``model`` on each of ``devices`` at each
+    ``bandwidth`` ('10gbit'), the best per setting, and the skewness rule's verdict. Without
+    a ``calibration`` (or one lacking this model) the model is calibrated here first."""
+    image, classes = _shape_facts(model)
+    cal = calibration or calibrate(model, batch_size)
+    try:
+        entry = cal.find(model.name, batch_size, image, classes)
+    except ValueError:
+        entry = calibrate_entry(model, batch_size)
+    work = Workload(profile(model, batch_size, threshold=threshold))
+    return _recommend(work, entry.compute, cal.host, list(devices),
+                      [parse_bandwidth(b) for b in bandwidth])  # fmt: skip

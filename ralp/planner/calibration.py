@@ -1,0 +1,192 @@
+"""Calibration: compute times measured on this host, and the host's contention facts, as JSON.
+
+One entry per (model, batch, image size, classes): the median time of one training step
+(forward + backward + SGD update) of the whole model and of its tail (the layers RALP
+offloads, from boundary activations to the loss, the boundary gradient included), each in one
+process after warm-up steps. A calibration taken elsewhere (a GPU host) can be passed to the
+planner with ``--compute-profile FILE``: its entries replace this host's.
+
+``host``: ``shared`` says whether the cluster being planned shares this host's cores (the
+simulated netns cluster: True) or gives each task its own machine (False, the default for a
+calibration file used on real clusters: see :class:`ralp.planner.model.Host`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ralp.planner.model import Compute, Host
+from ralp.planner.modes import PlannerError
+
+CALIBRATION_FORMAT = 1
+DEFAULT_CALIBRATION_STEPS = 5
+CALIBRATION_WARMUP = 2
+
+
+@dataclass(frozen=True)
+class Entry:
+    model: str
+    batch_size: int
+    image_size: int
+    num_classes: int
+    split_after: str | None
+    full_s: float
+    tail_s: float
+    steps: int
+
+    @property
+    def key(self) -> tuple:
+        return (self.model, self.batch_size, self.image_size, self.num_classes)
+
+    @property
+    def compute(self) -> Compute:
+        return Compute(self.full_s, self.tail_s)
+
+
+@dataclass
+class Calibration:
+    host: Host
+    entries: list[Entry] = field(default_factory=list)
+    machine: str = ""  # where it was measured (hostname, cores), for the reader
+
+    def find(self, model: str, batch_size: int, image_size: int, num_classes: int) -> Entry:
+        key = (model, batch_size, image_size, num_classes)
+        for e in self.entries:
+            if e.key == key:
+                return e
+        raise PlannerError(
+            f"no calibration for {model} at batch {batch_size}, image {image_size}, "
+            f"{num_classes} classes; measure it with python -m ralp.plan --calibrate "
+            f"--model {model} --batch-size {batch_size} --image-size {image_size} "
+            f"--num-classes {num_classes} --output FILE"
+        )
+
+    def add(self, entry: Entry) -> None:
+        self.entries = [e for e in self.entries if e.key != entry.key] + [entry]
+
+    def to_dict(self) -> dict:
+        return {"format": CALIBRATION_FORMAT, "machine": self.machine,
+                "host": asdict(self.host), "entries": [asdict(e) for e in self.entries]}  # fmt: skip
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibration:
+        try:
+            data = json.loads(Path(path).read_text())
+            if data.get("format") != CALIBRATION_FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
+            return cls(Host(**data["host"]), [Entry(**e) for e in data["entries"]],
+                       data.get("machine", ""))  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise PlannerError(
+                f"cannot read calibration {path!r} ({e}); write one with python -m ralp.plan "
+                "--calibrate --model NAME --output FILE"
+            ) from None
+
+    def merged(self, other: Calibration) -> Calibration:
+        """This calibration with ``other``'s entries and host replacing its own."""
+        out = Calibration(other.host, list(self.entries), other.machine or self.machine)
+        for e in other.entries:
+            out.add(e)
+        return out
+
+
+def this_machine() -> str:
+    return f"{os.uname().nodename}, {os.cpu_count()} cores"
+
+
+def _median_step_time(step, args, steps: int) -> float:
+    for _ in range(CALIBRATION_WARMUP):
+        step(*args)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[str, ...], *,
+            model_name: str, image_size: int, num_classes: int, split_after: str | None,
+            steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
+    """Time one training step of ``model`` and of its tail (``offloaded`` layers) on random
+    data, in this process. The tail step returns the boundary gradient, as RALP's PS does."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from ralp.placement.plan import Plan
+    from ralp.placement.rewriter import PlacedModel, split_model
+
+    rng = np.random.default_rng(0)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    labels = tf.constant(rng.integers(0, num_classes, batch_size), tf.int32)
+
+    def train_step(net, optimizer):
+        @tf.function
+        def step(inputs, y):
+            with tf.GradientTape() as tape:
+                tape.watch(inputs)
+                loss = loss_fn(y, net(inputs, training=True))
+            boundary = inputs if isinstance(inputs, list) else [inputs]
+            grads = tape.gradient(loss, [*net.trainable_variables, *boundary])
+            n = len(net.trainable_variables)
+            optimizer.apply(grads[:n], net.trainable_variables)
+            return loss, grads[n:]
+
+        return step
+
+    def random_inputs(net):
+        # One tensor for a one-input model, a list otherwise (the structure Keras expects).
+        made = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
+                for t in net.inputs]  # fmt: skip
+        return made[0] if len(made) == 1 else made
+
+    full_step = train_step(model, keras.optimizers.SGD(1e-3))
+    full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
+    tail_s = 0.0
+    if offloaded:
+        plan = Plan.offloading(layers, list(offloaded), 1)
+        split = split_model(PlacedModel(model, plan, {}))
+        tail = split.tail
+        tail_step = train_step(tail, keras.optimizers.SGD(1e-3))
+        tail_s = _median_step_time(tail_step, (random_inputs(tail), labels), steps)
+    return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
+                 min(tail_s, full_s), steps)  # fmt: skip
+
+
+def _zoo_full_step_s(model: str, batch_size: int, image_size: int, num_classes: int,
+                     steps: int) -> float:  # fmt: skip
+    """The whole model's step time of a zoo model, measured in this (fresh) process."""
+    from ralp.models import build_model
+
+    net = build_model(model, num_classes, image_size)
+    return measure(net, batch_size, (), (), model_name=model, image_size=image_size,
+                   num_classes=num_classes, split_after=None, steps=steps).full_s  # fmt: skip
+
+
+def measure_host_capacity(model: str, batch_size: int, image_size: int, num_classes: int, *,
+                          processes: int, steps: int = DEFAULT_CALIBRATION_STEPS) -> float:  # fmt: skip
+    """How many single-process training steps this host runs at once: ``processes`` fresh
+    processes time the same zoo model's step together; capacity = processes x (one process's
+    step time alone) / (its step time among them). One TensorFlow process does not fill
+    every core, so a simulated cluster's tasks run side by side, up to this many at full
+    speed; beyond it they queue (the shared CPU station of :mod:`ralp.planner.model`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ralp.cluster.fresh_process import run_in_fresh_process
+
+    args = (model, batch_size, image_size, num_classes, steps)
+    alone = run_in_fresh_process(_zoo_full_step_s, *args, timeout=600)
+    with ThreadPoolExecutor(processes) as pool:
+        together = list(pool.map(lambda _: run_in_fresh_process(_zoo_full_step_s, *args,
+                                                                timeout=600),
+                                 range(processes)))  # fmt: skip
+    return processes * alone / statistics.median(together)

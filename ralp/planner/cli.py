@@ -1,0 +1,163 @@
+"""``python -m ralp.plan``: predict every mode's throughput for a model and cluster, choose,
+and check the predictions against recorded runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from functools import cache
+
+from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+
+PROG = "python -m ralp.plan"
+FORMATS = ("table", "json")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Predict the throughput of ps, ralp-h, ralp-n and horovod for a model on "
+        "a cluster, pick the best, and validate the model against recorded bench runs.",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--calibrate", action="store_true",
+                      help="measure the model's compute times on this host into --output")  # fmt: skip
+    what.add_argument("--validate", nargs="+", metavar="RESULTS.json",
+                      help="predict every recorded netns run of these bench results")  # fmt: skip
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", help="a model of the zoo")
+    src.add_argument("--keras-model", metavar="PATH", help="a saved .keras model file")
+    p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
+                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")  # fmt: skip
+    p.add_argument("--image-size", type=positive_int, help="zoo model input side")
+    p.add_argument("--num-classes", type=positive_int, default=1000)
+    p.add_argument("--devices", type=positive_int, nargs="+", default=[4],
+                   help="devices N (several: an extrapolation)")  # fmt: skip
+    p.add_argument("--bandwidth", nargs="+", default=["1gbit"],
+                   help="every link's rate, tc style (several: one curve each)")  # fmt: skip
+    p.add_argument("--compute-profile", metavar="FILE",
+                   help="a calibration JSON (from --calibrate, here or on another host)")  # fmt: skip
+    p.add_argument("--shared-host", action="store_true",
+                   help="all tasks share this host's cores (the simulated netns cluster); "
+                   "without it a recommendation is for a real cluster, a task per machine")  # fmt: skip
+    p.add_argument("--output", metavar="FILE", help="--calibrate: the calibration JSON to "
+                   "write (entries of an existing file are kept)")  # fmt: skip
+    p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")
+    p.add_argument("--fit-half", action="store_true",
+                   help="--validate: fit the shared host's capacity on every other "
+                   "record and report the errors on the held-out rest")  # fmt: skip
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--plot", metavar="PNG", help="draw the prediction")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help="the skewness rule's K, shown beside the planner's choice")  # fmt: skip
+    return p
+
+
+@cache
+def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int):
+    from ralp.models import build_model
+    from ralp.planner.workload import Workload
+    from ralp.profiler.api import profile
+
+    return Workload(profile(build_model(model, num_classes, image_size), batch_size))
+
+
+def _calibrate(args) -> str:
+    import os
+
+    from ralp.models import build_model, get_model_spec
+    from ralp.planner.calibration import (
+        DEFAULT_CALIBRATION_STEPS,
+        Calibration,
+        measure,
+        measure_host_capacity,
+        this_machine,
+    )
+    from ralp.planner.model import Host
+    from ralp.planner.transfer import measure_transfer
+    from ralp.planner.workload import Workload
+    from ralp.profiler.api import profile
+
+    if not args.output:
+        raise UsageError("--calibrate needs --output FILE (the calibration JSON to write)")
+    if args.model is None:
+        raise UsageError("--calibrate needs --model NAME (a zoo model)")
+    spec = get_model_spec(args.model)
+    batch = args.batch_size or spec.default_batch_size
+    image = args.image_size or spec.default_image_size
+    model = build_model(args.model, args.num_classes, image)
+    work = Workload(profile(model, batch))
+    entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
+                    model_name=args.model, image_size=image, num_classes=args.num_classes,
+                    split_after=work.profile.candidate_split_after,
+                    steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
+    message_s, cpu_s_per_byte, _points = measure_transfer()
+    capacity = 1.0
+    if args.shared_host:  # several tasks on this host's cores: how many run side by side
+        capacity = measure_host_capacity(args.model, batch, image, args.num_classes,
+                                         processes=os.cpu_count() or 1)  # fmt: skip
+    host = Host(args.shared_host, cpu_s_per_byte, message_s, capacity)
+    entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
+    cal = Calibration(host, entries, this_machine())
+    cal.add(entry)
+    cal.save(args.output)
+    return (
+        f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
+        f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
+        f"{message_s * 1e3:.2f} ms + {cpu_s_per_byte * 1e9:.2f} ns per byte; host capacity "
+        f"{capacity:.2f} concurrent steps; wrote {args.output}"
+    )
+
+
+def _validate(args) -> str:
+    from ralp.planner import validate
+    from ralp.planner.calibration import Calibration
+
+    if not args.compute_profile:
+        raise UsageError("--validate needs --compute-profile FILE (a calibration JSON)")
+    cal = Calibration.load(args.compute_profile)
+    records = validate.load_records(args.validate)
+    extra: dict = {"shared_host": cal.host.shared, "cpu_s_per_byte": cal.host.cpu_s_per_byte}
+    if args.fit_half:
+        value, fitted, held_out = validate.split_half_fit(
+            records, cal, _zoo_workload, validate.CAPACITY_GRID
+        )
+        rows = held_out
+        extra.update(capacity=value, fit_half=validate.errors(fitted),
+                     held_out_half=validate.errors(held_out))  # fmt: skip
+        note = (f"host capacity = {value:.3g} fitted on {len(fitted)} records (median "
+                f"|error| {extra['fit_half']['median_abs_error']:.1%} there); the held-out "
+                f"{len(held_out)} records:")  # fmt: skip
+    else:
+        rows = validate.predict_records(records, cal, _zoo_workload)
+        extra["capacity"] = cal.host.capacity
+        note = ""
+    if args.format == "json":
+        return validate.to_json(rows, **extra)
+    return (note + "\n" if note else "") + validate.to_text(rows)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    quiet_tensorflow()
+    from ralp.planner.modes import PlannerError
+
+    try:
+        if args.calibrate:
+            output = _calibrate(args)
+        elif args.validate:
+            output = _validate(args)
+        else:
+            from ralp.planner.recommend import recommend_cli
+
+            output = recommend_cli(args, _zoo_workload)
+    except (UsageError, PlannerError, ValueError) as e:
+        return fail(PROG, str(e))
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    return 0
+
+
+def main() -> None:
+    sys.exit(run())

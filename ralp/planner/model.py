@@ -1,0 +1,173 @@
+"""Step time of each mode: small pure functions of measured inputs (no TensorFlow).
+
+Units: seconds, bytes, bytes per second. A *step* is one batch on every worker, as in the
+byte model; throughput = workers x batch / step time.
+
+Inputs:
+
+- :class:`Compute`: from the calibration, one worker batch through the whole model
+  (forward + backward + update) and through the tail (the layers RALP offloads), measured in one
+  process on the calibrating host.
+- :class:`Host`: where the tasks run. ``shared`` (the simulated netns cluster: every task on
+  this machine's cores) makes all compute, and the CPU cost of moving bytes through gRPC/Gloo,
+  queue for one CPU; a real cluster (``shared=False``) gives each task its own device.
+- :class:`Links`: the byte model's bytes per step on every PS link (each direction), per
+  worker link, and in total (:func:`ralp.profiler.bytes_model.mode_traffic`).
+
+PS modes run asynchronously (ClusterCoordinator hands a step to whichever worker is idle), so
+their step time comes from a closed queueing network solved exactly by mean-value analysis
+(:func:`mva_cycle_time`): each worker cycles through the stations once per batch. At one worker
+the terms add (no overlap); with many workers the busiest station bounds the step (full
+overlap). Horovod steps in lockstep (a collective), so its terms add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Compute:
+    full_s: float  # forward + backward + update of the whole model, one worker batch
+    tail_s: float  # the same for the tail (offloaded layers, loss included)
+
+    @property
+    def head_s(self) -> float:
+        return max(0.0, self.full_s - self.tail_s)
+
+
+@dataclass(frozen=True)
+class Host:
+    shared: bool  # True: every task shares one host's cores (the simulated cluster)
+    cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
+    message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
+    # Shared host only: how many single-process steps it runs at once at full speed (one
+    # TensorFlow process does not fill every core); the shared CPU queue serves that fast.
+    capacity: float = 1.0
+
+
+@dataclass(frozen=True)
+class Links:
+    ps_tx: tuple[int, ...]  # bytes per step each PS task sends (pulls, boundary gradients)
+    ps_rx: tuple[int, ...]  # bytes per step each PS task receives (pushes, activations)
+    worker_tx: int  # bytes per worker batch a worker sends (all workers are alike)
+    total: int  # bytes per step crossing any link
+    messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
+
+
+@dataclass(frozen=True)
+class Station:
+    name: str
+    demand_s: float  # service time per worker batch
+    queue: bool  # True: one server shared by all workers; False: each worker has its own
+
+
+def mva_cycle_time(stations: list[Station], customers: int) -> float:
+    """Exact mean-value analysis of a closed single-class network: the mean time one
+    customer (a worker) takes for one cycle (one batch) with ``customers`` in the network.
+
+    Assumption: product form (processor-sharing / exponential FCFS service). Exact at one
+    customer (sum of demands) and in the limit (busiest station x customers).
+    """
+    queue = [0.0] * len(stations)
+    cycle = sum(s.demand_s for s in stations)
+    for n in range(1, customers + 1):
+        resid = [s.demand_s * (1 + q) if s.queue else s.demand_s
+                 for s, q in zip(stations, queue, strict=True)]  # fmt: skip
+        cycle = sum(resid)
+        throughput = n / cycle if cycle > 0 else float("inf")
+        queue = [throughput * r for r in resid]
+    return cycle
+
+
+def _link_stations(links: Links, workers: int, bandwidth: float) -> list[Station]:
+    """Every PS link is one queue: both directions' bytes per worker batch over the
+    bandwidth. Assumption: a PS link's two directions do not overlap, although the link is
+    full duplex: a worker pulls before it computes and pushes after, and workers drift into
+    step with each other (measured, 1 Gbit/s, plain PS vgg11 N = 4: step 3.21 s against
+    2.79 s for both directions of ps:0 and 1.39 s for its busier one; the 10 Gbit/s step,
+    mostly compute, is 0.82 s). Worker links carry the same bytes at the other end of each
+    transfer, uncontended, so they add no station of their own."""
+    return [Station(f"ps:{k}", (tx + rx) / workers / bandwidth, True)
+            for k, (tx, rx) in enumerate(zip(links.ps_tx, links.ps_rx, strict=True))]  # fmt: skip
+
+
+def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
+    """CPU time per worker batch for moving bytes (gRPC serialisation, copies, the kernel's
+    veth path): a cost only when it competes with compute on one host. On a real cluster it
+    is assumed hidden in each node's spare cores (an assumption)."""
+    if not host.shared:
+        return 0.0
+    # Per-transfer latency (message_s) is not CPU time: a step's variable reads and writes
+    # are concurrent RPCs whose latencies overlap, so only the bytes cost the host.
+    return host.cpu_s_per_byte * links.total / workers
+
+
+def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Station:
+    """The one CPU queue of a shared host: a batch's compute and transfer CPU time, served
+    ``host.capacity`` times as fast as one process alone computes (a load-independent
+    approximation of a multi-server station)."""
+    cpu = (compute_s + _transfer_cpu_s(links, workers, host)) / host.capacity
+    return Station("compute (one shared host)", cpu, True)
+
+
+def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                 host: Host) -> float:  # fmt: skip
+    """Plain PS (ParameterServerStrategy): each worker pulls every variable from its PS task
+    (round-robin placement, so ps:0 carries the most: the byte model's ``ps_tx``/``ps_rx``),
+    runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
+    (one shared CPU queue on a shared host, else a per-worker delay) and each PS link
+    direction. Assumption: the PS's own update work is part of ``compute.full_s``."""
+    if host.shared:
+        cpu = _shared_cpu(compute.full_s, links, workers, host)
+    else:
+        cpu = Station("compute", compute.full_s, False)
+    stations = [cpu, *_link_stations(links, workers, bandwidth)]
+    return mva_cycle_time(stations, workers)
+
+
+def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                   host: Host) -> float:  # fmt: skip
+    """RALP (one PS): a worker runs the head, sends the boundary activations, the PS runs the
+    tail inside a critical section (one worker's batch at a time), returns the boundary
+    gradient, and the worker finishes the head. Stations per batch: the head on the worker
+    (a delay; on a shared host it queues for the one CPU together with the tail), the PS's
+    critical section (a queue of ``tail_s``: the tail is serialised), and the PS link
+    directions (activations in, boundary gradients out, plus the kept variables)."""
+    stations = _link_stations(links, workers, bandwidth)
+    if host.shared:
+        stations.append(_shared_cpu(compute.full_s, links, workers, host))
+    else:
+        stations.append(Station("head", compute.head_s, False))
+        stations.append(Station("PS critical section (tail)", compute.tail_s, True))
+    return mva_cycle_time(stations, workers)
+
+
+def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                      host: Host) -> float:  # fmt: skip
+    """Horovod ring allreduce: every worker runs the whole model, then all allreduce the
+    gradients together (lockstep: no overlap with compute, as the trainer allreduces after
+    the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
+    (full duplex), in 2 (W-1) hops. On a shared host all W workers' compute and the
+    reductions' CPU cost queue for one CPU."""
+    ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
+    if host.shared:
+        cpu = workers * compute.full_s + host.cpu_s_per_byte * links.total
+        return cpu / host.capacity + ring_s
+    return compute.full_s + ring_s
+
+
+# One step-time function per mode, all with the same signature. A new mode (layer
+# separation, "stanza", with n_c CONV and n_f FC workers) adds its function here and its
+# (workers, ps) resources in ralp.planner.modes; a mode with a resource split to search
+# (n_c / n_f) searches it in the recommendation, bounded by memory.
+STEP_TIME = {
+    "ps": ps_step_time,
+    "ralp-h": ralp_step_time,
+    "ralp-n": ralp_step_time,
+    "horovod": horovod_step_time,
+}
+
+
+def images_per_sec(workers: int, batch_size: int, step_time_s: float) -> float:
+    return workers * batch_size / step_time_s

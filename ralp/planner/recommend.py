@@ -1,0 +1,157 @@
+"""The recommendation: every mode's predicted throughput on every (devices, bandwidth), the
+best mode with its resource split, and the skewness rule's verdict beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from ralp._cli import UsageError
+from ralp.cluster.units import parse_bandwidth
+from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.planner.model import Compute, Host
+from ralp.planner.modes import PREDICTED_MODES, PlannerError
+from ralp.planner.predict import Prediction, predict
+from ralp.planner.workload import Workload
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    model: str
+    batch_size: int
+    skewness: float
+    skewness_verdict: str  # the paper's rule: eligible for RALP or not
+    predictions: tuple[Prediction, ...]  # every mode that fits each (devices, bandwidth)
+
+    def best(self) -> list[Prediction]:
+        """The fastest mode per (bandwidth, devices), in input order."""
+        out: dict[tuple[int, int], Prediction] = {}
+        for p in self.predictions:
+            key = (p.bandwidth_bits, p.devices)
+            if key not in out or p.images_per_sec > out[key].images_per_sec:
+                out[key] = p
+        return list(out.values())
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "batch_size": self.batch_size, "skewness": self.skewness,
+                "skewness_verdict": self.skewness_verdict,
+                "predictions": [asdict(p) for p in self.predictions],
+                "best": [asdict(p) for p in self.best()]}  # fmt: skip
+
+
+def recommend(workload: Workload, compute: Compute, host: Host, devices: Sequence[int],
+              bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:  # fmt: skip
+    """Predict every mode in ``modes`` that can run on each N of ``devices`` (plain PS needs
+    an even N) at each bandwidth."""
+    predictions = []
+    for bits in bandwidths_bits:
+        for n in devices:
+            for mode in modes:
+                try:
+                    predictions.append(predict(workload, compute, host, mode, n, bits))
+                except PlannerError:
+                    continue  # this mode cannot use N devices (plain PS on an odd N)
+    if not predictions:
+        raise PlannerError(f"no mode can run on {list(devices)} devices")
+    p = workload.profile
+    rule = "eligible" if p.eligible else "not eligible"
+    verdict = f"{rule} (S = {p.skewness:.3f}, K = {p.threshold:g})"
+    return Recommendation(p.model, p.batch_size, p.skewness, verdict, tuple(predictions))
+
+
+def _bits_text(bits: int) -> str:
+    return f"{bits / 1e9:g}gbit" if bits >= 10**9 else f"{bits / 1e6:g}mbit"
+
+
+def to_text(rec: Recommendation) -> str:
+    lines = [f"{rec.model}, batch {rec.batch_size} per worker; skewness rule: "
+             f"{rec.skewness_verdict}", ""]  # fmt: skip
+    head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in PREDICTED_MODES)
+    lines += [head + "  best (workers + PS)", "-" * (len(head) + 22)]
+    by_key = {(p.bandwidth_bits, p.devices, p.mode): p for p in rec.predictions}
+    for best in rec.best():
+        cells = []
+        for m in PREDICTED_MODES:
+            p = by_key.get((best.bandwidth_bits, best.devices, m))
+            cells.append(f"{p.images_per_sec:>9.1f}" if p else f"{'-':>9}")
+        lines.append(f"{_bits_text(best.bandwidth_bits):>9} {best.devices:>4} "
+                     + " ".join(cells)
+                     + f"  {best.mode} ({best.workers} + {best.ps})")  # fmt: skip
+    lines.append("")
+    lines.append("images/s predicted by the planner's per-mode models (ralp.planner.model)")
+    return "\n".join(lines)
+
+
+def plot(rec: Recommendation, path: str) -> None:
+    """Throughput against devices, one panel per bandwidth, one line per mode (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    bandwidths = list(dict.fromkeys(p.bandwidth_bits for p in rec.predictions))
+    fig, axes = plt.subplots(1, len(bandwidths), figsize=(5 * len(bandwidths), 4),
+                             squeeze=False, sharey=True)  # fmt: skip
+    for ax, bits in zip(axes[0], bandwidths, strict=True):
+        for mode in PREDICTED_MODES:
+            pts = [(p.devices, p.images_per_sec) for p in rec.predictions
+                   if p.bandwidth_bits == bits and p.mode == mode]  # fmt: skip
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=mode)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{rec.model} at {_bits_text(bits)}")
+        ax.set_xlabel("devices N")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("predicted images/s")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
+    """The recommendation the CLI prints (and draws with ``--plot``)."""
+    from ralp.models import build_model, get_model_spec
+    from ralp.planner.calibration import Calibration, measure, this_machine
+    from ralp.profiler.api import profile
+
+    if args.model is None and args.keras_model is None:
+        raise UsageError("say which model: --model NAME or --keras-model PATH "
+                         "(or --calibrate / --validate)")  # fmt: skip
+    if args.model is not None:
+        spec = get_model_spec(args.model)
+        batch = args.batch_size or spec.default_batch_size
+        image = args.image_size or spec.default_image_size
+        name = args.model
+        work = workload_for(name, batch, image, args.num_classes)
+        model = None
+    else:
+        from ralp.profiler.cli import _load_keras_model
+
+        model = _load_keras_model(args.keras_model)
+        batch = args.batch_size or DEFAULT_BATCH_SIZE
+        image = int(model.inputs[0].shape[1])
+        name = model.name
+        work = Workload(profile(model, batch, threshold=args.threshold))
+    bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
+    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    try:
+        entry = cal.find(name, batch, image, args.num_classes) if cal else None
+    except PlannerError:
+        entry = None
+    if entry is None:  # measure it here, now (a few steps in this process)
+        if model is None:
+            model = build_model(name, args.num_classes, image)
+        entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
+                        model_name=name, image_size=image, num_classes=args.num_classes,
+                        split_after=work.profile.candidate_split_after)  # fmt: skip
+        cal = Calibration(Host(args.shared_host), [entry], this_machine())
+    # The cluster planned for decides the contention term: a real one (the default) gives
+    # every task its own machine, --shared-host the simulated one on this host's cores.
+    host = replace(cal.host, shared=args.shared_host)
+    rec = recommend(work, entry.compute, host, args.devices, bandwidths)
+    if args.plot:
+        plot(rec, args.plot)
+    return json.dumps(rec.to_dict(), indent=2) if args.format == "json" else to_text(rec)

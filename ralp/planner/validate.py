@@ -1,0 +1,159 @@
+"""Predictions against recorded bench runs (netns backend, solo jobs), with their errors.
+
+The one constant that may be fitted, the shared host's capacity
+(:attr:`ralp.planner.model.Host.capacity`), is never fitted on the records it is judged on:
+:func:`split_half_fit` fits it on every other record (in a fixed order) and reports the errors
+on the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from ralp.cluster.units import parse_bandwidth
+from ralp.planner.calibration import Calibration
+from ralp.planner.model import Host
+from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
+from ralp.planner.predict import predict
+from ralp.planner.workload import Workload
+
+# Candidate shared-host capacities (single-process steps run side by side): 0.5 .. 4.
+CAPACITY_GRID: tuple[float, ...] = tuple(0.5 + k / 20 for k in range(71))
+
+
+@dataclass(frozen=True)
+class Row:
+    source: str
+    model: str
+    mode: str
+    devices: int
+    bandwidth: str
+    batch_size: int
+    image_size: int
+    predicted_images_per_sec: float
+    measured_images_per_sec: float
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_images_per_sec / self.measured_images_per_sec - 1
+
+
+def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
+    """Successful solo netns records of ``paths`` (bench JSON lists), in file order."""
+    out = []
+    for path in paths:
+        try:
+            records = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise PlannerError(f"cannot read bench results {path!r}: {e}") from None
+        if not isinstance(records, list):
+            raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
+        for r in records:
+            if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")
+                    and r.get("images_per_sec") and r.get("mode") in PREDICTED_MODES):  # fmt: skip
+                out.append((Path(path).name, r))
+    return out
+
+
+WorkloadFor = Callable[[str, int, int, int], Workload]  # model, batch, image, classes
+
+
+def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration,
+                    workload_for: WorkloadFor, host: Host | None = None) -> list[Row]:  # fmt: skip
+    host = calibration.host if host is None else host
+    rows = []
+    for source, r in records:
+        key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
+        if (r["workers"], r["ps"]) != resources(r["mode"], r["devices"]):
+            raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
+                               f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
+        entry = calibration.find(*key)
+        p = predict(workload_for(*key), entry.compute, host, r["mode"], r["devices"],
+                    parse_bandwidth(r["bandwidth"]))  # fmt: skip
+        rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
+                        r["batch_size"], r["image_size"], p.images_per_sec,
+                        r["images_per_sec"]))  # fmt: skip
+    return rows
+
+
+def errors(rows: Sequence[Row]) -> dict:
+    abs_err = [abs(row.error) for row in rows]
+    return {"median_abs_error": statistics.median(abs_err) if abs_err else None,
+            "max_abs_error": max(abs_err) if abs_err else None, "count": len(rows)}  # fmt: skip
+
+
+def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration,
+                   workload_for: WorkloadFor,
+                   grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:  # fmt: skip
+    """Fit the shared host's ``capacity`` on the even-numbered records (median |error|, over
+    ``grid``); return it with the rows of the fitting half and of the held-out half."""
+    fit_half, held_out = records[0::2], records[1::2]
+
+    def score(value: float) -> float:
+        host = replace(calibration.host, capacity=value)
+        return errors(predict_records(fit_half, calibration, workload_for, host))[
+            "median_abs_error"
+        ]
+
+    best = min(grid, key=score)
+    host = replace(calibration.host, capacity=best)
+    return (best, predict_records(fit_half, calibration, workload_for, host),
+            predict_records(held_out, calibration, workload_for, host))  # fmt: skip
+
+
+def choices(rows: Sequence[Row]) -> list[dict]:
+    """Per setting (model, N, bandwidth, batch, image) with two or more measured modes: the
+    mode the planner would choose among them, the best measured one, and the chosen mode's
+    measured throughput over the best's (a mode measured twice counts with its mean)."""
+    settings: dict[tuple, dict[str, list[Row]]] = {}
+    for r in rows:
+        key = (r.model, r.devices, r.bandwidth, r.batch_size, r.image_size)
+        settings.setdefault(key, {}).setdefault(r.mode, []).append(r)
+    out = []
+    for (model, devices, bandwidth, batch, image), modes in settings.items():
+        if len(modes) < 2:
+            continue
+        measured = {m: statistics.fmean(r.measured_images_per_sec for r in rs)
+                    for m, rs in modes.items()}  # fmt: skip
+        predicted = {m: rs[0].predicted_images_per_sec for m, rs in modes.items()}
+        chosen = max(predicted, key=predicted.get)
+        best = max(measured, key=measured.get)
+        out.append({"model": model, "devices": devices, "bandwidth": bandwidth,
+                    "batch_size": batch, "image_size": image, "modes": sorted(modes),
+                    "chosen": chosen, "best_measured": best,
+                    "chosen_over_best": measured[chosen] / measured[best]})  # fmt: skip
+    return out
+
+
+def to_json(rows: Sequence[Row], **extra) -> str:
+    records = [{**asdict(row), "error": row.error} for row in rows]
+    return json.dumps({"records": records, **errors(rows), **extra,
+                       "choices": choices(rows)}, indent=2)  # fmt: skip
+
+
+def to_text(rows: Sequence[Row]) -> str:
+    lines = [f"{'source':<26} {'model':<10} {'mode':<8} {'N':>3} {'bandwidth':>9} "
+             f"{'predicted':>10} {'measured':>9} {'error':>7}"]  # fmt: skip
+    for r in rows:
+        lines.append(f"{r.source:<26} {r.model:<10} {r.mode:<8} {r.devices:>3} "
+                     f"{r.bandwidth:>9} {r.predicted_images_per_sec:>10.2f} "
+                     f"{r.measured_images_per_sec:>9.2f} {r.error:>+7.1%}")  # fmt: skip
+    e = errors(rows)
+    if rows:
+        lines.append(f"{e['count']} records: median |error| {e['median_abs_error']:.1%}, "
+                     f"max {e['max_abs_error']:.1%} (images/s, predicted/measured - 1)")  # fmt: skip
+    picks = choices(rows)
+    if picks:
+        lines.append("")
+        lines.append(f"{'choice among measured modes':<36} {'chosen':<8} {'best':<8} "
+                     "chosen/best (measured)")  # fmt: skip
+        for c in picks:
+            what = f"{c['model']} N={c['devices']} {c['bandwidth']} b{c['batch_size']}"
+            lines.append(f"{what:<36} {c['chosen']:<8} {c['best_measured']:<8} "
+                         f"{c['chosen_over_best']:.2f}")  # fmt: skip
+    return "\n".join(lines)

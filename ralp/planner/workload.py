@@ -1,0 +1,53 @@
+"""A model's planning inputs from its shapes alone: the split RALP would use and, per mode
+and cluster, the byte model's :class:`~ralp.planner.model.Links`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ralp.planner.model import Links
+from ralp.planner.modes import resources
+from ralp.profiler.api import Profile
+from ralp.profiler.bytes_model import mode_traffic
+from ralp.profiler.layer_table import LayerTable
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the planner knows of one model at one per-worker batch, without running it."""
+
+    profile: Profile  # skewness verdict and candidate split
+
+    @property
+    def table(self) -> LayerTable:
+        return self.profile.table
+
+    @property
+    def offloaded(self) -> tuple[str, ...]:
+        """The layers RALP modes offload: everything after the candidate split, whatever the
+        skewness says (as ``python -m ralp.bench --modes ralp-n`` runs them)."""
+        split = self.profile.split.index
+        return () if split is None else tuple(r.name for r in self.table.rows[split + 1 :])
+
+    def links(self, mode: str, devices: int) -> tuple[int, int, Links]:
+        """(workers, ps, links) of ``mode`` on ``devices`` devices."""
+        workers, ps = resources(mode, devices)
+        if mode == "horovod":
+            t = mode_traffic(self.table, "horovod", workers)
+            return workers, ps, Links((), (), t.worker_link.tx, t.total, 2 * (workers - 1))
+        offloaded = {name: 0 for name in self.offloaded} if mode.startswith("ralp") else {}
+        t = mode_traffic(self.table, "ralp", workers, ps, offloaded)
+        moved = set(offloaded)
+        kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
+        messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
+        return (
+            workers,
+            ps,
+            Links(
+                tuple(link.tx for link in t.ps_links),
+                tuple(link.rx for link in t.ps_links),
+                t.worker_link.tx,
+                t.total,
+                messages,
+            ),
+        )

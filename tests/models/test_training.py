@@ -1,0 +1,116 @@
+"""What a model trains with: the compiled set-up, a loss that matches the output, metrics."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import layers
+
+from ralp.models.training import (
+    BatchMetrics,
+    TrainingSetupError,
+    default_loss,
+    optimizer_factory,
+    outputs_probabilities,
+    training_setup,
+)
+
+
+def classifier(head=None):
+    x = inp = keras.Input((6,))
+    x = layers.Dense(8, activation="relu", name="hidden")(x)
+    x = head(x) if head else layers.Dense(4, name="logits")(x)
+    return keras.Model(inp, x)
+
+
+@pytest.mark.parametrize(
+    "head, probabilities",
+    [
+        (None, False),
+        (lambda x: layers.Dense(4, activation="softmax")(x), True),
+        (lambda x: layers.Activation("softmax")(layers.Dense(4)(x)), True),
+        (lambda x: layers.Softmax()(layers.Dense(4)(x)), True),
+        (lambda x: keras.ops.softmax(layers.Dense(4)(x)), True),
+        (lambda x: layers.Reshape((4,))(layers.Dense(4, activation="softmax")(x)), True),
+        (lambda x: layers.Dense(4)(layers.Dense(4, activation="softmax")(x)), False),
+    ],
+)
+def test_the_default_loss_matches_the_output(head, probabilities):
+    model = classifier(head)
+    assert outputs_probabilities(model) is probabilities
+    x = np.random.RandomState(0).rand(5, 6).astype("float32")
+    y = np.array([0, 1, 2, 3, 0])
+    out = model(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Keras warns when probabilities are taken for logits
+        value = float(default_loss(model)(y, out))
+    probs = out.numpy() if probabilities else tf.nn.softmax(out).numpy()
+    expected = -np.mean(np.log(probs[np.arange(5), y]))
+    assert value == pytest.approx(expected, rel=1e-5)
+
+
+def test_keras_applications_output_probabilities():
+    model = keras.applications.MobileNet(weights=None, input_shape=(32, 32, 3), classes=5)
+    assert outputs_probabilities(model)
+    nested = keras.Sequential([keras.Input((32, 32, 3)), model])
+    assert outputs_probabilities(nested)
+
+
+def test_a_compiled_model_brings_its_optimizer_loss_and_metrics():
+    model = classifier()
+    model.compile(optimizer=keras.optimizers.Adam(3e-4),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy", keras.metrics.SparseTopKCategoricalAccuracy(k=2)])  # fmt: skip
+    setup = training_setup(model)
+    assert setup.sources == {"optimizer": "compile", "loss": "compile", "metrics": "compile"}
+    made = optimizer_factory(setup.optimizer)()
+    assert isinstance(made, keras.optimizers.Adam)
+    assert float(made.learning_rate) == pytest.approx(3e-4)
+    assert setup.loss is model.loss
+    assert setup.metric_names == ["accuracy", "sparse_top_k_categorical_accuracy"]
+    assert isinstance(setup.metrics[0], keras.metrics.SparseCategoricalAccuracy)
+    # arguments win over the compiled set-up
+    given = training_setup(model, optimizer="sgd", loss="sparse_categorical_crossentropy",
+                           metrics=[])  # fmt: skip
+    assert given.sources == {"optimizer": "argument", "loss": "argument", "metrics": "argument"}
+    assert given.optimizer == "sgd" and given.metrics == ()
+
+
+def test_an_uncompiled_model_gets_the_defaults():
+    setup = training_setup(classifier())
+    assert setup.sources == {"optimizer": "default", "loss": "default", "metrics": "default"}
+    assert setup.optimizer is None and setup.metrics == ()
+    assert isinstance(optimizer_factory(None)(), keras.optimizers.SGD)
+
+
+def test_loss_names_and_functions_reduce_to_one_number():
+    model = classifier(lambda x: layers.Dense(4, activation="softmax")(x))
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    loss = training_setup(model).loss
+    y, out = np.array([1, 2]), model(np.ones((2, 6), "float32"))
+    assert np.shape(loss(y, out)) == ()
+    assert float(loss(y, out)) == pytest.approx(float(default_loss(model)(y, out)), rel=1e-6)
+
+
+def test_batch_metrics_inside_a_traced_step_equal_keras_on_that_batch():
+    metrics = [keras.metrics.SparseCategoricalAccuracy(), keras.metrics.SparseTopKCategoricalAccuracy(k=2)]
+    batch = BatchMetrics(metrics)
+    y = np.array([0, 1, 2, 3])
+    logits = np.random.RandomState(1).rand(4, 4).astype("float32")
+    values = tf.function(batch)(y, logits)
+    for metric, value in zip(metrics, values, strict=True):
+        reference = metric.__class__(**{k: v for k, v in metric.get_config().items()
+                                        if k in ("k",)})  # fmt: skip
+        reference.update_state(y, logits)
+        assert float(value) == pytest.approx(float(reference.result()))
+    # the metrics' own state is untouched (the step may run anywhere)
+    assert all(float(v.numpy().sum()) == 0 for m in metrics for v in m.variables)
+
+
+def test_several_outputs_are_refused_with_what_to_do():
+    x = inp = keras.Input((6,))
+    model = keras.Model(inp, [layers.Dense(2)(x), layers.Dense(3)(x)], name="two_heads")
+    with pytest.raises(TrainingSetupError, match="2 outputs.*model.outputs\\[0\\]"):
+        training_setup(model)

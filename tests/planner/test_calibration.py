@@ -1,0 +1,61 @@
+"""Calibration JSON and the measurement of a model's head and tail (in one process)."""
+
+import json
+
+import pytest
+
+from ralp.planner.calibration import Calibration, Entry
+from ralp.planner.model import Host
+from ralp.planner.modes import PlannerError
+
+
+def entry(model="vgg11", full=1.0, tail=0.2):
+    return Entry(model, 8, 75, 1000, "pool5", full, tail, 5)
+
+
+def test_round_trip_and_lookup(tmp_path):
+    cal = Calibration(Host(True, 1e-9, 1e-3), [entry()], "here")
+    cal.add(entry(full=2.0))  # replaces the entry with the same key
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    back = Calibration.load(path)
+    assert back.host == Host(True, 1e-9, 1e-3)
+    assert back.find("vgg11", 8, 75, 1000).compute.full_s == 2.0
+    assert back.find("vgg11", 8, 75, 1000).compute.head_s == pytest.approx(1.8)
+
+
+def test_a_missing_entry_says_how_to_measure_it():
+    with pytest.raises(PlannerError, match="--calibrate --model alexnet --batch-size 8"):
+        Calibration(Host(False), [entry()]).find("alexnet", 8, 75, 1000)
+
+
+def test_bad_files_are_refused(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"format": 99}))
+    with pytest.raises(PlannerError, match="cannot read calibration"):
+        Calibration.load(path)
+
+
+def test_another_hosts_profile_replaces_this_ones():
+    here = Calibration(Host(True, 2e-9), [entry(), entry("alexnet")])
+    gpu = Calibration(Host(False), [entry(full=0.01, tail=0.001)], "gpu host")
+    merged = here.merged(gpu)
+    assert merged.host == Host(False) and merged.machine == "gpu host"
+    assert merged.find("vgg11", 8, 75, 1000).full_s == 0.01
+    assert merged.find("alexnet", 8, 75, 1000).full_s == 1.0
+
+
+def test_measure_times_the_whole_model_and_its_tail():
+    from ralp.models import build_model
+    from ralp.planner.calibration import measure
+    from ralp.planner.workload import Workload
+    from ralp.profiler.api import profile
+
+    model = build_model("lenet", 10, 28)
+    work = Workload(profile(model, 4))
+    e = measure(model, 4, tuple(r.name for r in work.table.rows), work.offloaded,
+                model_name="lenet", image_size=28, num_classes=10,
+                split_after=work.profile.candidate_split_after, steps=2)  # fmt: skip
+    assert work.offloaded, "lenet has FC layers to offload"
+    assert 0 < e.tail_s <= e.full_s
+    assert e.split_after == work.profile.candidate_split_after

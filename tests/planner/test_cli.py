@@ -1,0 +1,100 @@
+"""``python -m ralp.plan``: validation output, recommendation, and bad input (exit 2)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralp.planner.calibration import Calibration, Entry
+from ralp.planner.cli import run
+from ralp.planner.model import Host
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = ROOT / "benchmarks" / "results" / "bench_sweep_1gbit.json"
+
+
+@pytest.fixture
+def calibration(tmp_path):
+    path = tmp_path / "cal.json"
+    entries = [Entry("alexnet", 8, 75, 1000, "pool5", 0.05, 0.01, 5)]
+    Calibration(Host(True, 1e-9, 1e-4), entries, "test").save(path)
+    return path
+
+
+@pytest.fixture
+def results(tmp_path):
+    records = [r for r in json.loads(SWEEP.read_text()) if r["model"] == "alexnet"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(records))
+    return path, records
+
+
+def test_validate_json_has_every_record_and_the_errors(calibration, results, capsys):
+    path, records = results
+    assert run(["--validate", str(path), "--compute-profile", str(calibration),
+                "--format", "json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["records"]) == len(records)
+    for row, rec in zip(out["records"], records, strict=True):
+        assert (row["model"], row["mode"], row["devices"], row["bandwidth"]) == (
+            rec["model"], rec["mode"], rec["devices"], rec["bandwidth"])  # fmt: skip
+        assert row["measured_images_per_sec"] == rec["images_per_sec"]
+        assert row["predicted_images_per_sec"] > 0
+    errs = sorted(abs(r["predicted_images_per_sec"] / r["measured_images_per_sec"] - 1)
+                  for r in out["records"])  # fmt: skip
+    assert out["max_abs_error"] == pytest.approx(errs[-1])
+    assert out["median_abs_error"] == pytest.approx((errs[2] + errs[3]) / 2)
+
+
+def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_path):
+    png = tmp_path / "plan.png"
+    assert run(["--model", "alexnet", "--batch-size", "8", "--image-size", "75",
+                "--devices", "3", "4", "--bandwidth", "1gbit", "10gbit",
+                "--compute-profile", str(calibration), "--format", "json",
+                "--plot", str(png)]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    modes = {(p["devices"], p["mode"]) for p in out["predictions"]}
+    assert (3, "ps") not in modes  # plain PS needs an even N
+    assert {(4, m) for m in ("ps", "ralp-h", "ralp-n", "horovod")} <= modes
+    assert len(out["best"]) == 4  # one per (bandwidth, devices)
+    for best in out["best"]:
+        same = [p for p in out["predictions"] if (p["devices"], p["bandwidth_bits"]) ==
+                (best["devices"], best["bandwidth_bits"])]  # fmt: skip
+        assert best["images_per_sec"] == max(p["images_per_sec"] for p in same)
+    assert out["skewness_verdict"].startswith("eligible")
+    assert png.stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "say which model"),
+    (["--validate", str(SWEEP)], "needs --compute-profile"),
+    (["--calibrate", "--model", "vgg11"], "needs --output"),
+    (["--model", "nope"], "unknown model"),
+])  # fmt: skip
+def test_bad_input_exits_2_without_a_traceback(argv, message):
+    done = subprocess.run([sys.executable, "-m", "ralp.plan", *argv], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_record_without_calibration_is_named(results, tmp_path, capsys):
+    path, _ = results
+    empty = tmp_path / "empty.json"
+    Calibration(Host(True), [], "test").save(empty)
+    assert run(["--validate", str(path), "--compute-profile", str(empty)]) == 2
+    assert "no calibration for alexnet at batch 8" in capsys.readouterr().err
+
+
+def test_fit_half_reports_only_the_held_out_records(calibration, results, capsys):
+    path, records = results
+    assert run(["--validate", str(path), "--compute-profile", str(calibration),
+                "--fit-half", "--format", "json"]) == 0  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    held_out = records[1::2]
+    assert [(r["mode"], r["devices"]) for r in out["records"]] == [
+        (r["mode"], r["devices"]) for r in held_out]  # fmt: skip
+    assert out["fit_half"]["count"] == len(records) - len(held_out)
+    assert 0.5 <= out["capacity"] <= 4.0

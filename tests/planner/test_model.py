@@ -1,0 +1,85 @@
+"""The per-mode models against independent references: closed-form queueing results and
+plain arithmetic of the byte model."""
+
+import math
+
+import pytest
+
+from ralp.planner.model import (
+    Compute,
+    Host,
+    Links,
+    Station,
+    horovod_step_time,
+    mva_cycle_time,
+    ps_step_time,
+    ralp_step_time,
+)
+
+
+def repairman_cycle(service: float, think: float, customers: int) -> float:
+    """Machine-repairman model (one exponential server, ``customers`` with think time):
+    closed-form p0 = 1 / sum_k W!/(W-k)! (D/Z)^k, throughput (1 - p0)/D, cycle W/X."""
+    r = service / think
+    total = sum(math.perm(customers, k) * r**k for k in range(customers + 1))
+    throughput = (1 - 1 / total) / service
+    return customers / throughput
+
+
+@pytest.mark.parametrize("customers", [1, 2, 3, 7, 16])
+def test_mva_matches_the_repairman_closed_form(customers):
+    stations = [Station("think", 0.7, False), Station("server", 0.3, True)]
+    assert mva_cycle_time(stations, customers) == pytest.approx(
+        repairman_cycle(0.3, 0.7, customers), rel=1e-9
+    )
+
+
+def test_mva_adds_at_one_worker_and_saturates_at_the_bottleneck():
+    stations = [Station("a", 0.2, True), Station("b", 0.5, True), Station("c", 0.1, False)]
+    assert mva_cycle_time(stations, 1) == pytest.approx(0.8)
+    # Many customers: the busiest queue serves one batch per 0.5 s.
+    assert mva_cycle_time(stations, 200) / 200 == pytest.approx(0.5, rel=0.02)
+
+
+LINKS = Links(ps_tx=(600, 400), ps_rx=(600, 400), worker_tx=500, total=2000, messages=10)
+
+
+def test_ps_one_worker_real_cluster_is_compute_plus_every_ps_link_direction():
+    one = Links((300, 200), (300, 200), 500, 1000, 10)
+    t = ps_step_time(Compute(1.0, 0.2), one, 1, 100.0, Host(shared=False))
+    assert t == pytest.approx(1.0 + (300 + 200 + 300 + 200) / 100.0)
+
+
+def test_ps_is_bound_by_the_round_robin_heavy_task():
+    # Two workers, 1 byte/s: ps:0 moves 600 bytes each way per step, its directions one after
+    # the other, so a step takes at least 1200 s however much the PS tasks overlap.
+    t = ps_step_time(Compute(0.0, 0.0), LINKS, 2, 1.0, Host(shared=False))
+    assert t >= 1200
+    assert t <= 600 + 400 + 600 + 400
+
+
+def test_ralp_tail_is_serialised_on_a_real_cluster():
+    no_net = Links((0,), (0,), 0, 0, 0)
+    t = ralp_step_time(Compute(1.0, 0.5), no_net, 8, 1.0, Host(shared=False))
+    assert t >= 8 * 0.5  # the PS runs eight tails one after the other
+    shared = ralp_step_time(Compute(1.0, 0.5), no_net, 8, 1.0, Host(shared=True))
+    assert shared == pytest.approx(8 * 1.0)  # one host: all heads and tails queue for it
+
+
+def test_horovod_adds_compute_and_the_ring():
+    links = Links((), (), worker_tx=750, total=3000, messages=6)
+    host = Host(shared=False, message_s=0.01)
+    assert horovod_step_time(Compute(1.0, 0.1), links, 4, 100.0, host) == pytest.approx(
+        1.0 + 7.5 + 6 * 0.01
+    )
+    shared = Host(shared=True, cpu_s_per_byte=1e-3)
+    assert horovod_step_time(Compute(1.0, 0.1), links, 4, 100.0, shared) == pytest.approx(
+        4 * 1.0 + 3.0 + 7.5
+    )
+
+
+def test_shared_host_charges_cpu_for_bytes_moved():
+    base = ps_step_time(Compute(1.0, 0.2), LINKS, 2, 1e9, Host(shared=True))
+    costly = ps_step_time(Compute(1.0, 0.2), LINKS, 2, 1e9, Host(True, cpu_s_per_byte=1e-3))
+    # 2000 bytes per step at 1 ms each, on the one CPU queue both workers share.
+    assert costly - base == pytest.approx(2.0, rel=0.01)
