@@ -145,17 +145,16 @@ def run_ps(workers: int, bandwidth: str, samples: int, batch: int, learning_rate
     return figures
 
 
-def _result(mode: str, workers: int, bandwidth: str, figures: dict, targets) -> dict:
+def _figures(figures: dict, batch: int, targets) -> dict:
+    """The result's figures from a run's raw figures (PS: sync_curve's; Stanza: rank 0's)."""
     curve = figures["curve"]
     links = figures.get("link_bytes") or {}
     return {
-        "mode": mode, "workers": workers, "bandwidth": bandwidth,
-        "samples_per_s": figures["steps"] * figures.get("batch_size", 0) / figures["wall_s"]
-        if figures.get("batch_size") else None,
-        "wall_s": figures["wall_s"], "worker_batches": figures["steps"],
+        "worker_batches": figures["steps"], "wall_s": figures["wall_s"],
+        "samples_per_s": figures["steps"] * batch / figures["wall_s"],
         "final_accuracy": figures["final_accuracy"],
         "time_to": {f"{t:g}": time_to(curve, t) for t in targets},
-        "server_link_bytes": links.get("ps:0"), "link_bytes": links, "curve": curve,
+        "server_link_bytes": links.get("ps:0"), "link_bytes": links or None, "curve": curve,
     }  # fmt: skip
 
 
@@ -166,7 +165,12 @@ def table(results: list[dict], targets: Sequence[float]) -> str:
               "speedup", "final acc", "PS/FC link MB"]  # fmt: skip
     rows = []
     for r in results:
-        ps = next((p for p in results if p["mode"] == "ps" and p["workers"] == r["workers"]), None)
+        if r.get("error"):
+            rows.append([r["mode"], str(r["workers"]), *["-"] * (len(header) - 3),
+                         f"error: {r['error']}"])  # fmt: skip
+            continue
+        ps = next((p for p in results if p["mode"] == "ps" and p["workers"] == r["workers"]
+                   and not p.get("error")), None)  # fmt: skip
         key = f"{targets[0]:g}"
         speed = "-"
         if r["mode"] == "stanza" and ps and ps["time_to"][key] and r["time_to"][key]:
@@ -187,7 +191,7 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
 
     fig = Figure(figsize=(7, 4.4), layout="constrained")
     ax = fig.subplots()
-    for r in results:
+    for r in (r for r in results if not r.get("error")):
         curve = r["curve"]
         ax.plot([p["time_s"] for p in curve], [p["accuracy"] for p in curve],
                 "-" if r["mode"] == "stanza" else "--", marker=".",
@@ -237,14 +241,17 @@ def run(argv: Sequence[str] | None = None) -> int:
         title = f"{MODEL} on digits over {results[0]['bandwidth']} links" if results else MODEL
         plot(results, args.target, args.plot, title)
         print(f"wrote {args.plot}")
-    return 0
+    return 1 if any(r.get("error") for r in results) else 0
 
 
 def _run(args) -> list[dict]:
     from tqdm import tqdm
 
+    from ralp.bench.records import make_stanza_result, short_error
+    from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.iproute import netns_unavailable_reason
-    from ralp.horovod.launch import horovod_unavailable_reason
+    from ralp.cluster.spec import ClusterError
+    from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason
 
     for reason in (netns_unavailable_reason(), horovod_unavailable_reason()):
         if reason:
@@ -253,14 +260,20 @@ def _run(args) -> list[dict]:
     results = []
     plan = [(mode, w) for w in args.workers for mode in ("ps", "stanza")]
     for mode, w in tqdm(plan, unit="run", desc="modes x workers"):
-        if mode == "ps":
-            figures = run_ps(w, args.bandwidth, args.samples, args.batch_size,
-                             args.learning_rate, args.eval_every, args.seed)  # fmt: skip
-        else:
-            figures = run_stanza(w, args.bandwidth, args.samples, args.batch_size,
-                                 args.learning_rate, args.eval_steps, args.seed)  # fmt: skip
-        figures["batch_size"] = args.batch_size
-        results.append(_result(mode, w, args.bandwidth, figures, args.target))
+        where = {"workers": w, "bandwidth": args.bandwidth, "seed": args.seed,
+                 "batch_size": args.batch_size, "learning_rate": args.learning_rate}  # fmt: skip
+        try:
+            if mode == "ps":
+                figures = run_ps(w, args.bandwidth, args.samples, args.batch_size,
+                                 args.learning_rate, args.eval_every, args.seed)  # fmt: skip
+            else:
+                figures = run_stanza(w, args.bandwidth, args.samples, args.batch_size,
+                                     args.learning_rate, args.eval_steps, args.seed)  # fmt: skip
+        except (ChildError, ClusterError, HorovodRunError) as e:
+            results.append(make_stanza_result(mode, where, error=short_error(e)))
+            continue
+        results.append(make_stanza_result(
+            mode, where, _figures(figures, args.batch_size, args.target)))  # fmt: skip
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
