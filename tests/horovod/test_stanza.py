@@ -212,9 +212,10 @@ def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
     assert r["error"] is None and (r["workers"], r["ps"]) == (2 * fc, fc)
     assert sorted(r["links"]) == [f"ps:{g}" for g in range(fc)] + [
         f"worker:{k}" for k in range(2 * fc)]  # fmt: skip
-    # The links carry the model's payload, plus Horovod's control plane: at most its idle
-    # rate (measured on each kind of link in the same run) over the measured wall time.
-    # lenet's payload is small, so the control plane is not negligible here.
+    # The links carry the model's payload, plus Horovod's control plane: its rate while
+    # training was 0.5-1.4x its idle rate (measured on each kind of link in the same run) in
+    # our runs, so at most 1.5x that over the measured wall time. lenet's payload is small,
+    # so the control plane is not negligible here.
     steps, wall = r["measured_steps"], r["wall_s"]
     for measured, predicted, rate, links in (
         (r["bytes_per_step_measured"], r["bytes_per_step_predicted"], r["control_bytes_per_s"],
@@ -223,7 +224,7 @@ def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
          r["ps_control_bytes_per_s"], fc),
     ):  # fmt: skip
         assert rate > 0
-        control = links * rate * wall / steps
+        control = 1.5 * links * rate * wall / steps
         assert 0.97 * predicted <= measured <= 1.03 * predicted + control, (
             measured, predicted, control)  # fmt: skip
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
