@@ -157,7 +157,7 @@ def _run(request: BenchRequest, args) -> int:
               "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
     horovod_missing = horovod_unavailable_reason() if request.modes is None else None
     if horovod_missing:
-        print(f"{PROG}: leaving out mode horovod: {horovod_missing}", file=sys.stderr)
+        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}", file=sys.stderr)
     modes = request.mode_names(horovod_missing)
     ps_on_cluster = backend == "tf-config" and (set(modes) - set(HOROVOD_MODES) or request.jobs)
     launcher = Launcher(

@@ -32,7 +32,8 @@ class DefaultComparison:
     against resnet50 (almost no FC), scaled down so a 2-core machine runs it in minutes."""
 
     models: tuple[str, ...] = ("vgg11", "resnet50")
-    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod")  # horovod only where installed
+    # horovod and stanza only where Horovod is installed
+    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod", "stanza")
     devices: tuple[int, ...] = (4,)
     image_size: dict[str, int] = field(default_factory=lambda: {"vgg11": 64, "resnet50": 32})
     batch_size: int = 8

@@ -294,11 +294,11 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
     assert "ps bsp" in p.stdout and "ps ssp:1" in p.stdout
 
 
-def test_default_modes_leave_out_horovod_where_it_is_missing():
+def test_default_modes_leave_out_the_horovod_modes_where_it_is_missing():
     from ralp.bench.config import BenchRequest
 
     assert BenchRequest().mode_names(horovod_missing="not installed") == ["ps", "ralp-n"]
-    assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod"]
+    assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod", "stanza"]
     # asked for by name, a mode stays: the launcher then says why it cannot run
     named = BenchRequest(modes=("ps", "horovod"))
     assert named.mode_names(horovod_missing="not installed") == ["ps", "horovod"]
