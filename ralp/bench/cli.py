@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
 from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
@@ -102,8 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
     p.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--show", metavar="JSON", help="run nothing: print the table of saved "
-                   "results (and write --plot/--csv from them)")  # fmt: skip
+    p.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
+                   "saved results, one or more files together (and write --out/--plot/--csv "
+                   "from them)")  # fmt: skip
     return p
 
 
@@ -208,17 +210,22 @@ def _print_records(records: list[dict]) -> None:
 def _show(args) -> int:
     from ralp.bench import report
 
-    try:
-        with open(args.show) as f:
-            records = json.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read --show {args.show!r}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--show {args.show!r} is not JSON: {e}") from None
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise UsageError(f"--show {args.show!r} is not a list of bench records")
+    records: list = []
+    for path in args.show:
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+        except OSError as e:
+            raise UsageError(f"cannot read --show {path!r}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--show {path!r} is not JSON: {e}") from None
+        if not isinstance(saved, list) or not all(isinstance(r, dict) for r in saved):
+            raise UsageError(f"--show {path!r} is not a list of bench records")
+        records += saved
+    if args.out and any(Path(args.out).resolve() == Path(p).resolve() for p in args.show):
+        raise UsageError(f"--out {args.out!r} is one of the --show files: write elsewhere")
     _print_records(records)
-    for path in report.write_outputs(records, None, args.csv, args.plot):
+    for path in report.write_outputs(records, args.out, args.csv, args.plot):
         print(f"wrote {path}")
     return 0
 

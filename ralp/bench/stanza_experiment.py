@@ -1,7 +1,7 @@
 """Stanza's accuracy experiment, in its structure: layer separation against plain PS on real
 data, over a network where plain PS is network-bound.
 
-    python -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 25mbit --samples 19200 \\
+    python -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 1gbit --samples 19200 \\
         --target 0.9 --out stanza_digits.json --plot stanza_digits.png
 
 The zoo's lenet (28 px; 97% of its parameters in its FC layers) trains on scikit-learn's
@@ -211,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=positive_int, nargs="+", default=[2, 4],
                    help="data-reading workers (Stanza: CONV ranks, plus one FC rank; PS: "
                    "workers, plus one PS task); default 2 4")  # fmt: skip
-    p.add_argument("--bandwidth", default="25mbit", help="every link's rate (default 25mbit)")
+    p.add_argument("--bandwidth", default="1gbit", help="every link's rate (default 1gbit)")
     p.add_argument("--samples", type=positive_int, default=19200,
                    help="training samples seen in all, the same for both modes")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)

@@ -271,6 +271,17 @@ def test_show_reprints_saved_results_without_running(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "vgg11" in p.stdout and "1.003" in p.stdout
     assert (tmp_path / "r.png").exists()
+    # several saved files together, written out as one
+    other = tmp_path / "r2.json"
+    other.write_text(json.dumps([{**record, "model": "alexnet"}]))
+    both = tmp_path / "both.json"
+    p = _bench("--show", str(saved), str(other), "--out", str(both), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [r["model"] for r in json.loads(both.read_text())] == ["vgg11", "alexnet"]
+    assert "alexnet" in p.stdout and both.with_suffix(".csv").exists()
+    p = _bench("--show", str(saved), "--out", str(saved), timeout=60)
+    assert p.returncode == 2 and "is one of the --show files" in p.stderr
+    assert json.loads(saved.read_text()) == [record]  # nothing lost
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     p = _bench("--show", str(bad), timeout=60)
