@@ -32,7 +32,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
-    "pull_hidden_share", "pull_active_s", "traced_step_s",
+    "pull_hidden_share", "pull_active_s", "traced_step_s", "auto",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"

@@ -32,22 +32,19 @@ class Workload:
     def links(self, mode: str, devices: int) -> tuple[int, int, Links]:
         """(workers, ps, links) of ``mode`` on ``devices`` devices."""
         workers, ps = resources(mode, devices)
+        return workers, ps, self.links_on(mode, workers, ps)
+
+    def links_on(self, mode: str, workers: int, ps: int) -> Links:
+        """The byte model's links of ``mode`` on a given cluster shape (``ralp.wrap`` on a
+        cluster it did not size). A RALP mode's tail is on ps:0, as the planner's RALP model
+        assumes (one PS critical section)."""
         if mode == "horovod":
             t = mode_traffic(self.table, "horovod", workers)
-            return workers, ps, Links((), (), t.worker_link.tx, t.total, 2 * (workers - 1))
+            return Links((), (), t.worker_link.tx, t.total, 2 * (workers - 1))
         offloaded = {name: 0 for name in self.offloaded} if mode.startswith("ralp") else {}
         t = mode_traffic(self.table, "ralp", workers, ps, offloaded)
         moved = set(offloaded)
         kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
-        return (
-            workers,
-            ps,
-            Links(
-                tuple(link.tx for link in t.ps_links),
-                tuple(link.rx for link in t.ps_links),
-                t.worker_link.tx,
-                t.total,
-                messages,
-            ),
-        )
+        return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
+                     t.worker_link.tx, t.total, messages)  # fmt: skip
