@@ -19,9 +19,9 @@ from ralp.planner.calibration import (
     Calibration,
     Entry,
     measure,
-    measure_host_capacity,
     this_machine,
 )
+from ralp.planner.capacity import measure_host_capacity
 from ralp.planner.model import Host
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend

@@ -160,33 +160,3 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
         tail_s = _median_step_time(tail_step, (random_inputs(tail), labels), steps)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps)  # fmt: skip
-
-
-def _zoo_full_step_s(model: str, batch_size: int, image_size: int, num_classes: int,
-                     steps: int) -> float:  # fmt: skip
-    """The whole model's step time of a zoo model, measured in this (fresh) process."""
-    from ralp.models import build_model
-
-    net = build_model(model, num_classes, image_size)
-    return measure(net, batch_size, (), (), model_name=model, image_size=image_size,
-                   num_classes=num_classes, split_after=None, steps=steps).full_s  # fmt: skip
-
-
-def measure_host_capacity(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                          processes: int, steps: int = DEFAULT_CALIBRATION_STEPS) -> float:  # fmt: skip
-    """How many single-process training steps this host runs at once: ``processes`` fresh
-    processes time the same zoo model's step together; capacity = processes x (one process's
-    step time alone) / (its step time among them). One TensorFlow process does not fill
-    every core, so a simulated cluster's tasks run side by side, up to this many at full
-    speed; beyond it they queue (the shared CPU station of :mod:`ralp.planner.model`)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ralp.cluster.fresh_process import run_in_fresh_process
-
-    args = (model, batch_size, image_size, num_classes, steps)
-    alone = run_in_fresh_process(_zoo_full_step_s, *args, timeout=600)
-    with ThreadPoolExecutor(processes) as pool:
-        together = list(pool.map(lambda _: run_in_fresh_process(_zoo_full_step_s, *args,
-                                                                timeout=600),
-                                 range(processes)))  # fmt: skip
-    return processes * alone / statistics.median(together)
