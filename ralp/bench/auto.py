@@ -60,11 +60,11 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
             cal, entry, source = calibration_for(model, batch, image, classes)
             work = Workload(profile(build_model(model, classes, image), batch))
             # The netns cluster's tasks share this host's cores, whatever the file was for.
-            host = replace(cal.host, shared=True)
+            host = entry.host_for(replace(cal.host, shared=True))
             rec = recommend(work, entry.compute, host, [devices], [bits], modes)
         except PlannerError as e:
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
-        picked = choose(rec.predictions, bandwidth, describe(cal, source))
+        picked = choose(rec.predictions, bandwidth, describe(replace(cal, host=host), source))
         return picked.mode, picked.to_dict()
 
     return choose_mode

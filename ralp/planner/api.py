@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,7 +20,7 @@ from ralp.planner.calibration import (
     measure,
     this_machine,
 )
-from ralp.planner.capacity import measure_host_capacity
+from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacity
 from ralp.planner.model import Host
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend
@@ -64,12 +63,12 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
 
     entry = calibrate_entry(build_model(model, num_classes, image_size), batch_size,
                             steps=steps)  # fmt: skip
-    entry = replace(entry, model=model)
     message_s, cpu_s_per_byte, _ = measure_transfer()
     capacity = 1.0
     if shared_host:  # several tasks on this host's cores: how many run side by side
         capacity = measure_host_capacity(model, batch_size, image_size, num_classes,
-                                         processes=os.cpu_count() or 1)  # fmt: skip
+                                         processes=HOST_CAPACITY_PROCESSES)  # fmt: skip
+    entry = replace(entry, model=model, capacity=capacity if shared_host else None)
     host = Host(shared_host, cpu_s_per_byte, message_s, capacity)
     return Calibration(host, [entry], this_machine())
 
@@ -87,5 +86,5 @@ def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
     except ValueError:
         entry = calibrate_entry(model, batch_size)
     work = Workload(profile(model, batch_size, threshold=threshold))
-    return _recommend(work, entry.compute, cal.host, list(devices),
+    return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices),
                       [parse_bandwidth(b) for b in bandwidth])  # fmt: skip

@@ -132,10 +132,11 @@ def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration 
         source += f" (+ {model.name} measured here)"
     workload = Workload(profile(model, batch_size, threshold=threshold))
     workers, ps = len(cluster.workers), len(cluster.ps)
-    predictions = [predict_on(workload, entry.compute, cal.host, planned, workers, ps, bits)
+    host = entry.host_for(cal.host)
+    predictions = [predict_on(workload, entry.compute, host, planned, workers, ps, bits)
                    for planned in WRAP_CANDIDATES.values()]  # fmt: skip
     names = {planned: mode for mode, planned in WRAP_CANDIDATES.items()}
-    return choose(predictions, bandwidth, describe(cal, source), names)
+    return choose(predictions, bandwidth, describe(replace(cal, host=host), source), names)
 
 
 def wrap(model, cluster, *, mode: str = "skewness", bandwidth: str | None = None,

@@ -17,7 +17,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ralp.planner.model import Compute, Host
@@ -38,6 +38,16 @@ class Entry:
     full_s: float
     tail_s: float
     steps: int
+    # Shared host only: single-process steps of this workload the host runs at once
+    # (:mod:`ralp.planner.capacity`); None: the host's figure. It depends on the model: how
+    # much of one process's step spreads over the cores.
+    capacity: float | None = None
+
+    def host_for(self, host: Host) -> Host:
+        """``host`` with this workload's measured capacity, where it shares its cores."""
+        if host.shared and self.capacity is not None:
+            return replace(host, capacity=self.capacity)
+        return host
 
     @property
     def key(self) -> tuple:

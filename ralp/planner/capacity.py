@@ -16,11 +16,13 @@ count the steps they finish within the same wall-clock window.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
 from ralp.planner.modes import PlannerError
 
+HOST_CAPACITY_PROCESSES = os.cpu_count() or 1  # processes timed together
 CAPACITY_WINDOW_S = 8.0  # each process counts its steps over this window, all at once
 CAPACITY_WARMUP = 2  # steps before the barrier (tracing, first-step allocation)
 

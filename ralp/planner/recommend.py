@@ -159,7 +159,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
               f" s{keep}", file=sys.stderr)  # fmt: skip
     # The cluster planned for decides the contention term: a real one (the default) gives
     # every task its own machine, --shared-host the simulated one on this host's cores.
-    host = replace(cal.host, shared=args.shared_host)
+    host = entry.host_for(replace(cal.host, shared=args.shared_host))
     rec = recommend(work, entry.compute, host, args.devices, bandwidths)
     if args.plot:
         plot(rec, args.plot)
