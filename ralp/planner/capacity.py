@@ -92,6 +92,8 @@ def run_together(model: str, batch_size: int, image_size: int, num_classes: int,
         answers = [results.get(timeout=900) for _ in started]
     finally:
         for p in started:  # stop only what this function started, by its handle (pid)
+            if p.pid is None:
+                continue  # never started
             p.join(5)
             if p.is_alive():
                 p.kill()
