@@ -41,8 +41,10 @@ class Host:
     shared: bool  # True: every task shares one host's cores (the simulated cluster)
     cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
     message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
-    # Shared host only: how many single-process steps it runs at once at full speed (one
-    # TensorFlow process does not fill every core); the shared CPU queue serves that fast.
+    # Shared host only: how many single-process steps it runs at once at full speed; the
+    # shared CPU queue serves that fast. Measured with processes that train together in one
+    # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
+    # already fills both cores; big FC layers contend for memory).
     capacity: float = 1.0
 
 
