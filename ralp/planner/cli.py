@@ -114,7 +114,9 @@ def _validate(args) -> str:
                 f"{len(held_out)} records:")  # fmt: skip
     else:
         rows = validate.predict_records(records, cal, _zoo_workload)
-        extra["capacity"] = cal.host.capacity
+        # each workload's measured capacity (the host's where a workload has none)
+        extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
+                             e.host_for(cal.host).capacity for e in cal.entries}  # fmt: skip
         note = ""
     if args.format == "json":
         return validate.to_json(rows, **extra)
