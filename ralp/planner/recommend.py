@@ -13,7 +13,7 @@ from ralp._cli import UsageError
 from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.planner.model import Compute, Host
-from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.modes import PREDICTED_MODES, PlannerError
 from ralp.planner.predict import Prediction, predict
 from ralp.planner.workload import Workload
 
@@ -43,7 +43,7 @@ class Recommendation:
 
 
 def recommend(workload: Workload, compute: Compute, host: Host, devices: Sequence[int],
-              bandwidths_bits: Sequence[int], modes: Sequence[str] = MODES) -> Recommendation:  # fmt: skip
+              bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:  # fmt: skip
     """Predict every mode in ``modes`` that can run on each N of ``devices`` (plain PS needs
     an even N) at each bandwidth."""
     predictions = []
@@ -69,12 +69,12 @@ def _bits_text(bits: int) -> str:
 def to_text(rec: Recommendation) -> str:
     lines = [f"{rec.model}, batch {rec.batch_size} per worker; skewness rule: "
              f"{rec.skewness_verdict}", ""]  # fmt: skip
-    head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in MODES)
+    head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in PREDICTED_MODES)
     lines += [head + "  best (workers + PS)", "-" * (len(head) + 22)]
     by_key = {(p.bandwidth_bits, p.devices, p.mode): p for p in rec.predictions}
     for best in rec.best():
         cells = []
-        for m in MODES:
+        for m in PREDICTED_MODES:
             p = by_key.get((best.bandwidth_bits, best.devices, m))
             cells.append(f"{p.images_per_sec:>9.1f}" if p else f"{'-':>9}")
         lines.append(f"{_bits_text(best.bandwidth_bits):>9} {best.devices:>4} "
@@ -96,7 +96,7 @@ def plot(rec: Recommendation, path: str) -> None:
     fig, axes = plt.subplots(1, len(bandwidths), figsize=(5 * len(bandwidths), 4),
                              squeeze=False, sharey=True)  # fmt: skip
     for ax, bits in zip(axes[0], bandwidths, strict=True):
-        for mode in MODES:
+        for mode in PREDICTED_MODES:
             pts = [(p.devices, p.images_per_sec) for p in rec.predictions
                    if p.bandwidth_bits == bits and p.mode == mode]  # fmt: skip
             if pts:
