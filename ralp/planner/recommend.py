@@ -14,7 +14,7 @@ from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
-from ralp.planner.predict import Prediction, predict
+from ralp.planner.predict import Prediction, predict, predict_stanza
 from ralp.planner.workload import Workload
 
 
@@ -45,13 +45,16 @@ class Recommendation:
 def recommend(workload: Workload, compute: Compute, host: Host, devices: Sequence[int],
               bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:  # fmt: skip
     """Predict every mode in ``modes`` that can run on each N of ``devices`` (plain PS needs
-    an even N) at each bandwidth."""
+    an even N) at each bandwidth; stanza with its best n_c / n_f split."""
     predictions = []
     for bits in bandwidths_bits:
         for n in devices:
             for mode in modes:
                 try:
-                    predictions.append(predict(workload, compute, host, mode, n, bits))
+                    if mode == "stanza":  # its n_c / n_f split searched, bounded by memory
+                        predictions.append(predict_stanza(workload, compute, host, n, bits))
+                    else:
+                        predictions.append(predict(workload, compute, host, mode, n, bits))
                 except PlannerError:
                     continue  # this mode cannot use N devices (plain PS on an odd N)
     if not predictions:
