@@ -12,6 +12,8 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
 - ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
+- ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
+  allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
 - ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.plan``):
   measure a model's compute here, predict every mode's throughput, choose.
 """
@@ -48,6 +50,8 @@ _API: dict[str, tuple[str, str]] = {
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
+    "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
+    "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
     "calibrate": ("ralp.planner.api", "calibrate"),
     "recommend": ("ralp.planner.api", "recommend"),
     "Calibration": ("ralp.planner.calibration", "Calibration"),

@@ -1,8 +1,9 @@
 """``python -m ralp.bench --modes auto``: the planner's choice per (model, N), made once when
 the run matrix is built (:meth:`ralp.bench.config.BenchRequest.runs`).
 
-The candidates are the modes this runtime offers (horovod only where it is installed), each on
-its own resources for N devices (:mod:`ralp.planner.modes`). Their throughput is predicted on
+The candidates are the modes this runtime offers (horovod and stanza only where Horovod is
+installed), each on its own resources for N devices (:mod:`ralp.planner.modes`; stanza with
+the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their throughput is predicted on
 the simulated cluster the bench runs, the netns backend's tasks sharing this host's cores, at
 the links' rate, from ``--compute-profile FILE`` (a ``python -m ralp.plan --calibrate
 --shared-host`` JSON) or, without one, from a calibration measured here first. The run's
@@ -18,14 +19,15 @@ from ralp.bench.runspec import BenchError
 from ralp.cluster.units import parse_bandwidth
 from ralp.planner.auto import choose, describe
 from ralp.planner.calibration import Calibration
-from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
 from ralp.planner.recommend import recommend
 from ralp.planner.workload import Workload
 
 
 def offered_modes(horovod_missing: str | None) -> tuple[str, ...]:
-    """The runtime's modes: all of the planner's, without horovod where it is missing."""
-    return tuple(m for m in MODES if not (m == "horovod" and horovod_missing))
+    """The runtime's modes the planner predicts, without the Horovod ones (horovod, stanza)
+    where Horovod is missing."""
+    return tuple(m for m in PREDICTED_MODES if not (m in HOROVOD_MODES and horovod_missing))
 
 
 def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
@@ -65,6 +67,9 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
         except PlannerError as e:
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
         picked = choose(rec.predictions, bandwidth, describe(replace(cal, host=host), source))
-        return picked.mode, picked.to_dict()
+        why = picked.to_dict()
+        if picked.mode == "stanza":  # the FC ranks of the split the search chose
+            why["fc_workers"] = next(p.ps for p in rec.predictions if p.mode == "stanza")
+        return picked.mode, why
 
     return choose_mode

@@ -15,7 +15,15 @@ from collections.abc import Sequence
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
 from ralp.bench.config import AUTO, DEFAULT_COMPARISON, SCENARIOS, BenchRequest
-from ralp.bench.runspec import BACKENDS, DATA, DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError
+from ralp.bench.runspec import (
+    BACKENDS,
+    DATA,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    HOROVOD_MODES,
+    MODES,
+    BenchError,
+)
 from ralp.cluster.spec import ClusterError
 from ralp.defaults import DEFAULT_BANDWIDTH
 
@@ -47,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
                    "--devices)")  # fmt: skip
     p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
+    p.add_argument("--fc-workers", type=positive_int, metavar="F", help="mode stanza: FC "
+                   "ranks out of each job's N devices (default 1; at most N/2)")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")  # fmt: skip
     p.add_argument("--num-classes", type=positive_int,
@@ -110,7 +120,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
     return BenchRequest(
         models=listed(args.models), modes=listed(args.modes),
         devices=tuple(args.devices) if args.devices else None, workers=args.workers,
-        ps=args.ps, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
+        ps=args.ps, fc_workers=args.fc_workers, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
         image_size=args.image_size, steps=args.steps, warmup=args.warmup,
         device_type=args.device_type, backend=args.backend, bandwidth=args.bandwidth,
         latency=args.latency, sync=listed(args.sync), slow_worker=args.slow_worker,
@@ -156,7 +166,7 @@ def _run(request: BenchRequest, args) -> int:
     if horovod_missing:
         print(f"{PROG}: leaving out mode horovod: {horovod_missing}", file=sys.stderr)
     modes = request.mode_names(horovod_missing)
-    ps_on_cluster = backend == "tf-config" and (set(modes) - {"horovod"} or request.jobs)
+    ps_on_cluster = backend == "tf-config" and (set(modes) - set(HOROVOD_MODES) or request.jobs)
     launcher = Launcher(
         backend,
         bandwidth=request.link_bandwidth(backend),

@@ -15,7 +15,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ralp.bench.runspec import DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError, RunSpec
+from ralp.bench.runspec import (
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    HOROVOD_MODES,
+    MODES,
+    BenchError,
+    RunSpec,
+)
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
 
@@ -50,6 +57,7 @@ class BenchRequest:
     devices: tuple[int, ...] | None = None
     workers: int | None = None
     ps: int | None = None
+    fc_workers: int | None = None  # mode stanza: FC ranks per job (default 1)
     batch_size: int | None = None
     num_classes: int | None = None
     data: str = "synthetic"
@@ -100,7 +108,7 @@ class BenchRequest:
                                  f"{', '.join((*MODES, AUTO))}")  # fmt: skip
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
-        return [m for m in modes if m != "horovod"] if horovod_missing else modes
+        return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
 
     def _check_auto(self) -> None:
         """Mode auto runs the planner's choice among the runtime's modes, as the planner
@@ -110,7 +118,8 @@ class BenchRequest:
                              f"modes side by side, list them without auto (got "
                              f"{' '.join(self.modes)})")  # fmt: skip
         clashes = [name for name, given in (
-            ("--workers/--ps", self.workers or self.ps), ("--jobs", self.jobs),
+            ("--workers/--ps", self.workers or self.ps), ("--fc-workers", self.fc_workers),
+            ("--jobs", self.jobs),
             ("--sync", self.sync), ("--slow-worker", self.slow_worker),
             ("--pull-schedule", self.pull_schedules), ("--trace-pulls", self.trace_pulls),
             ("--device-type gpu", self.device_type != "cpu"),
@@ -138,9 +147,11 @@ class BenchRequest:
     def runs(self, modes: list[str], choose: ChooseMode | None = None) -> list[RunSpec]:
         """The run matrix: every model x device count x mode x sync paradigm, in that order.
         Mode auto is resolved here, once per (model, N), by ``choose``."""
-        if self.sync and not set(modes) - {"horovod"}:
-            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
-                             "synchronous by construction")  # fmt: skip
+        if self.sync and not set(modes) - set(HOROVOD_MODES):
+            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
+                             "Stanza are synchronous by construction")  # fmt: skip
+        if self.fc_workers and "stanza" not in modes:
+            raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
@@ -148,7 +159,7 @@ class BenchRequest:
                     if mode == AUTO:
                         runs.append(self._auto_run(model, n, choose))
                         continue
-                    ps_mode = mode != "horovod"
+                    ps_mode = mode not in HOROVOD_MODES
                     syncs = list(self.sync) if self.sync and ps_mode else [None]
                     pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
                     for sync in syncs:
@@ -159,9 +170,11 @@ class BenchRequest:
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
              pull_schedule: str = "default") -> RunSpec:  # fmt: skip
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
-                    "trace_pulls": self.trace_pulls and mode != "horovod"}  # fmt: skip
+                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
+        if mode == "stanza" and not (self.workers or self.ps):
+            return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:
             w, ps = self.workers or 1, self.ps or 1
             return RunSpec(model, mode, w + ps, w, ps, **workload)
@@ -172,7 +185,8 @@ class BenchRequest:
             raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
         workload = self.workload(model)
         mode, why = choose(model, devices, workload)
-        return RunSpec.for_devices(model, mode, devices, auto=why, **workload)
+        return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,
+                                   **workload)  # fmt: skip
 
     def backend_choice(self) -> tuple[str, str | None]:
         """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""

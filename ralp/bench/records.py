@@ -32,7 +32,8 @@ EXTRA_KEYS: tuple[str, ...] = (
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
-    "pull_hidden_share", "pull_active_s", "traced_step_s", "auto",
+    "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
+    "ps_control_bytes_per_s", "auto",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"
@@ -146,3 +147,21 @@ def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
     if unknown:
         raise RecordError(f"not in the sync result schema: {unknown} (ralp/bench/records.py)")
     return {**{k: given.get(k) for k in SYNC_RESULT_KEYS}, "error": error}
+
+
+# One run of the Stanza accuracy experiment (python -m ralp.bench.stanza_experiment).
+STANZA_RESULT_KEYS: tuple[str, ...] = (
+    "mode", "workers", "bandwidth", "seed", "batch_size", "learning_rate", "worker_batches",
+    "samples_per_s", "wall_s", "final_accuracy", "time_to", "server_link_bytes", "link_bytes",
+    "curve", "error",
+)  # fmt: skip
+
+
+def make_stanza_result(mode: str, where: Mapping, figures: Mapping | None = None,
+                       error: str | None = None) -> dict:  # fmt: skip
+    """One run of the Stanza experiment, in :data:`STANZA_RESULT_KEYS` order."""
+    given = {"mode": mode, **where, **(figures or {})}
+    unknown = [k for k in given if k not in STANZA_RESULT_KEYS]
+    if unknown:
+        raise RecordError(f"not in the stanza result schema: {unknown} (ralp/bench/records.py)")
+    return {**{k: given.get(k) for k in STANZA_RESULT_KEYS}, "error": error}

@@ -17,7 +17,7 @@ from pathlib import Path
 from ralp.cluster.units import parse_bandwidth
 from ralp.planner.calibration import Calibration
 from ralp.planner.model import Host
-from ralp.planner.modes import PlannerError, resources
+from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
 
@@ -55,7 +55,7 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
             raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
         for r in records:
             if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")
-                    and r.get("images_per_sec")):  # fmt: skip
+                    and r.get("images_per_sec") and r.get("mode") in PREDICTED_MODES):  # fmt: skip
                 out.append((Path(path).name, r))
     return out
 

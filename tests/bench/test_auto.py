@@ -13,25 +13,32 @@ from ralp.bench.runspec import BenchError
 from ralp.models import build_model
 from ralp.planner import model as pm
 from ralp.planner.calibration import Calibration
-from ralp.planner.modes import MODES, resources
+from ralp.planner.modes import PREDICTED_MODES, resources
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
-        "horovod": pm.horovod_step_time}  # fmt: skip
+        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time}  # fmt: skip
 
 
-def _direct(model: str, devices: int, bits: int, modes=MODES) -> dict[str, float]:
-    """Each mode's images/s from its step-time function, on the shared host (netns)."""
+def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES) -> dict[str, float]:
+    """Each mode's images/s from its step-time function, on the shared host (netns); stanza
+    at its best n_f of 1..N/2 (every FC rank of these small models fits in memory)."""
     cal = Calibration.load(CALIBRATION)
     entry = cal.find(model, 8, 75, 1000)
+    host = entry.host_for(cal.host)
     work = Workload(profile(build_model(model, 1000, 75), 8))
     out = {}
     for mode in modes:
-        workers, ps = resources(mode, devices)
-        links = work.links_on(mode, workers, ps)
-        out[mode] = workers * 8 / STEP[mode](entry.compute, links, workers, bits / 8, cal.host)
+        shapes = ([(devices - f, f) for f in range(1, devices // 2 + 1)] if mode == "stanza"
+                  else [resources(mode, devices)])  # fmt: skip
+        rates = []
+        for workers, ps in shapes:
+            assert work.fc_rank_bytes(devices) < 2**30
+            links = work.links_on(mode, workers, ps)
+            rates.append(workers * 8 / STEP[mode](entry.compute, links, workers, bits / 8, host))
+        out[mode] = max(rates)
     return out
 
 
@@ -43,7 +50,7 @@ def _request(**kw) -> BenchRequest:
 @pytest.mark.parametrize("bandwidth", ["1gbit", "10gbit"])
 def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth):
     request = _request(compute_profile=str(CALIBRATION))
-    choose = chooser("netns", bandwidth, request.compute_profile, MODES)
+    choose = chooser("netns", bandwidth, request.compute_profile, PREDICTED_MODES)
     runs = request.runs(request.mode_names(), choose)
     assert [(r.model, r.devices) for r in runs] == [("vgg11", 4), ("vgg11", 8),
                                                     ("resnet50", 4), ("resnet50", 8)]  # fmt: skip
@@ -51,7 +58,8 @@ def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth):
     for run in runs:
         direct = _direct(run.model, run.devices, bits)
         assert run.mode == max(direct, key=direct.get), (run.label, direct)
-        assert (run.workers, run.ps) == resources(run.mode, run.devices)
+        assert (run.workers, run.ps) == resources(run.mode, run.devices,
+                                                  run.auto.get("fc_workers", 1))  # fmt: skip
         assert run.auto["chosen"] == run.mode
         assert run.auto["predicted_images_per_sec"] == pytest.approx(direct, rel=1e-9)
         assert str(CALIBRATION) in run.auto["calibration"]
@@ -65,7 +73,7 @@ def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth):
 
 def test_without_horovod_auto_chooses_among_the_others():
     request = _request(models=("resnet50",), devices=(8,), compute_profile=str(CALIBRATION))
-    offered = offered_modes("horovodrun is not installed")
+    offered = offered_modes("horovodrun is not installed")  # and so no stanza either
     assert offered == ("ps", "ralp-h", "ralp-n")
     (run,) = request.runs(["auto"], chooser("netns", "1gbit", request.compute_profile, offered))
     direct = _direct("resnet50", 8, 10**9, offered)
@@ -88,7 +96,8 @@ def test_records_of_other_modes_have_no_auto_field():
         (dict(jobs=2), "drop --jobs"),
         (dict(modes=("ps",), compute_profile="cal.json"), "is for --modes auto"),
         (dict(modes=("autp",)), "unknown mode(s) ['autp']; choose from ps, ralp-h, ralp-n, "
-                                "horovod, auto"),
+                                "horovod, stanza, auto"),
+        (dict(fc_workers=2), "drop --fc-workers"),
     ],
 )  # fmt: skip
 def test_bad_auto_requests_fail_cleanly(kw, message):
@@ -107,7 +116,7 @@ def test_bad_auto_requests_fail_cleanly(kw, message):
 def test_auto_needs_a_shaped_network_and_a_readable_calibration(backend, bandwidth,
                                                                 profile_path, message):  # fmt: skip
     with pytest.raises((BenchError, ValueError), match=message):
-        chooser(backend, bandwidth, profile_path, MODES)
+        chooser(backend, bandwidth, profile_path, PREDICTED_MODES)
 
 
 def test_a_calibration_without_the_workload_names_the_command_to_make_it():
@@ -115,7 +124,7 @@ def test_a_calibration_without_the_workload_names_the_command_to_make_it():
                        compute_profile=str(CALIBRATION))  # fmt: skip
     with pytest.raises(BenchError, match="vgg11 N=4: no calibration for vgg11 at batch 8, "
                        "image 80.*--calibrate"):  # fmt: skip
-        request.runs(["auto"], chooser("netns", "1gbit", request.compute_profile, MODES))
+        request.runs(["auto"], chooser("netns", "1gbit", request.compute_profile, PREDICTED_MODES))
 
 
 def test_auto_without_a_chooser_is_refused():

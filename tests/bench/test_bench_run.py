@@ -103,6 +103,8 @@ def test_pull_schedules_and_their_trace(tmp_path):
         (["--backend", "local", "--modes", "horovod", "--sync", "bsp"], "for the PS modes"),
         (["--backend", "local", "--sync", "ssp"], "ssp needs its bound"),
         (["--backend", "local", "--modes", "ps", "--slow-worker", "7:2"], "worker 7 does not"),
+        (["--backend", "local", "--modes", "stanza", "--fc-workers", "3"], "no more FC ranks"),
+        (["--backend", "local", "--modes", "ps", "--fc-workers", "2"], "for mode stanza"),
         (["--backend", "local", "--modes", "ps", "--pull-schedule", "fast"], "unknown pull"),
         (["--backend", "local", "--modes", "auto", "ps"], "the planner's choice on its own"),
         (["--backend", "local", "--modes", "auto"], "use the netns backend"),
