@@ -37,7 +37,7 @@ _API: dict[str, tuple[str, str]] = {
     "get_model_spec": ("ralp.models", "get_model_spec"),
     "Plan": ("ralp.placement.plan", "Plan"),
     "PlanError": ("ralp.placement.plan", "PlanError"),
-    "wrap": ("ralp.ps_strategy.trainer", "wrap"),
+    "wrap": ("ralp.planner.auto", "wrap"),
     "Trainer": ("ralp.ps_strategy.trainer", "Trainer"),
     "PlacementWarning": ("ralp.ps_strategy.trainer", "PlacementWarning"),
     "History": ("ralp.ps_strategy.callbacks", "History"),

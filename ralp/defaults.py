@@ -8,3 +8,5 @@ DEFAULT_BATCH_SIZE = 32  # per worker, for models outside the zoo (zoo models ca
 DEFAULT_WORKERS = 4
 DEFAULT_PS = 1
 DEFAULT_BANDWIDTH = "1gbit"  # each simulated link's rate (netns)
+# The planner's memory bound per device (Stanza's n_c / n_f search): a 16 GiB accelerator.
+DEFAULT_DEVICE_MEMORY_BYTES = 16 * 2**30

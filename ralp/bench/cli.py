@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
-from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
+from ralp.bench.config import AUTO, DEFAULT_COMPARISON, SCENARIOS, BenchRequest
 from ralp.bench.runspec import (
     BACKENDS,
     DATA,
@@ -46,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
                    f"{' '.join(_D.models)})")  # fmt: skip
     p.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
-                   f"{' '.join(_D.modes)})")  # fmt: skip
+                   f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
+                   "and N (netns backend)")  # fmt: skip
+    p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
+                   "calibration (python -m ralp.plan --calibrate --shared-host); default: "
+                   "measured here first")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
@@ -126,6 +130,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         hostfile=args.hostfile, cluster_file=args.cluster,
         compute_reference=args.compute_reference, jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,
+        compute_profile=args.compute_profile,
     )  # fmt: skip
 
 
@@ -157,7 +162,9 @@ def _run(request: BenchRequest, args) -> int:
     if why_not_netns:
         print(f"{PROG}: netns backend unavailable ({why_not_netns}); running on local loopback "
               "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
-    horovod_missing = horovod_unavailable_reason() if request.modes is None else None
+    modes = request.mode_names()  # checks the modes asked for before anything starts
+    auto = modes == [AUTO]
+    horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
     if horovod_missing:
         print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}", file=sys.stderr)
     modes = request.mode_names(horovod_missing)
@@ -170,7 +177,17 @@ def _run(request: BenchRequest, args) -> int:
         cluster_spec=request.cluster_spec() if ps_on_cluster else None,
         hostfile=request.hostfile,
     )
-    launcher.check(modes)
+    choose = None
+    if auto:
+        from ralp.bench.auto import chooser, offered_modes
+
+        choose = chooser(backend, launcher.bandwidth, request.compute_profile,
+                         offered_modes(horovod_missing))  # fmt: skip
+    runs = [] if request.jobs else request.runs(modes, choose)  # auto resolved here, once
+    launcher.check(sorted({run.mode for run in runs}) if auto else modes)
+    for run in runs:
+        if run.auto:
+            print(f"{run.model} N={run.devices}: {run.auto['why']}")
     records: list[dict] = []
     try:
         if request.jobs:
@@ -180,7 +197,7 @@ def _run(request: BenchRequest, args) -> int:
         else:
             from ralp.bench.runner import run_all
 
-            run_all(request.runs(modes), launcher, compute_reference=request.compute_reference,
+            run_all(runs, launcher, compute_reference=request.compute_reference,
                     progress=not args.quiet, on_record=records.append)  # fmt: skip
     finally:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
@@ -203,6 +220,9 @@ def _print_records(records: list[dict]) -> None:
         for model, verdict in verdicts.items():
             if verdict:
                 print(f"profiler on {model}: {verdict}")
+        for r in solo:
+            if r.get("auto"):
+                print(f"{r['model']} N={r['devices']}: {r['auto']['why']}")
     if jobs:
         print(report.consolidation_table(jobs))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ralp.bench.runspec import (
@@ -42,6 +43,9 @@ class DefaultComparison:
 
 
 DEFAULT_COMPARISON = DefaultComparison()
+AUTO = "auto"  # --modes auto: the planner's choice (ralp.bench.auto resolves it)
+# (model, devices, workload fields) -> (chosen mode, the record's ``auto`` field)
+ChooseMode = Callable[[str, int, dict], tuple[str, dict]]
 SCENARIOS = ("all-ps", "all-ralp", "mixed")
 
 
@@ -74,6 +78,7 @@ class BenchRequest:
     compute_reference: bool = False
     jobs: int | None = None
     scenarios: tuple[str, ...] | None = None
+    compute_profile: str | None = None  # mode auto: the planner's calibration JSON
 
     @property
     def is_default_comparison(self) -> bool:
@@ -92,13 +97,38 @@ class BenchRequest:
     def mode_names(self, horovod_missing: str | None = None) -> list[str]:
         """The modes asked for; by default the comparison's, without horovod where it is
         missing (``horovod_missing`` says why)."""
+        if self.modes is not None and AUTO in self.modes:
+            self._check_auto()
+            return [AUTO]
+        if self.compute_profile:
+            raise BenchError("--compute-profile is for --modes auto (the planner's choice)")
         if self.modes is not None:
             unknown = [m for m in self.modes if m not in MODES]
             if unknown:
-                raise BenchError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+                raise BenchError(f"unknown mode(s) {unknown}; choose from "
+                                 f"{', '.join((*MODES, AUTO))}")  # fmt: skip
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
         return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
+
+    def _check_auto(self) -> None:
+        """Mode auto runs the planner's choice among the runtime's modes, as the planner
+        models them: each mode's own resources and ParameterServerStrategy's scheduling."""
+        if len(self.modes) > 1:
+            raise BenchError(f"--modes auto runs the planner's choice on its own; to measure "
+                             f"modes side by side, list them without auto (got "
+                             f"{' '.join(self.modes)})")  # fmt: skip
+        clashes = [name for name, given in (
+            ("--workers/--ps", self.workers or self.ps), ("--fc-workers", self.fc_workers),
+            ("--jobs", self.jobs),
+            ("--sync", self.sync), ("--slow-worker", self.slow_worker),
+            ("--pull-schedule", self.pull_schedules), ("--trace-pulls", self.trace_pulls),
+            ("--device-type gpu", self.device_type != "cpu"),
+        ) if given]  # fmt: skip
+        if clashes:
+            raise BenchError(f"--modes auto chooses a mode and its resources from the planner's "
+                             f"predictions, which model N devices per mode, PSS's own "
+                             f"scheduling on CPU; drop {', '.join(clashes)} or name the modes")  # fmt: skip
 
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""
@@ -115,8 +145,9 @@ class BenchRequest:
             device_type=self.device_type,
         )
 
-    def runs(self, modes: list[str]) -> list[RunSpec]:
-        """The run matrix: every model x device count x mode x sync paradigm, in that order."""
+    def runs(self, modes: list[str], choose: ChooseMode | None = None) -> list[RunSpec]:
+        """The run matrix: every model x device count x mode x sync paradigm, in that order.
+        Mode auto is resolved here, once per (model, N), by ``choose``."""
         if self.sync and not set(modes) - set(HOROVOD_MODES):
             raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
                              "Stanza are synchronous by construction")  # fmt: skip
@@ -126,6 +157,9 @@ class BenchRequest:
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
                 for mode in modes:
+                    if mode == AUTO:
+                        runs.append(self._auto_run(model, n, choose))
+                        continue
                     ps_mode = mode not in HOROVOD_MODES
                     syncs = list(self.sync) if self.sync and ps_mode else [None]
                     pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
@@ -146,6 +180,14 @@ class BenchRequest:
             w, ps = self.workers or 1, self.ps or 1
             return RunSpec(model, mode, w + ps, w, ps, **workload)
         return RunSpec.for_devices(model, mode, devices, **workload)
+
+    def _auto_run(self, model: str, devices: int, choose: ChooseMode | None) -> RunSpec:
+        if choose is None:
+            raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
+        workload = self.workload(model)
+        mode, why = choose(model, devices, workload)
+        return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,
+                                   **workload)  # fmt: skip
 
     def backend_choice(self) -> tuple[str, str | None]:
         """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""

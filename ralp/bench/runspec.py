@@ -11,7 +11,7 @@ Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``dig
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ralp.planner.modes import HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
@@ -63,6 +63,9 @@ class RunSpec:
     slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
     pull_schedule: str = "default"  # ps/ralp modes: how workers pull (default, layer, ibatch)
     trace_pulls: bool = False  # trace worker 0 after measuring: pull time hidden by compute
+    # --modes auto: the planner's choice that made this run's mode, and why (AutoChoice's
+    # to_dict: chosen, every candidate's predicted images/s, the calibration); None otherwise
+    auto: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -171,7 +174,12 @@ class RunSpec:
     def label(self) -> str:
         sync = f" {self.sync}" if self.sync else ""
         pulls = f" {self.pull_schedule}" if self.pull_schedule != "default" else ""
-        return f"{self.model} {self.mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
+        mode = f"auto->{self.mode}" if self.auto else self.mode
+        return f"{self.model} {mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The spec's fields (``auto`` only for a run mode auto chose: records stay as they were)."""
+        out = asdict(self)
+        if out["auto"] is None:
+            del out["auto"]
+        return out

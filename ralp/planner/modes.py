@@ -18,8 +18,8 @@ from __future__ import annotations
 
 MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
-# The modes the planner has a step-time model for (stanza's is not written yet).
-PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+# The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
+PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 
 
 class PlannerError(ValueError):

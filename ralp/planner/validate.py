@@ -65,7 +65,8 @@ WorkloadFor = Callable[[str, int, int, int], Workload]  # model, batch, image, c
 
 def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration,
                     workload_for: WorkloadFor, host: Host | None = None) -> list[Row]:  # fmt: skip
-    host = calibration.host if host is None else host
+    """Each record predicted with its workload's calibration (its host capacity included),
+    or on ``host`` for every record (a fitted capacity replaces the measured ones)."""
     rows = []
     for source, r in records:
         key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
@@ -73,7 +74,8 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
             raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
                                f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
         entry = calibration.find(*key)
-        p = predict(workload_for(*key), entry.compute, host, r["mode"], r["devices"],
+        on = entry.host_for(calibration.host) if host is None else host
+        p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
                     parse_bandwidth(r["bandwidth"]))  # fmt: skip
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
                         r["batch_size"], r["image_size"], p.images_per_sec,

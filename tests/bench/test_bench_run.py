@@ -53,6 +53,23 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
 
 
 @pytest.mark.cluster
+@needs_netns
+def test_auto_runs_the_planners_choice_and_records_why(tmp_path):
+    out = tmp_path / "auto.json"
+    p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
+               "auto", "--devices", "2", "--batch-size", "16", "--steps", "3", "--warmup", "1",
+               "--num-classes", "10", "--out", str(out), "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(out.read_text())
+    figures = r["auto"]["predicted_images_per_sec"]
+    assert set(figures) <= {"ps", "ralp-h", "ralp-n", "horovod", "stanza"} and len(figures) >= 3
+    assert r["mode"] == r["auto"]["chosen"] == max(figures, key=figures.get)
+    assert r["error"] is None and r["images_per_sec"] > 0
+    assert "measured here" in r["auto"]["calibration"]
+    assert f"auto chose {r['mode']}: " in p.stdout and f"auto->{r['mode']}" in p.stdout
+
+
+@pytest.mark.cluster
 def test_pull_schedules_and_their_trace(tmp_path):
     out = tmp_path / "pulls.json"
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "2",
@@ -89,6 +106,9 @@ def test_pull_schedules_and_their_trace(tmp_path):
         (["--backend", "local", "--modes", "stanza", "--fc-workers", "3"], "no more FC ranks"),
         (["--backend", "local", "--modes", "ps", "--fc-workers", "2"], "for mode stanza"),
         (["--backend", "local", "--modes", "ps", "--pull-schedule", "fast"], "unknown pull"),
+        (["--backend", "local", "--modes", "auto", "ps"], "the planner's choice on its own"),
+        (["--backend", "local", "--modes", "auto"], "use the netns backend"),
+        (["--backend", "local", "--modes", "ps", "--compute-profile", "c.json"], "--modes auto"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):
