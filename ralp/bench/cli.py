@@ -56,8 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
                    "--devices)")  # fmt: skip
     p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
-    p.add_argument("--fc-workers", type=positive_int, metavar="F", help="mode stanza: FC "
-                   "ranks out of each job's N devices (default 1; at most N/2)")  # fmt: skip
+    p.add_argument("--fc-workers", type=_fc_workers, metavar="F|auto", help="mode stanza: FC "
+                   "ranks out of each job's N devices (default 1, as in every run of the "
+                   "Stanza paper; at most N/2); auto: Stanza's node assignment, the n_c / n_f "
+                   "split the planner predicts fastest (netns, from --compute-profile or a "
+                   "calibration measured first)")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")  # fmt: skip
     p.add_argument("--num-classes", type=positive_int,
@@ -111,6 +114,10 @@ def _parser() -> argparse.ArgumentParser:
                    "saved results, one or more files together (and write --out/--plot/--csv "
                    "from them)")  # fmt: skip
     return p
+
+
+def _fc_workers(text: str) -> int | str:
+    return AUTO if text == AUTO else positive_int(text)
 
 
 def request_from(args: argparse.Namespace) -> BenchRequest:
@@ -177,13 +184,16 @@ def _run(request: BenchRequest, args) -> int:
         cluster_spec=request.cluster_spec() if ps_on_cluster else None,
         hostfile=request.hostfile,
     )
-    choose = None
-    if auto:
+    choose = assign = None
+    if auto or request.fc_workers == AUTO:
         from ralp.bench.auto import chooser, offered_modes
 
-        choose = chooser(backend, launcher.bandwidth, request.compute_profile,
-                         offered_modes(horovod_missing))  # fmt: skip
-    runs = [] if request.jobs else request.runs(modes, choose)  # auto resolved here, once
+        if auto:
+            choose = chooser(backend, launcher.bandwidth, request.compute_profile,
+                             offered_modes(horovod_missing))  # fmt: skip
+        else:  # node assignment: the planner's best split among stanza's alone
+            assign = chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+    runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     for run in runs:
         if run.auto:

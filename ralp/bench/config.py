@@ -58,7 +58,7 @@ class BenchRequest:
     devices: tuple[int, ...] | None = None
     workers: int | None = None
     ps: int | None = None
-    fc_workers: int | None = None  # mode stanza: FC ranks per job (default 1)
+    fc_workers: int | str | None = None  # mode stanza: FC ranks per job (default 1), or auto
     batch_size: int | None = None
     num_classes: int | None = None
     data: str = "synthetic"
@@ -100,8 +100,9 @@ class BenchRequest:
         if self.modes is not None and AUTO in self.modes:
             self._check_auto()
             return [AUTO]
-        if self.compute_profile:
-            raise BenchError("--compute-profile is for --modes auto (the planner's choice)")
+        if self.compute_profile and self.fc_workers != AUTO:
+            raise BenchError("--compute-profile is for --modes auto and --fc-workers auto (the "
+                             "planner's choice)")  # fmt: skip
         if self.modes is not None:
             unknown = [m for m in self.modes if m not in MODES]
             if unknown:
@@ -145,9 +146,11 @@ class BenchRequest:
             device_type=self.device_type,
         )
 
-    def runs(self, modes: list[str], choose: ChooseMode | None = None) -> list[RunSpec]:
+    def runs(self, modes: list[str], choose: ChooseMode | None = None,
+             assign: ChooseMode | None = None) -> list[RunSpec]:  # fmt: skip
         """The run matrix: every model x device count x mode x sync paradigm, in that order.
-        Mode auto is resolved here, once per (model, N), by ``choose``."""
+        Mode auto is resolved here, once per (model, N), by ``choose``; ``--fc-workers auto``
+        by ``assign`` (the planner's choice among stanza's splits)."""
         if self.sync and not set(modes) - set(HOROVOD_MODES):
             raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
                              "Stanza are synchronous by construction")  # fmt: skip
@@ -165,15 +168,21 @@ class BenchRequest:
                     pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
                     for sync in syncs:
                         for pull in pulls:
-                            runs.append(self._run(model, mode, n, sync, pull))
+                            runs.append(self._run(model, mode, n, sync, pull, assign))
         return runs
 
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
-             pull_schedule: str = "default") -> RunSpec:  # fmt: skip
+             pull_schedule: str = "default", assign: ChooseMode | None = None) -> RunSpec:  # fmt: skip
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
                     "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
+        if mode == "stanza" and self.fc_workers == AUTO:
+            if assign is None:
+                raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
+            _, why = assign(model, devices, self.workload(model))
+            return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
+                                       **workload)  # fmt: skip
         if mode == "stanza" and not (self.workers or self.ps):
             return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:

@@ -130,3 +130,25 @@ def test_a_calibration_without_the_workload_names_the_command_to_make_it():
 def test_auto_without_a_chooser_is_refused():
     with pytest.raises(BenchError, match="needs the planner"):
         _request().runs(["auto"])
+
+
+def test_fc_workers_auto_is_stanzas_node_assignment():
+    """--fc-workers auto: the n_c / n_f split the planner predicts fastest, searched over every
+    n_f of 1..N/2 (checked against the step-time function called for each split)."""
+    cal = Calibration.load(CALIBRATION)
+    entry = cal.find("vgg11", 8, 75, 1000)
+    host = entry.host_for(cal.host)
+    work = Workload(profile(build_model("vgg11", 1000, 75), 8))
+    request = _request(models=("vgg11",), modes=("stanza",), devices=(8,), fc_workers="auto",
+                       compute_profile=str(CALIBRATION))  # fmt: skip
+    for bandwidth, bits in (("1gbit", 10**9), ("10gbit", 10**10)):
+        assign = chooser("netns", bandwidth, request.compute_profile, ("stanza",))
+        (run,) = request.runs(request.mode_names(), assign=assign)
+        rates = {f: (8 - f) * 8 / pm.stanza_step_time(
+            entry.compute, work.links_on("stanza", 8 - f, f), 8 - f, bits / 8, host)
+            for f in range(1, 5)}  # fmt: skip
+        best = max(rates, key=rates.get)
+        assert (run.mode, run.workers, run.ps) == ("stanza", 8 - best, best), rates
+        assert run.auto["fc_workers"] == best
+    with pytest.raises(BenchError, match="for mode stanza"):
+        BenchRequest(models=("vgg11",), modes=("ps",), fc_workers="auto").runs(["ps"])
