@@ -180,7 +180,7 @@ class BenchRequest:
         if mode == "stanza" and self.fc_workers == AUTO:
             if assign is None:
                 raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
-            _, why = assign(model, devices, self.workload(model))
+            _, why = assign(model, devices, workload)
             return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
                                        **workload)  # fmt: skip
         if mode == "stanza" and not (self.workers or self.ps):

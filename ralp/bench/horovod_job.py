@@ -8,7 +8,8 @@ step), then runs the measured steps. In mode ``stanza`` the first ``workers`` ra
 CONV ranks (they read data) and the last ``ps`` ranks the FC ranks (their links are the
 record's ``ps:`` links). Rank 0 reads the link counters right before and after
 the measured steps (behind an allreduce barrier, so every rank's traffic is inside the
-window), then once more after an idle second (Horovod's control-plane rate), and sends progress and the run's figures as messages (:mod:`ralp.horovod.messages`).
+window), then once more after an idle second (Horovod's control-plane rate), and sends
+progress and the run's figures as messages (:mod:`ralp.horovod.messages`).
 
 The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_job`).
 """

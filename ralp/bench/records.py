@@ -142,11 +142,15 @@ SYNC_RESULT_KEYS: tuple[str, ...] = (
 def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
                      error: str | None = None) -> dict:  # fmt: skip
     """One paradigm's result of the sync experiment, in :data:`SYNC_RESULT_KEYS` order."""
-    given = {"sync": sync, **where, **(figures or {})}
-    unknown = [k for k in given if k not in SYNC_RESULT_KEYS]
+    return _laid_out({"sync": sync, **where, **(figures or {})}, SYNC_RESULT_KEYS, "sync", error)
+
+
+def _laid_out(given: Mapping, keys: tuple[str, ...], schema: str, error: str | None) -> dict:
+    """``given`` in ``keys`` order, what is missing None; a key not in ``keys`` is an error."""
+    unknown = [k for k in given if k not in keys]
     if unknown:
-        raise RecordError(f"not in the sync result schema: {unknown} (ralp/bench/records.py)")
-    return {**{k: given.get(k) for k in SYNC_RESULT_KEYS}, "error": error}
+        raise RecordError(f"not in the {schema} result schema: {unknown} (ralp/bench/records.py)")
+    return {**{k: given.get(k) for k in keys}, "error": error}
 
 
 # One run of the Stanza accuracy experiment (python -m ralp.bench.stanza_experiment).
@@ -160,8 +164,5 @@ STANZA_RESULT_KEYS: tuple[str, ...] = (
 def make_stanza_result(mode: str, where: Mapping, figures: Mapping | None = None,
                        error: str | None = None) -> dict:  # fmt: skip
     """One run of the Stanza experiment, in :data:`STANZA_RESULT_KEYS` order."""
-    given = {"mode": mode, **where, **(figures or {})}
-    unknown = [k for k in given if k not in STANZA_RESULT_KEYS]
-    if unknown:
-        raise RecordError(f"not in the stanza result schema: {unknown} (ralp/bench/records.py)")
-    return {**{k: given.get(k) for k in STANZA_RESULT_KEYS}, "error": error}
+    return _laid_out({"mode": mode, **where, **(figures or {})}, STANZA_RESULT_KEYS, "stanza",
+                     error)  # fmt: skip

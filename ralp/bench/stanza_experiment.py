@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
-from ralp.bench.sync_experiment import IMAGE, digits_split, sync_curve, time_to
+from ralp.bench.sync_experiment import IMAGE, digits_split, sync_curve, time_to, write_results
 from ralp.defaults import DEFAULT_BATCH_SIZE
 
 PROG = "python -m ralp.bench.stanza_experiment"
@@ -99,7 +99,7 @@ def _rank_main(argv: Sequence[str]) -> int:
 
     spec = json.loads(argv[0])
     read_links = None
-    if spec.pop("links", None) is not None:
+    if len(argv) > 1:  # netns: the link counters' fields
         from ralp.cluster.counters import TaskLinks
 
         fields = json.loads(argv[1])
@@ -123,7 +123,7 @@ def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_
         fields = {"switch_namespace": links.switch_namespace,
                   "hosts": [list(h) for h in links.hosts]}  # fmt: skip
         return [sys.executable, "-m", "ralp.bench.stanza_experiment", "--rank",
-                json.dumps({**spec, "links": True}), json.dumps(fields)]  # fmt: skip
+                json.dumps(spec), json.dumps(fields)]  # fmt: skip
 
     return launch(rank_command, workers, "netns", bandwidth=bandwidth, fc_ranks=1, timeout=3600)
 
@@ -274,10 +274,7 @@ def _run(args) -> list[dict]:
             continue
         results.append(make_stanza_result(
             mode, where, _figures(figures, args.batch_size, args.target)))  # fmt: skip
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
-        print(f"wrote {args.out}")
+    write_results(args, results)
     return results
 
 

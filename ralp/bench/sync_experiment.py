@@ -313,11 +313,16 @@ def _run(args) -> list[dict]:
             results.append(make_sync_result(sync, where, error=short_error(e)))
             continue
         results.append(make_sync_result(figures.pop("sync"), where, figures))
+    write_results(args, results)
+    return results
+
+
+def write_results(args, results: list[dict]) -> None:
+    """Save an experiment's results with its arguments to ``--out``, if given."""
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
         print(f"wrote {args.out}")
-    return results
 
 
 def main() -> None:
