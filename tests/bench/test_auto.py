@@ -136,19 +136,25 @@ def test_fc_workers_auto_is_stanzas_node_assignment():
     """--fc-workers auto: the n_c / n_f split the planner predicts fastest, searched over every
     n_f of 1..N/2 (checked against the step-time function called for each split)."""
     cal = Calibration.load(CALIBRATION)
-    entry = cal.find("vgg11", 8, 75, 1000)
-    host = entry.host_for(cal.host)
-    work = Workload(profile(build_model("vgg11", 1000, 75), 8))
-    request = _request(models=("vgg11",), modes=("stanza",), devices=(8,), fc_workers="auto",
-                       compute_profile=str(CALIBRATION))  # fmt: skip
-    for bandwidth, bits in (("1gbit", 10**9), ("10gbit", 10**10)):
+    bests = []
+    # resnet50 at N = 4, 10 Gbit/s: two FC ranks predicted faster than one (the others: one)
+    for model, devices, bandwidth, bits in (("vgg11", 8, "1gbit", 10**9),
+                                            ("vgg11", 8, "10gbit", 10**10),
+                                            ("resnet50", 4, "10gbit", 10**10)):  # fmt: skip
+        entry = cal.find(model, 8, 75, 1000)
+        host = entry.host_for(cal.host)
+        work = Workload(profile(build_model(model, 1000, 75), 8))
+        request = _request(models=(model,), modes=("stanza",), devices=(devices,),
+                           fc_workers="auto", compute_profile=str(CALIBRATION))  # fmt: skip
         assign = chooser("netns", bandwidth, request.compute_profile, ("stanza",))
         (run,) = request.runs(request.mode_names(), assign=assign)
-        rates = {f: (8 - f) * 8 / pm.stanza_step_time(
-            entry.compute, work.links_on("stanza", 8 - f, f), 8 - f, bits / 8, host)
-            for f in range(1, 5)}  # fmt: skip
+        rates = {f: (devices - f) * 8 / pm.stanza_step_time(
+            entry.compute, work.links_on("stanza", devices - f, f), devices - f, bits / 8, host)
+            for f in range(1, devices // 2 + 1)}  # fmt: skip
         best = max(rates, key=rates.get)
-        assert (run.mode, run.workers, run.ps) == ("stanza", 8 - best, best), rates
+        assert (run.mode, run.workers, run.ps) == ("stanza", devices - best, best), rates
         assert run.auto["fc_workers"] == best
+        bests.append(best)
+    assert bests == [1, 1, 2]  # a search that always kept one FC rank would fail here
     with pytest.raises(BenchError, match="for mode stanza"):
         BenchRequest(models=("vgg11",), modes=("ps",), fc_workers="auto").runs(["ps"])
