@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The planner's validation against every recorded solo netns run (issue 14).
 # 1. Calibrate (this host, shared: the simulated cluster's tasks share its cores), under the
-#    CPU lock: python -m ralp.plan --calibrate --shared-host --model M --batch-size B
-#    --image-size S --output benchmarks/results/plan_calibration.json, for every workload below.
+#    CPU lock: flock /work/cpu.lock benchmarks/plan_calibrate.sh (every workload below).
 # 2. Predict every record, as calibrated and with the host capacity fitted on half.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,7 +5,8 @@
 # Usage: benchmarks/run_bench_recorded.sh [target|22k|consolidation|sweep-1gbit|sweep-10gbit|
 #                                          horovod-1gbit|horovod-10gbit|sync|sync-3w|
 #                                          pulls-250mbit|pulls-1gbit|pulls-10gbit|
-#                                          pull-timeline|dssp-table1]...
+#                                          pull-timeline|dssp-table1|stanza-1gbit|
+#                                          stanza-10gbit|stanza-digits]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-digits)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -71,6 +72,22 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:6 ssp:15 dssp:3:15 \
       dssp-paper:3:15 --workers 2 --slow-worker 1:+0.3 --steps 400 --target 0.9 0.95 \
       --seeds 0 1 2 --out $R/dssp_table1.json --plot $R/dssp_table1.png ;;
+  stanza-1gbit|stanza-10gbit)  # issue 13: layer separation beside ps, ralp-n and horovod
+    # (one F=1 FC rank), five models at 75 px, N = 4 and 8; one bench call per model, so that
+    # other work can take the machine between them
+    bw=${part#stanza-}
+    parts_dir=$(mktemp -d)
+    for model in vgg11 alexnet overfeat resnet50 inception3; do
+      $PY -m ralp.bench --backend netns --bandwidth $bw --models $model --image-size 75 \
+        --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 8 --steps 3 --quiet \
+        --out "$parts_dir/$model.json" || true
+    done
+    $PY -m ralp.bench --show "$parts_dir"/{vgg11,alexnet,overfeat,resnet50,inception3}.json \
+      --out $R/bench_stanza_$bw.json --plot $R/bench_stanza_$bw.png
+    rm -rf "$parts_dir" ;;
+  stanza-digits)  # issue 13: Stanza's accuracy experiment in structure, lenet on the digits
+    $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 1gbit --samples 19200 \
+      --target 0.85 0.9 --out $R/stanza_digits.json --plot $R/stanza_digits.png ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

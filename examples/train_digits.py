@@ -1,8 +1,10 @@
 """Train a small CNN on scikit-learn's digits with RALP on a local 2-worker, 1-PS cluster.
 
-.venv/bin/python examples/train_digits.py [--mode auto|ralp|ps] [--epochs 5]
+.venv/bin/python examples/train_digits.py [--mode skewness|auto|ralp|ps] [--epochs 5]
     [--checkpoint-dir DIR [--checkpoint-every STEPS]] [--tf-config]
 
+--mode auto: the planner predicts plain PS and RALP on this cluster from a calibration taken
+first (in this process: a few steps, a transfer, the host's contention) and trains the faster.
 With --tf-config it runs as the chief of the cluster TF_CONFIG names (the one Kubeflow's
 TFJob generates: examples/k8s/tfjob.yaml) instead of starting a local one. With
 --checkpoint-dir it saves there, survives a lost PS once it is restarted, and a new run
@@ -34,6 +36,7 @@ def train(
     spec,
     mode: str,
     epochs: int,
+    calibration=None,
     checkpoint_dir: str | None = None,
     checkpoint_every: int | None = None,
 ) -> dict:
@@ -47,8 +50,12 @@ def train(
     x_train, x_test, y_train, y_test = train_test_split(
         x, digits.target, test_size=0.25, random_state=0
     )
+    # mode auto predicts from the links' rate: loopback here, unshaped; say 10 Gbit/s
+    auto = {"bandwidth": "10gbit", "calibration": calibration} if mode == "auto" else {}
     trainer = ralp.wrap(build_cnn(), spec, mode=mode, batch_size=32,
-                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9))  # fmt: skip
+                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), **auto)  # fmt: skip
+    if trainer.auto:
+        print(trainer.auto.why)
     print(trainer.plan)
     history = trainer.fit(
         x_train,
@@ -69,7 +76,7 @@ def train(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", default="auto", choices=("auto", "ralp", "ps"))
+    parser.add_argument("--mode", default="skewness", choices=("skewness", "auto", "ralp", "ps"))
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--checkpoint-dir", help="save checkpoints there and resume from them")
     parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
@@ -77,7 +84,10 @@ def main() -> None:
         "--tf-config", action="store_true", help="run as the chief of the cluster in TF_CONFIG"
     )
     args = parser.parse_args()
-    job = (args.mode, args.epochs, args.checkpoint_dir, args.checkpoint_every)
+    calibration = None
+    if args.mode == "auto":  # measured here, first; a local cluster shares this host
+        calibration = ralp.calibrate(build_cnn(), batch_size=32, shared_host=not args.tf_config)
+    job = (args.mode, args.epochs, calibration, args.checkpoint_dir, args.checkpoint_every)
     if args.tf_config:
         spec, task, _ = ralp.ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))
         if task != "chief":

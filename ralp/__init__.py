@@ -12,6 +12,8 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
 - ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
+- ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
+  allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
 - ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.plan``):
   measure a model's compute here, predict every mode's throughput, choose.
 """
@@ -35,7 +37,7 @@ _API: dict[str, tuple[str, str]] = {
     "get_model_spec": ("ralp.models", "get_model_spec"),
     "Plan": ("ralp.placement.plan", "Plan"),
     "PlanError": ("ralp.placement.plan", "PlanError"),
-    "wrap": ("ralp.ps_strategy.trainer", "wrap"),
+    "wrap": ("ralp.planner.auto", "wrap"),
     "Trainer": ("ralp.ps_strategy.trainer", "Trainer"),
     "PlacementWarning": ("ralp.ps_strategy.trainer", "PlacementWarning"),
     "History": ("ralp.ps_strategy.callbacks", "History"),
@@ -48,6 +50,8 @@ _API: dict[str, tuple[str, str]] = {
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
+    "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
+    "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
     "calibrate": ("ralp.planner.api", "calibrate"),
     "recommend": ("ralp.planner.api", "recommend"),
     "Calibration": ("ralp.planner.calibration", "Calibration"),

@@ -14,3 +14,5 @@ DEFAULT_RESTART_TIMEOUT_S = 300.0
 # What TensorFlow's failure handling needs on every task of a PS cluster (its docs): a lost
 # task's RPCs fail at once instead of waiting for it. 2.21's own default, set explicitly.
 GRPC_FAIL_FAST = "use_caller"
+# The planner's memory bound per device (Stanza's n_c / n_f search): a 16 GiB accelerator.
+DEFAULT_DEVICE_MEMORY_BYTES = 16 * 2**30

@@ -189,7 +189,7 @@ def nothing_to_offload(spec) -> dict:
     model = keras.Model(inp, x, name="all_conv")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trainer = ralp.wrap(model, spec, mode="auto", batch_size=BATCH)
+        trainer = ralp.wrap(model, spec, mode="skewness", batch_size=BATCH)
     xs, ys = fixed_data()
     history = trainer.fit(xs, ys, batch_size=BATCH, steps_per_epoch=3, verbose=0)
     return {"mode": trainer.mode, "plan_empty": trainer.plan.is_empty, "note": trainer.plan.note,
@@ -508,3 +508,21 @@ def application_local_losses(name: str, steps: int) -> list[float]:
     loss_fn = keras.losses.SparseCategoricalCrossentropy()  # the models end in a softmax
     return keras_loop_losses(application(name), keras.optimizers.SGD(0.02, momentum=0.9),
                              loss_fn, application_data(), steps)  # fmt: skip
+
+
+def wrap_auto(spec, calibration: str | None) -> dict:
+    """ralp.wrap's mode auto from ``calibration`` (a JSON path), then a few steps."""
+    import ralp
+
+    model = small_cnn()
+    weights = model.get_weights()
+    trainer = ralp.wrap(model, spec, mode="auto", bandwidth="1gbit", batch_size=BATCH,
+                        calibration=calibration)  # fmt: skip
+    # The placed model starts from the weights read after calibrating: those of the user.
+    placed = trainer.model.get_weights()
+    untouched = all((a == b).all() for a, b in zip(weights, placed, strict=True))
+    xs, ys = fixed_data()
+    history = trainer.fit(xs, ys, batch_size=BATCH, steps_per_epoch=2, verbose=0)
+    return {"mode": trainer.mode, "auto": trainer.auto.to_dict(),
+            "plan_empty": trainer.plan.is_empty, "losses": history.step_losses,
+            "weights_untouched_by_calibration": untouched}  # fmt: skip

@@ -12,10 +12,19 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
-from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
-from ralp.bench.runspec import BACKENDS, DATA, DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError
+from ralp.bench.config import AUTO, DEFAULT_COMPARISON, SCENARIOS, BenchRequest
+from ralp.bench.runspec import (
+    BACKENDS,
+    DATA,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    HOROVOD_MODES,
+    MODES,
+    BenchError,
+)
 from ralp.cluster.spec import ClusterError
 from ralp.defaults import DEFAULT_BANDWIDTH
 
@@ -37,12 +46,21 @@ def _parser() -> argparse.ArgumentParser:
                    f"{' '.join(_D.models)})")  # fmt: skip
     p.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
-                   f"{' '.join(_D.modes)})")  # fmt: skip
+                   f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
+                   "and N (netns backend)")  # fmt: skip
+    p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
+                   "calibration (python -m ralp.plan --calibrate --shared-host); default: "
+                   "measured here first")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
                    "--devices)")  # fmt: skip
     p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
+    p.add_argument("--fc-workers", type=_fc_workers, metavar="F|auto", help="mode stanza: FC "
+                   "ranks out of each job's N devices (default 1, as in every run of the "
+                   "Stanza paper; at most N/2); auto: Stanza's node assignment, the n_c / n_f "
+                   "split the planner predicts fastest (netns, from --compute-profile or a "
+                   "calibration measured first)")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")  # fmt: skip
     p.add_argument("--num-classes", type=positive_int,
@@ -92,9 +110,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
     p.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--show", metavar="JSON", help="run nothing: print the table of saved "
-                   "results (and write --plot/--csv from them)")  # fmt: skip
+    p.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
+                   "saved results, one or more files together (and write --out/--plot/--csv "
+                   "from them)")  # fmt: skip
     return p
+
+
+def _fc_workers(text: str) -> int | str:
+    return AUTO if text == AUTO else positive_int(text)
 
 
 def request_from(args: argparse.Namespace) -> BenchRequest:
@@ -106,7 +129,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
     return BenchRequest(
         models=listed(args.models), modes=listed(args.modes),
         devices=tuple(args.devices) if args.devices else None, workers=args.workers,
-        ps=args.ps, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
+        ps=args.ps, fc_workers=args.fc_workers, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
         image_size=args.image_size, steps=args.steps, warmup=args.warmup,
         device_type=args.device_type, backend=args.backend, bandwidth=args.bandwidth,
         latency=args.latency, sync=listed(args.sync), slow_worker=args.slow_worker,
@@ -114,6 +137,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         hostfile=args.hostfile, cluster_file=args.cluster,
         compute_reference=args.compute_reference, jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,
+        compute_profile=args.compute_profile,
     )  # fmt: skip
 
 
@@ -145,11 +169,13 @@ def _run(request: BenchRequest, args) -> int:
     if why_not_netns:
         print(f"{PROG}: netns backend unavailable ({why_not_netns}); running on local loopback "
               "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
-    horovod_missing = horovod_unavailable_reason() if request.modes is None else None
+    modes = request.mode_names()  # checks the modes asked for before anything starts
+    auto = modes == [AUTO]
+    horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
     if horovod_missing:
-        print(f"{PROG}: leaving out mode horovod: {horovod_missing}", file=sys.stderr)
+        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}", file=sys.stderr)
     modes = request.mode_names(horovod_missing)
-    ps_on_cluster = backend == "tf-config" and (set(modes) - {"horovod"} or request.jobs)
+    ps_on_cluster = backend == "tf-config" and (set(modes) - set(HOROVOD_MODES) or request.jobs)
     launcher = Launcher(
         backend,
         bandwidth=request.link_bandwidth(backend),
@@ -158,7 +184,20 @@ def _run(request: BenchRequest, args) -> int:
         cluster_spec=request.cluster_spec() if ps_on_cluster else None,
         hostfile=request.hostfile,
     )
-    launcher.check(modes)
+    choose = assign = None
+    if auto or request.fc_workers == AUTO:
+        from ralp.bench.auto import chooser, offered_modes
+
+        if auto:
+            choose = chooser(backend, launcher.bandwidth, request.compute_profile,
+                             offered_modes(horovod_missing))  # fmt: skip
+        else:  # node assignment: the planner's best split among stanza's alone
+            assign = chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+    runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
+    launcher.check(sorted({run.mode for run in runs}) if auto else modes)
+    for run in runs:
+        if run.auto:
+            print(f"{run.model} N={run.devices}: {run.auto['why']}")
     records: list[dict] = []
     try:
         if request.jobs:
@@ -168,7 +207,7 @@ def _run(request: BenchRequest, args) -> int:
         else:
             from ralp.bench.runner import run_all
 
-            run_all(request.runs(modes), launcher, compute_reference=request.compute_reference,
+            run_all(runs, launcher, compute_reference=request.compute_reference,
                     progress=not args.quiet, on_record=records.append)  # fmt: skip
     finally:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
@@ -191,6 +230,9 @@ def _print_records(records: list[dict]) -> None:
         for model, verdict in verdicts.items():
             if verdict:
                 print(f"profiler on {model}: {verdict}")
+        for r in solo:
+            if r.get("auto"):
+                print(f"{r['model']} N={r['devices']}: {r['auto']['why']}")
     if jobs:
         print(report.consolidation_table(jobs))
 
@@ -198,17 +240,22 @@ def _print_records(records: list[dict]) -> None:
 def _show(args) -> int:
     from ralp.bench import report
 
-    try:
-        with open(args.show) as f:
-            records = json.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read --show {args.show!r}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--show {args.show!r} is not JSON: {e}") from None
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise UsageError(f"--show {args.show!r} is not a list of bench records")
+    records: list = []
+    for path in args.show:
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+        except OSError as e:
+            raise UsageError(f"cannot read --show {path!r}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--show {path!r} is not JSON: {e}") from None
+        if not isinstance(saved, list) or not all(isinstance(r, dict) for r in saved):
+            raise UsageError(f"--show {path!r} is not a list of bench records")
+        records += saved
+    if args.out and any(Path(args.out).resolve() == Path(p).resolve() for p in args.show):
+        raise UsageError(f"--out {args.out!r} is one of the --show files: write elsewhere")
     _print_records(records)
-    for path in report.write_outputs(records, None, args.csv, args.plot):
+    for path in report.write_outputs(records, args.out, args.csv, args.plot):
         print(f"wrote {path}")
     return 0
 

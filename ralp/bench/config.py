@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ralp.bench.runspec import DEFAULT_STEPS, DEFAULT_WARMUP, MODES, BenchError, RunSpec
+from ralp.bench.runspec import (
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    HOROVOD_MODES,
+    MODES,
+    BenchError,
+    RunSpec,
+)
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
 
@@ -25,7 +33,8 @@ class DefaultComparison:
     against resnet50 (almost no FC), scaled down so a 2-core machine runs it in minutes."""
 
     models: tuple[str, ...] = ("vgg11", "resnet50")
-    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod")  # horovod only where installed
+    # horovod and stanza only where Horovod is installed
+    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod", "stanza")
     devices: tuple[int, ...] = (4,)
     image_size: dict[str, int] = field(default_factory=lambda: {"vgg11": 64, "resnet50": 32})
     batch_size: int = 8
@@ -34,6 +43,9 @@ class DefaultComparison:
 
 
 DEFAULT_COMPARISON = DefaultComparison()
+AUTO = "auto"  # --modes auto: the planner's choice (ralp.bench.auto resolves it)
+# (model, devices, workload fields) -> (chosen mode, the record's ``auto`` field)
+ChooseMode = Callable[[str, int, dict], tuple[str, dict]]
 SCENARIOS = ("all-ps", "all-ralp", "mixed")
 
 
@@ -46,6 +58,7 @@ class BenchRequest:
     devices: tuple[int, ...] | None = None
     workers: int | None = None
     ps: int | None = None
+    fc_workers: int | str | None = None  # mode stanza: FC ranks per job (default 1), or auto
     batch_size: int | None = None
     num_classes: int | None = None
     data: str = "synthetic"
@@ -65,6 +78,7 @@ class BenchRequest:
     compute_reference: bool = False
     jobs: int | None = None
     scenarios: tuple[str, ...] | None = None
+    compute_profile: str | None = None  # mode auto: the planner's calibration JSON
 
     @property
     def is_default_comparison(self) -> bool:
@@ -83,13 +97,39 @@ class BenchRequest:
     def mode_names(self, horovod_missing: str | None = None) -> list[str]:
         """The modes asked for; by default the comparison's, without horovod where it is
         missing (``horovod_missing`` says why)."""
+        if self.modes is not None and AUTO in self.modes:
+            self._check_auto()
+            return [AUTO]
+        if self.compute_profile and self.fc_workers != AUTO:
+            raise BenchError("--compute-profile is for --modes auto and --fc-workers auto (the "
+                             "planner's choice)")  # fmt: skip
         if self.modes is not None:
             unknown = [m for m in self.modes if m not in MODES]
             if unknown:
-                raise BenchError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+                raise BenchError(f"unknown mode(s) {unknown}; choose from "
+                                 f"{', '.join((*MODES, AUTO))}")  # fmt: skip
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
-        return [m for m in modes if m != "horovod"] if horovod_missing else modes
+        return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
+
+    def _check_auto(self) -> None:
+        """Mode auto runs the planner's choice among the runtime's modes, as the planner
+        models them: each mode's own resources and ParameterServerStrategy's scheduling."""
+        if len(self.modes) > 1:
+            raise BenchError(f"--modes auto runs the planner's choice on its own; to measure "
+                             f"modes side by side, list them without auto (got "
+                             f"{' '.join(self.modes)})")  # fmt: skip
+        clashes = [name for name, given in (
+            ("--workers/--ps", self.workers or self.ps), ("--fc-workers", self.fc_workers),
+            ("--jobs", self.jobs),
+            ("--sync", self.sync), ("--slow-worker", self.slow_worker),
+            ("--pull-schedule", self.pull_schedules), ("--trace-pulls", self.trace_pulls),
+            ("--device-type gpu", self.device_type != "cpu"),
+        ) if given]  # fmt: skip
+        if clashes:
+            raise BenchError(f"--modes auto chooses a mode and its resources from the planner's "
+                             f"predictions, which model N devices per mode, PSS's own "
+                             f"scheduling on CPU; drop {', '.join(clashes)} or name the modes")  # fmt: skip
 
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""
@@ -106,33 +146,57 @@ class BenchRequest:
             device_type=self.device_type,
         )
 
-    def runs(self, modes: list[str]) -> list[RunSpec]:
-        """The run matrix: every model x device count x mode x sync paradigm, in that order."""
-        if self.sync and not set(modes) - {"horovod"}:
-            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod is "
-                             "synchronous by construction")  # fmt: skip
+    def runs(self, modes: list[str], choose: ChooseMode | None = None,
+             assign: ChooseMode | None = None) -> list[RunSpec]:  # fmt: skip
+        """The run matrix: every model x device count x mode x sync paradigm, in that order.
+        Mode auto is resolved here, once per (model, N), by ``choose``; ``--fc-workers auto``
+        by ``assign`` (the planner's choice among stanza's splits)."""
+        if self.sync and not set(modes) - set(HOROVOD_MODES):
+            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
+                             "Stanza are synchronous by construction")  # fmt: skip
+        if self.fc_workers and "stanza" not in modes:
+            raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
                 for mode in modes:
-                    ps_mode = mode != "horovod"
+                    if mode == AUTO:
+                        runs.append(self._auto_run(model, n, choose))
+                        continue
+                    ps_mode = mode not in HOROVOD_MODES
                     syncs = list(self.sync) if self.sync and ps_mode else [None]
                     pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
                     for sync in syncs:
                         for pull in pulls:
-                            runs.append(self._run(model, mode, n, sync, pull))
+                            runs.append(self._run(model, mode, n, sync, pull, assign))
         return runs
 
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
-             pull_schedule: str = "default") -> RunSpec:  # fmt: skip
+             pull_schedule: str = "default", assign: ChooseMode | None = None) -> RunSpec:  # fmt: skip
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
-                    "trace_pulls": self.trace_pulls and mode != "horovod"}  # fmt: skip
+                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
+        if mode == "stanza" and self.fc_workers == AUTO:
+            if assign is None:
+                raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
+            _, why = assign(model, devices, workload)
+            return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
+                                       **workload)  # fmt: skip
+        if mode == "stanza" and not (self.workers or self.ps):
+            return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:
             w, ps = self.workers or 1, self.ps or 1
             return RunSpec(model, mode, w + ps, w, ps, **workload)
         return RunSpec.for_devices(model, mode, devices, **workload)
+
+    def _auto_run(self, model: str, devices: int, choose: ChooseMode | None) -> RunSpec:
+        if choose is None:
+            raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
+        workload = self.workload(model)
+        mode, why = choose(model, devices, workload)
+        return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,
+                                   **workload)  # fmt: skip
 
     def backend_choice(self) -> tuple[str, str | None]:
         """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ralp.bench.runspec import BACKENDS, BenchError
+from ralp.bench.runspec import BACKENDS, HOROVOD_MODES, BenchError
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.horovod.launch import horovod_unavailable_reason
@@ -75,14 +75,15 @@ class Launcher:
     def check(self, modes=()) -> None:
         """Fail now, before any run, if the backend (or Horovod, for mode horovod) cannot work
         on this machine."""
-        if "horovod" in modes:
+        for mode in (m for m in HOROVOD_MODES if m in modes):
             reason = horovod_unavailable_reason()
             if reason:
-                raise BenchError(f"mode horovod is unavailable: {reason}")
+                raise BenchError(f"mode {mode} is unavailable: {reason}")
             if self.backend == "tf-config" and not self.hostfile:
-                raise BenchError("mode horovod on a real cluster needs its hosts: pass "
+                raise BenchError(f"mode {mode} on a real cluster needs its hosts: pass "
                                  "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")  # fmt: skip
-        if self.backend == "tf-config" and self.cluster_spec is None and set(modes) - {"horovod"}:
+        if (self.backend == "tf-config" and self.cluster_spec is None
+                and set(modes) - set(HOROVOD_MODES)):  # fmt: skip
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "
                              "TF_CONFIG (task type 'chief') or pass --cluster FILE")  # fmt: skip
         if self.backend == "netns":

@@ -69,6 +69,21 @@ def link_figures(
     }
 
 
+def control_plane_figures(
+    before: Mapping[str, LinkBytes], after: Mapping[str, LinkBytes], seconds: float
+) -> dict:
+    """Bytes per second each kind of link carried while every rank idled (both directions,
+    mean over the kind's links): Horovod's background coordination, which runs every cycle
+    whether or not a tensor is pending. Payload byte models leave it out; on a link whose
+    payload per second is small it is most of what the counters see."""
+    rates: dict[str, list[float]] = {"worker": [], "ps": []}
+    for task in after:
+        delta = (after[task].tx - before[task].tx) + (after[task].rx - before[task].rx)
+        rates[task.split(":")[0]].append(delta / seconds)
+    mean = {kind: (sum(r) / len(r) if r else None) for kind, r in rates.items()}
+    return {"control_bytes_per_s": mean["worker"], "ps_control_bytes_per_s": mean["ps"]}
+
+
 def sync_figures(history) -> dict:
     """Under a sync paradigm: the largest clock gap any step started at, and the time workers
     spent held (all workers, seconds)."""

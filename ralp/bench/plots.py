@@ -12,8 +12,9 @@ from statistics import fmean
 from ralp._text import human_bytes
 from ralp.bench.records import BASELINE_MODE, add_speedups, consolidated, succeeded
 
-MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod")
-MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horovod": "#2ca02c"}
+MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
+MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horovod": "#2ca02c",
+               "stanza": "#9467bd"}  # fmt: skip
 
 
 def _modes(records: Iterable[dict]) -> list[str]:

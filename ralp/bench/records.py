@@ -32,7 +32,8 @@ EXTRA_KEYS: tuple[str, ...] = (
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
-    "pull_hidden_share", "pull_active_s", "traced_step_s",
+    "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
+    "ps_control_bytes_per_s", "auto",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"
@@ -166,3 +167,18 @@ def _laid_out(given: Mapping, keys: tuple[str, ...], schema: str, error: str | N
     if unknown:
         raise RecordError(f"not in the {schema} result schema: {unknown} (ralp/bench/records.py)")
     return {**{k: given.get(k) for k in keys}, "error": error}
+
+
+# One run of the Stanza accuracy experiment (python -m ralp.bench.stanza_experiment).
+STANZA_RESULT_KEYS: tuple[str, ...] = (
+    "mode", "workers", "bandwidth", "seed", "batch_size", "learning_rate", "worker_batches",
+    "samples_per_s", "wall_s", "final_accuracy", "time_to", "server_link_bytes", "link_bytes",
+    "curve", "error",
+)  # fmt: skip
+
+
+def make_stanza_result(mode: str, where: Mapping, figures: Mapping | None = None,
+                       error: str | None = None) -> dict:  # fmt: skip
+    """One run of the Stanza experiment, in :data:`STANZA_RESULT_KEYS` order."""
+    return _laid_out({"mode": mode, **where, **(figures or {})}, STANZA_RESULT_KEYS, "stanza",
+                     error)  # fmt: skip

@@ -49,7 +49,8 @@ def _bound(r: dict) -> str:
 
 
 def _mode_cell(r: dict) -> str:
-    mode = f"{r['mode']} {r['sync']}" if r.get("sync") else r["mode"]
+    mode = f"auto->{r['mode']}" if r.get("auto") else r["mode"]
+    mode = f"{mode} {r['sync']}" if r.get("sync") else mode
     if r.get("pull_schedule") not in (None, "default"):
         mode += f" {r['pull_schedule']}"
     return mode if r.get("job") is None else f"{mode} j{r['job']}"

@@ -21,7 +21,7 @@ from ralp.bench.records import (
     reference_key,
     short_error,
 )
-from ralp.bench.runspec import RunSpec
+from ralp.bench.runspec import HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
 from ralp.horovod.launch import HorovodRunError, launch
@@ -41,12 +41,13 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
     """One run on a fresh cluster; a record (with ``error`` set if it failed)."""
     where = {"backend": launcher.backend, "bandwidth": launcher.bandwidth, "job": None}
     try:
-        if run.mode == "horovod":
+        if run.mode in HOROVOD_MODES:  # stanza: ``ps`` counts its FC ranks
             started = time.time()
             figures = launch(
                 lambda links: rank_command(run, links, started), run.workers, launcher.backend,
                 bandwidth=launcher.bandwidth, latency=launcher.latency,
                 hostfile=launcher.hostfile, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
+                fc_ranks=run.ps,
             )  # fmt: skip
         else:
             with launcher.cluster(run.workers, run.ps, trace=run.trace_pulls) as handle:

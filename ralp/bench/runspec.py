@@ -1,6 +1,9 @@
 """What one benchmark run is: the model, the mode and its resources, the workload.
 
-Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod).
+Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod,
+stanza).
+
+In a ``stanza`` run, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
 Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``digits``
 (scikit-learn's handwritten digits, real images with 10 classes, sharded over the workers).
@@ -8,9 +11,9 @@ Data: ``synthetic`` (one random batch per worker, as tf_cnn_benchmarks) or ``dig
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.modes import HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
 
 DATA = ("synthetic", "digits")
@@ -23,10 +26,11 @@ class BenchError(ValueError):
     """A benchmark request that cannot be run as asked; the message says what to change."""
 
 
-def resources(mode: str, devices: int) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices (the planner's rule, one copy)."""
+def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
+    """(workers, ps) for ``mode`` on ``devices`` devices (the planner's rule, one copy;
+    ``fc_workers``: stanza's FC ranks)."""
     try:
-        return mode_resources(mode, devices)
+        return mode_resources(mode, devices, fc_workers)
     except PlannerError as e:
         raise BenchError(str(e)) from None
 
@@ -59,6 +63,9 @@ class RunSpec:
     slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
     pull_schedule: str = "default"  # ps/ralp modes: how workers pull (default, layer, ibatch)
     trace_pulls: bool = False  # trace worker 0 after measuring: pull time hidden by compute
+    # --modes auto: the planner's choice that made this run's mode, and why (AutoChoice's
+    # to_dict: chosen, every candidate's predicted images/s, the calibration); None otherwise
+    auto: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,6 +77,8 @@ class RunSpec:
             if self.device_type != "cpu":
                 raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
                                  "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
+        elif self.mode == "stanza":
+            self._check_stanza()
         elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")  # fmt: skip
@@ -106,13 +115,25 @@ class RunSpec:
         object.__setattr__(self, "image_size", image)
         object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
 
+    def _check_stanza(self) -> None:
+        if self.ps < 1 or self.ps > self.workers:
+            raise BenchError(
+                f"mode 'stanza' needs at least one FC rank and no more FC ranks than CONV ranks "
+                f"(each FC rank serves a group of CONV ranks), got {self.workers} CONV and "
+                f"{self.ps} FC ranks of {self.workers + self.ps}: ask for --fc-workers between 1 "
+                f"and {(self.workers + self.ps) // 2}"
+            )
+        if self.device_type != "cpu":
+            raise BenchError("mode 'stanza' runs on the CPU: ralp's Horovod build has Gloo only "
+                             "(no NCCL); use --device-type cpu")  # fmt: skip
+
     def _check_sync(self) -> None:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
         from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
-        if self.mode == "horovod":
-            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod is BSP "
-                             "by construction)")  # fmt: skip
+        if self.mode in HOROVOD_MODES:
+            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod and Stanza "
+                             "are BSP by construction)")  # fmt: skip
         try:
             policy = SyncPolicy.parse(self.sync) if self.sync else None
             slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
@@ -128,16 +149,17 @@ class RunSpec:
     def _check_pulls(self) -> None:
         from ralp.placement.pull_schedule import SCHEDULES
 
-        if self.mode == "horovod":
+        if self.mode in HOROVOD_MODES:
             raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod "
-                             "has no parameter server to pull from)")  # fmt: skip
+                             "and Stanza have no parameter server to pull from)")  # fmt: skip
         if self.pull_schedule not in SCHEDULES:
             raise BenchError(f"unknown pull schedule {self.pull_schedule!r}; choose from "
                              f"{', '.join(SCHEDULES)}")  # fmt: skip
 
     @classmethod
-    def for_devices(cls, model: str, mode: str, devices: int, **workload) -> RunSpec:
-        workers, ps = resources(mode, devices)
+    def for_devices(cls, model: str, mode: str, devices: int, fc_workers: int = 1,
+                    **workload) -> RunSpec:  # fmt: skip
+        workers, ps = resources(mode, devices, fc_workers)
         return cls(model, mode, devices, workers, ps, **workload)
 
     @property
@@ -152,7 +174,12 @@ class RunSpec:
     def label(self) -> str:
         sync = f" {self.sync}" if self.sync else ""
         pulls = f" {self.pull_schedule}" if self.pull_schedule != "default" else ""
-        return f"{self.model} {self.mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
+        mode = f"auto->{self.mode}" if self.auto else self.mode
+        return f"{self.model} {mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The spec's fields (``auto`` only for a run mode auto chose: records stay as they were)."""
+        out = asdict(self)
+        if out["auto"] is None:
+            del out["auto"]
+        return out

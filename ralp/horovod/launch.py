@@ -74,38 +74,44 @@ def launch(
     hostfile: str | None = None,
     on_progress: Callable | None = None,
     timeout: float = 3600.0,
+    fc_ranks: int = 0,
 ) -> dict:
-    """Run a Horovod job of ``workers`` ranks on ``backend`` and return rank 0's ``record``.
+    """Run a Horovod job of ``workers`` + ``fc_ranks`` ranks on ``backend`` and return rank
+    0's ``record``.
 
     ``rank_command(links)`` is the command every rank runs; ``links`` reads the ranks' link
-    counters on the netns backend (None elsewhere). Raises :class:`HorovodRunError`.
+    counters on the netns backend (None elsewhere): ``worker:k`` for the first ``workers``
+    ranks, ``ps:g`` for the last ``fc_ranks`` (Stanza's FC ranks). Raises
+    :class:`HorovodRunError`.
     """
     reason = horovod_unavailable_reason()
     if reason:
         raise HorovodRunError(reason)
     if backend == "netns":
-        return _run_on_netns(rank_command, workers, bandwidth, latency, on_progress, timeout)
+        names = [f"worker:{k}" for k in range(workers)] + [f"ps:{g}" for g in range(fc_ranks)]
+        return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout)
+    ranks = workers + fc_ranks
     if backend == "local":
-        command = horovodrun_command(workers, rank_command(None))
+        command = horovodrun_command(ranks, rank_command(None))
     elif backend == "tf-config":
         if not hostfile:
             raise HorovodRunError("Horovod on a real cluster needs its hosts: pass "
                                   "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")  # fmt: skip
-        command = horovodrun_command(workers, rank_command(None), hostfile)
+        command = horovodrun_command(ranks, rank_command(None), hostfile)
     else:
         raise HorovodRunError(f"Horovod cannot run on backend {backend!r}")
     return run_and_collect(command, on_progress, timeout)
 
 
-def _run_on_netns(rank_command, workers, bandwidth, latency, on_progress, timeout) -> dict:
+def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, timeout) -> dict:
     from ralp.cluster.fabric import NetnsFabric
 
     prefix = f"rlp{os.getpid()}h"
     with NetnsFabric(bandwidth, latency, prefix=prefix) as fabric:
         driver = fabric.add_host("driver")
-        hosts = [fabric.add_host(f"w{k}") for k in range(workers)]
+        hosts = [fabric.add_host(f"w{k}") for k in range(len(link_names))]
         links = TaskLinks(fabric.switch_namespace,
-                          tuple((f"worker:{k}", h.name) for k, h in enumerate(hosts)))  # fmt: skip
+                          tuple((name, h.name) for name, h in zip(link_names, hosts, strict=True)))  # fmt: skip
         command = ["ip", "netns", "exec", driver.namespace, sys.executable, "-m",
                    "ralp.horovod.netns_gloo", "--iface", "eth0", "--driver-ip", driver.address,
                    "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),

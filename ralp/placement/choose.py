@@ -1,10 +1,13 @@
-"""The plan for a training mode: plain PS, RALP at the profiler's split, or the profiler's call.
+"""The plan for a training mode: plain PS, RALP at the profiler's split, or the skewness rule's call.
 
 - ``"ps"``: nothing offloaded (plain ``ParameterServerStrategy``);
 - ``"ralp"``: offload every layer after the profiler's best split (or the given plan), even
   if the skewness rule would not;
-- ``"auto"``: the profiler decides; a model with nothing worth offloading gets an empty plan
-  and a warning text saying why.
+- ``"skewness"``: the paper's rule decides (the profiler's skewness against K); a model with
+  nothing worth offloading gets an empty plan and a warning text saying why.
+
+(``"auto"``, the planner's choice from predicted throughput, is resolved above this layer, by
+:func:`ralp.planner.auto.wrap`, into ``"ps"`` or ``"ralp"``.)
 
 The profile is computed once here, for the cluster the plan is for, and handed on with the
 plan (the trainer keeps it; the bench reads its verdict and byte model from it).
@@ -19,14 +22,14 @@ from ralp.placement.plan import Plan, PlanError
 from ralp.profiler.api import Profile, profile
 from ralp.profiler.layer_table import ProfileError, check_model
 
-PLACEMENT_MODES = ("auto", "ralp", "ps")
+PLACEMENT_MODES = ("skewness", "ralp", "ps")
 
 
 @dataclass(frozen=True)
 class PlanChoice:
     plan: Plan
     profile: Profile  # of the model at this batch size, for this cluster's workers and PS
-    warning: str | None  # why "auto" fell back to plain PS, else None
+    warning: str | None  # why "skewness" fell back to plain PS, else None
 
 
 def check_placeable(model) -> None:
@@ -48,6 +51,10 @@ def choose_plan(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> PlanChoice:
     """The plan for ``mode`` on a cluster of ``workers`` workers and ``num_ps`` PS tasks."""
+    if mode == "auto":
+        raise ValueError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
+                         "mode='auto', bandwidth=...) (ralp.planner.auto.wrap), which resolves "
+                         "it to 'ps' or 'ralp'")  # fmt: skip
     if mode not in PLACEMENT_MODES:
         raise ValueError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
     p = profile(model, batch_size, threshold=threshold, workers=workers, ps=num_ps)
@@ -67,7 +74,7 @@ def choose_plan(
         chosen = Plan(model.name, num_ps, names, forced.offloaded, p.candidate_split_after,
                       "profiler", p.verdict)  # fmt: skip
         return PlanChoice(chosen, p, None)
-    auto = Plan.from_profile(p, num_ps)
-    if auto.is_empty:
-        return PlanChoice(auto, p, f"ralp: {model.name!r} trains on plain PS: {p.verdict}")
-    return PlanChoice(auto, p, None)
+    by_rule = Plan.from_profile(p, num_ps)
+    if by_rule.is_empty:
+        return PlanChoice(by_rule, p, f"ralp: {model.name!r} trains on plain PS: {p.verdict}")
+    return PlanChoice(by_rule, p, None)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
@@ -19,6 +20,7 @@ from ralp.planner.calibration import (
     measure,
     this_machine,
 )
+from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacity
 from ralp.planner.model import Host
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend
@@ -27,7 +29,7 @@ from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
 
-def _shape_facts(model) -> tuple[int, int]:
+def shape_facts(model) -> tuple[int, int]:
     """(image size, number of classes) of an image classifier: input side, output width."""
     return int(model.inputs[0].shape[1]), int(model.outputs[0].shape[-1])
 
@@ -36,7 +38,7 @@ def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
                     steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
     """Measure ``model``'s whole-model and tail step times here (one process)."""
     work = Workload(profile(model, batch_size))
-    image, classes = _shape_facts(model)
+    image, classes = shape_facts(model)
     return measure(model, batch_size, tuple(r.name for r in work.table.rows), work.offloaded,
                    model_name=model.name, image_size=image, num_classes=classes,
                    split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip
@@ -52,18 +54,37 @@ def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool 
     return Calibration(Host(shared_host, cpu_s_per_byte, message_s), [entry], this_machine())
 
 
+def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
+                  shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
+    """A calibration of the zoo's ``model`` on this host (``python -m ralp.plan --calibrate``):
+    its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
+    cluster), how many single-process steps this host runs side by side."""
+    from ralp.models import build_model
+
+    entry = calibrate_entry(build_model(model, num_classes, image_size), batch_size,
+                            steps=steps)  # fmt: skip
+    message_s, cpu_s_per_byte, _ = measure_transfer()
+    capacity = 1.0
+    if shared_host:  # several tasks on this host's cores: how many run side by side
+        capacity = measure_host_capacity(model, batch_size, image_size, num_classes,
+                                         processes=HOST_CAPACITY_PROCESSES)  # fmt: skip
+    entry = replace(entry, model=model, capacity=capacity if shared_host else None)
+    host = Host(shared_host, cpu_s_per_byte, message_s, capacity)
+    return Calibration(host, [entry], this_machine())
+
+
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
               batch_size: int = DEFAULT_BATCH_SIZE, calibration: Calibration | None = None,
               threshold: float = DEFAULT_THRESHOLD) -> Recommendation:  # fmt: skip
     """Every mode's predicted throughput for ``model`` on each of ``devices`` at each
     ``bandwidth`` ('10gbit'), the best per setting, and the skewness rule's verdict. Without
     a ``calibration`` (or one lacking this model) the model is calibrated here first."""
-    image, classes = _shape_facts(model)
+    image, classes = shape_facts(model)
     cal = calibration or calibrate(model, batch_size)
     try:
         entry = cal.find(model.name, batch_size, image, classes)
     except ValueError:
         entry = calibrate_entry(model, batch_size)
     work = Workload(profile(model, batch_size, threshold=threshold))
-    return _recommend(work, entry.compute, cal.host, list(devices),
+    return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices),
                       [parse_bandwidth(b) for b in bandwidth])  # fmt: skip

@@ -17,7 +17,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ralp.planner.model import Compute, Host
@@ -38,6 +38,16 @@ class Entry:
     full_s: float
     tail_s: float
     steps: int
+    # Shared host only: single-process steps of this workload the host runs at once
+    # (:mod:`ralp.planner.capacity`); None: the host's figure. It depends on the model: how
+    # much of one process's step spreads over the cores.
+    capacity: float | None = None
+
+    def host_for(self, host: Host) -> Host:
+        """``host`` with this workload's measured capacity, where it shares its cores."""
+        if host.shared and self.capacity is not None:
+            return replace(host, capacity=self.capacity)
+        return host
 
     @property
     def key(self) -> tuple:
@@ -129,13 +139,17 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     labels = tf.constant(rng.integers(0, num_classes, batch_size), tf.int32)
 
-    def train_step(net, optimizer):
+    def train_step(net, optimizer, boundary_gradient: bool):
+        # The tail returns the gradient of its inputs (RALP's PS sends it back); the whole
+        # model does not: no worker computes its images' gradient (for alexnet's strided
+        # 11x11 conv1 that gradient alone nearly doubled the step measured here).
         @tf.function
         def step(inputs, y):
+            boundary = (inputs if isinstance(inputs, list) else [inputs]) if boundary_gradient else []
             with tf.GradientTape() as tape:
-                tape.watch(inputs)
+                for tensor in boundary:
+                    tape.watch(tensor)
                 loss = loss_fn(y, net(inputs, training=True))
-            boundary = inputs if isinstance(inputs, list) else [inputs]
             grads = tape.gradient(loss, [*net.trainable_variables, *boundary])
             n = len(net.trainable_variables)
             optimizer.apply(grads[:n], net.trainable_variables)
@@ -149,44 +163,14 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
                 for t in net.inputs]  # fmt: skip
         return made[0] if len(made) == 1 else made
 
-    full_step = train_step(model, keras.optimizers.SGD(1e-3))
+    full_step = train_step(model, keras.optimizers.SGD(1e-3), boundary_gradient=False)
     full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
     tail_s = 0.0
     if offloaded:
         plan = Plan.offloading(layers, list(offloaded), 1)
         split = split_model(PlacedModel(model, plan, {}))
         tail = split.tail
-        tail_step = train_step(tail, keras.optimizers.SGD(1e-3))
+        tail_step = train_step(tail, keras.optimizers.SGD(1e-3), boundary_gradient=True)
         tail_s = _median_step_time(tail_step, (random_inputs(tail), labels), steps)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps)  # fmt: skip
-
-
-def _zoo_full_step_s(model: str, batch_size: int, image_size: int, num_classes: int,
-                     steps: int) -> float:  # fmt: skip
-    """The whole model's step time of a zoo model, measured in this (fresh) process."""
-    from ralp.models import build_model
-
-    net = build_model(model, num_classes, image_size)
-    return measure(net, batch_size, (), (), model_name=model, image_size=image_size,
-                   num_classes=num_classes, split_after=None, steps=steps).full_s  # fmt: skip
-
-
-def measure_host_capacity(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                          processes: int, steps: int = DEFAULT_CALIBRATION_STEPS) -> float:  # fmt: skip
-    """How many single-process training steps this host runs at once: ``processes`` fresh
-    processes time the same zoo model's step together; capacity = processes x (one process's
-    step time alone) / (its step time among them). One TensorFlow process does not fill
-    every core, so a simulated cluster's tasks run side by side, up to this many at full
-    speed; beyond it they queue (the shared CPU station of :mod:`ralp.planner.model`)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ralp.cluster.fresh_process import run_in_fresh_process
-
-    args = (model, batch_size, image_size, num_classes, steps)
-    alone = run_in_fresh_process(_zoo_full_step_s, *args, timeout=600)
-    with ThreadPoolExecutor(processes) as pool:
-        together = list(pool.map(lambda _: run_in_fresh_process(_zoo_full_step_s, *args,
-                                                                timeout=600),
-                                 range(processes)))  # fmt: skip
-    return processes * alone / statistics.median(together)

@@ -67,18 +67,9 @@ def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int
 def _calibrate(args) -> str:
     import os
 
-    from ralp.models import build_model, get_model_spec
-    from ralp.planner.calibration import (
-        DEFAULT_CALIBRATION_STEPS,
-        Calibration,
-        measure,
-        measure_host_capacity,
-        this_machine,
-    )
-    from ralp.planner.model import Host
-    from ralp.planner.transfer import measure_transfer
-    from ralp.planner.workload import Workload
-    from ralp.profiler.api import profile
+    from ralp.models import get_model_spec
+    from ralp.planner.api import calibrate_zoo
+    from ralp.planner.calibration import DEFAULT_CALIBRATION_STEPS, Calibration
 
     if not args.output:
         raise UsageError("--calibrate needs --output FILE (the calibration JSON to write)")
@@ -87,27 +78,18 @@ def _calibrate(args) -> str:
     spec = get_model_spec(args.model)
     batch = args.batch_size or spec.default_batch_size
     image = args.image_size or spec.default_image_size
-    model = build_model(args.model, args.num_classes, image)
-    work = Workload(profile(model, batch))
-    entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
-                    model_name=args.model, image_size=image, num_classes=args.num_classes,
-                    split_after=work.profile.candidate_split_after,
-                    steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
-    message_s, cpu_s_per_byte, _points = measure_transfer()
-    capacity = 1.0
-    if args.shared_host:  # several tasks on this host's cores: how many run side by side
-        capacity = measure_host_capacity(args.model, batch, image, args.num_classes,
-                                         processes=os.cpu_count() or 1)  # fmt: skip
-    host = Host(args.shared_host, cpu_s_per_byte, message_s, capacity)
+    new = calibrate_zoo(args.model, batch, image, args.num_classes, shared_host=args.shared_host,
+                        steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
+    entry, host = new.entries[0], new.host
     entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
-    cal = Calibration(host, entries, this_machine())
+    cal = Calibration(host, entries, new.machine)
     cal.add(entry)
     cal.save(args.output)
     return (
         f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
-        f"{message_s * 1e3:.2f} ms + {cpu_s_per_byte * 1e9:.2f} ns per byte; host capacity "
-        f"{capacity:.2f} concurrent steps; wrote {args.output}"
+        f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns per byte; host "
+        f"capacity {host.capacity:.2f} concurrent steps; wrote {args.output}"
     )
 
 
@@ -132,7 +114,9 @@ def _validate(args) -> str:
                 f"{len(held_out)} records:")  # fmt: skip
     else:
         rows = validate.predict_records(records, cal, _zoo_workload)
-        extra["capacity"] = cal.host.capacity
+        # each workload's measured capacity (the host's where a workload has none)
+        extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
+                             e.host_for(cal.host).capacity for e in cal.entries}  # fmt: skip
         note = ""
     if args.format == "json":
         return validate.to_json(rows, **extra)

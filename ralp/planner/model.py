@@ -41,8 +41,10 @@ class Host:
     shared: bool  # True: every task shares one host's cores (the simulated cluster)
     cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
     message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
-    # Shared host only: how many single-process steps it runs at once at full speed (one
-    # TensorFlow process does not fill every core); the shared CPU queue serves that fast.
+    # Shared host only: how many single-process steps it runs at once at full speed; the
+    # shared CPU queue serves that fast. Measured with processes that train together in one
+    # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
+    # already fills both cores; big FC layers contend for memory).
     capacity: float = 1.0
 
 
@@ -53,6 +55,8 @@ class Links:
     worker_tx: int  # bytes per worker batch a worker sends (all workers are alike)
     total: int  # bytes per step crossing any link
     messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
+    # stanza only: (head ring bytes each CONV rank sends, tail ring bytes each FC rank sends)
+    rings: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -157,15 +161,46 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     return compute.full_s + ring_s
 
 
-# One step-time function per mode, all with the same signature. A new mode (layer
-# separation, "stanza", with n_c CONV and n_f FC workers) adds its function here and its
-# (workers, ps) resources in ralp.planner.modes; a mode with a resource split to search
-# (n_c / n_f) searches it in the recommendation, bounded by memory.
+def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                     host: Host) -> float:  # fmt: skip
+    """Stanza (layer separation on Horovod), ``workers`` = n_c CONV ranks, ``len(links.ps_tx)``
+    = n_f FC ranks, each FC rank serving a group of at most g = ceil(n_c / n_f) CONV ranks.
+    One lockstep step, its phases one after the other (nothing overlaps, as the trainer runs
+    them in order):
+
+    1. every CONV rank runs the head forward and sends its boundary activations and labels
+       to its group's FC rank;
+    2. the FC rank runs the tail on its group's batches stacked (g batches: g x ``tail_s``,
+       an assumption: the tail's time is linear in the batch) and sends the activations'
+       gradients back; the CONV ranks finish the head's backward (``head_s`` in all);
+    3. the CONV ranks ring-allreduce the head's gradients while, when n_f > 1, the FC ranks
+       ring-allreduce the tail's (the slower ring counts; 2 (ranks - 1) hops each).
+
+    Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
+    (gradients), less its tail ring, at ``bandwidth``. On a shared host every rank's compute
+    and the CPU cost of every byte queue for the one CPU, as in :func:`horovod_step_time`."""
+    fc = len(links.ps_tx)
+    group = -(-workers // fc)
+    head_ring, tail_ring = links.rings
+    exchange = max(tx + rx - 2 * tail_ring
+                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / bandwidth  # fmt: skip
+    rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
+                tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
+    if host.shared:
+        cpu = workers * compute.full_s + host.cpu_s_per_byte * links.total
+        return cpu / host.capacity + exchange + rings
+    return compute.head_s + group * compute.tail_s + exchange + rings
+
+
+# One step-time function per mode, all with the same signature; a mode's (workers, ps)
+# resources are in ralp.planner.modes; stanza's n_c / n_f split is searched in the
+# recommendation (ralp.planner.recommend), bounded by memory.
 STEP_TIME = {
     "ps": ps_step_time,
     "ralp-h": ralp_step_time,
     "ralp-n": ralp_step_time,
     "horovod": horovod_step_time,
+    "stanza": stanza_step_time,
 }
 
 

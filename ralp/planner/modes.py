@@ -7,22 +7,34 @@ ps         N/2 + N/2      plain ParameterServerStrategy, common practice
 ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
 ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
 horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
+stanza     N-F + F        layer separation (Stanza) on Horovod: N-F CONV ranks
+                          allreduce the head, F FC ranks (default 1) hold the tail
 =========  =============  ======================================================
+
+In a ``stanza`` job, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 """
 
 from __future__ import annotations
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod")
+MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
+HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
+# The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
+PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 
 
 class PlannerError(ValueError):
     """A planning request that cannot be answered as asked; the message says what to change."""
 
 
-def resources(mode: str, devices: int) -> tuple[int, int]:
-    """(workers, ps) for ``mode`` on ``devices`` devices."""
+def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
+    """(workers, ps) for ``mode`` on ``devices`` devices (``fc_workers``: stanza's FC ranks)."""
     if mode not in MODES:
         raise PlannerError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode == "stanza":
+        if devices < 2:
+            raise PlannerError(f"mode 'stanza' needs at least 2 devices (a CONV rank and an FC "
+                               f"rank), got {devices}")  # fmt: skip
+        return devices - fc_workers, fc_workers
     if mode == "horovod":
         if devices < 2:
             raise PlannerError(

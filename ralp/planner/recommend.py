@@ -4,6 +4,8 @@ best mode with its resource split, and the skewness rule's verdict beside it."""
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -11,8 +13,8 @@ from ralp._cli import UsageError
 from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.planner.model import Compute, Host
-from ralp.planner.modes import MODES, PlannerError
-from ralp.planner.predict import Prediction, predict
+from ralp.planner.modes import PREDICTED_MODES, PlannerError
+from ralp.planner.predict import Prediction, predict, predict_stanza
 from ralp.planner.workload import Workload
 
 
@@ -41,15 +43,18 @@ class Recommendation:
 
 
 def recommend(workload: Workload, compute: Compute, host: Host, devices: Sequence[int],
-              bandwidths_bits: Sequence[int], modes: Sequence[str] = MODES) -> Recommendation:  # fmt: skip
+              bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:  # fmt: skip
     """Predict every mode in ``modes`` that can run on each N of ``devices`` (plain PS needs
-    an even N) at each bandwidth."""
+    an even N) at each bandwidth; stanza with its best n_c / n_f split."""
     predictions = []
     for bits in bandwidths_bits:
         for n in devices:
             for mode in modes:
                 try:
-                    predictions.append(predict(workload, compute, host, mode, n, bits))
+                    if mode == "stanza":  # its n_c / n_f split searched, bounded by memory
+                        predictions.append(predict_stanza(workload, compute, host, n, bits))
+                    else:
+                        predictions.append(predict(workload, compute, host, mode, n, bits))
                 except PlannerError:
                     continue  # this mode cannot use N devices (plain PS on an odd N)
     if not predictions:
@@ -67,12 +72,12 @@ def _bits_text(bits: int) -> str:
 def to_text(rec: Recommendation) -> str:
     lines = [f"{rec.model}, batch {rec.batch_size} per worker; skewness rule: "
              f"{rec.skewness_verdict}", ""]  # fmt: skip
-    head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in MODES)
+    head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in PREDICTED_MODES)
     lines += [head + "  best (workers + PS)", "-" * (len(head) + 22)]
     by_key = {(p.bandwidth_bits, p.devices, p.mode): p for p in rec.predictions}
     for best in rec.best():
         cells = []
-        for m in MODES:
+        for m in PREDICTED_MODES:
             p = by_key.get((best.bandwidth_bits, best.devices, m))
             cells.append(f"{p.images_per_sec:>9.1f}" if p else f"{'-':>9}")
         lines.append(f"{_bits_text(best.bandwidth_bits):>9} {best.devices:>4} "
@@ -94,7 +99,7 @@ def plot(rec: Recommendation, path: str) -> None:
     fig, axes = plt.subplots(1, len(bandwidths), figsize=(5 * len(bandwidths), 4),
                              squeeze=False, sharey=True)  # fmt: skip
     for ax, bits in zip(axes[0], bandwidths, strict=True):
-        for mode in MODES:
+        for mode in PREDICTED_MODES:
             pts = [(p.devices, p.images_per_sec) for p in rec.predictions
                    if p.bandwidth_bits == bits and p.mode == mode]  # fmt: skip
             if pts:
@@ -142,15 +147,22 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     except PlannerError:
         entry = None
     if entry is None:  # measure it here, now (a few steps in this process)
+        started = time.perf_counter()
         if model is None:
             model = build_model(name, args.num_classes, image)
         entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
                         model_name=name, image_size=image, num_classes=args.num_classes,
                         split_after=work.profile.candidate_split_after)  # fmt: skip
         cal = Calibration(Host(args.shared_host), [entry], this_machine())
+        keep = ("" if args.model is None else f"; to plan again without measuring: python -m "
+                f"ralp.plan --calibrate --model {name} --batch-size {batch} --image-size "
+                f"{image} --output cal.json, then --compute-profile cal.json")  # fmt: skip
+        print(f"measured {name} here (batch {batch}, {image} px): whole model {entry.full_s:.2f}"
+              f" s, tail {entry.tail_s:.2f} s per step, in {time.perf_counter() - started:.0f}"
+              f" s{keep}", file=sys.stderr)  # fmt: skip
     # The cluster planned for decides the contention term: a real one (the default) gives
     # every task its own machine, --shared-host the simulated one on this host's cores.
-    host = replace(cal.host, shared=args.shared_host)
+    host = entry.host_for(replace(cal.host, shared=args.shared_host))
     rec = recommend(work, entry.compute, host, args.devices, bandwidths)
     if args.plot:
         plot(rec, args.plot)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ralp.cluster.units import parse_bandwidth
 from ralp.planner.calibration import Calibration
 from ralp.planner.model import Host
-from ralp.planner.modes import PlannerError, resources
+from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
 
@@ -55,7 +55,7 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
             raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
         for r in records:
             if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")
-                    and r.get("images_per_sec")):  # fmt: skip
+                    and r.get("images_per_sec") and r.get("mode") in PREDICTED_MODES):  # fmt: skip
                 out.append((Path(path).name, r))
     return out
 
@@ -65,7 +65,8 @@ WorkloadFor = Callable[[str, int, int, int], Workload]  # model, batch, image, c
 
 def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration,
                     workload_for: WorkloadFor, host: Host | None = None) -> list[Row]:  # fmt: skip
-    host = calibration.host if host is None else host
+    """Each record predicted with its workload's calibration (its host capacity included),
+    or on ``host`` for every record (a fitted capacity replaces the measured ones)."""
     rows = []
     for source, r in records:
         key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
@@ -73,7 +74,8 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
             raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
                                f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
         entry = calibration.find(*key)
-        p = predict(workload_for(*key), entry.compute, host, r["mode"], r["devices"],
+        on = entry.host_for(calibration.host) if host is None else host
+        p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
                     parse_bandwidth(r["bandwidth"]))  # fmt: skip
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
                         r["batch_size"], r["image_size"], p.images_per_sec,

@@ -1,4 +1,4 @@
-"""Bytes moved per training step, per link and in total, for plain PS, Horovod and RALP.
+"""Bytes moved per training step, per link and in total, for plain PS, Horovod, RALP and Stanza.
 
 A *step* is one batch on every worker. Each figure counts a transfer once: ``total`` is the
 sum of bytes sent between tasks, which equals the sum of bytes received. Per link, ``tx`` is
@@ -20,6 +20,13 @@ S counts the *trainable* variables only: Horovod averages gradients, and non-tra
 (batch-norm moving statistics) stays on each replica. Under PS every variable crosses, the
 non-trainable ones too: each worker reads them and writes their moving-average updates.
 
+Stanza (layer separation, BRIEF §5) has n_c CONV ranks and n_f FC ranks; in its
+:class:`StepTraffic` the CONV ranks are the ``workers`` and the FC ranks the ``ps`` links. A
+CONV rank's link carries the ring allreduce of the kept (head) trainable variables among the
+CONV ranks, its boundary activations and labels out and their gradients in; an FC rank's link
+carries its group's activations and labels in and their gradients out, plus the ring
+allreduce of the tail's trainable variables among the FC ranks when n_f > 1.
+
 :func:`mode_traffic` is the one entry point: the profiler, the bench and the audit all get a
 mode's predicted bytes from it.
 """
@@ -38,7 +45,7 @@ WORKER = None  # the location of a layer that runs on the workers
 
 @dataclass(frozen=True)
 class StepTraffic:
-    mode: str  # ps | horovod | ralp
+    mode: str  # ps | horovod | ralp | stanza
     workers: int
     ps: int
     worker_link: LinkBytes  # each worker's link (all workers are alike)
@@ -166,7 +173,7 @@ def ralp_traffic(
 def horovod_traffic(gradient_bytes: int, workers: int) -> StepTraffic:
     """Ring allreduce of every gradient: each worker sends and receives 2 x S x (W-1)/W."""
     _check_cluster(workers, 0)
-    per_worker = 2 * gradient_bytes * (workers - 1) // workers
+    per_worker = ring_allreduce_bytes(gradient_bytes, workers)
     return StepTraffic(
         mode="horovod",
         workers=workers,
@@ -178,7 +185,62 @@ def horovod_traffic(gradient_bytes: int, workers: int) -> StepTraffic:
     )
 
 
-MODES = ("ps", "horovod", "ralp")
+def stanza_groups(conv_workers: int, fc_workers: int) -> tuple[range, ...]:
+    """The CONV ranks each FC rank serves: consecutive, sizes differ by one at most."""
+    n_c, n_f = conv_workers, fc_workers
+    return tuple(range(g * n_c // n_f, (g + 1) * n_c // n_f) for g in range(n_f))
+
+
+def ring_allreduce_bytes(nbytes: int, ranks: int) -> int:
+    """What each of ``ranks`` ranks sends (and receives) in a ring allreduce of ``nbytes``."""
+    return 2 * nbytes * (ranks - 1) // ranks
+
+
+def stanza_traffic(
+    table: LayerTable,
+    offloaded: Mapping[str, int],
+    conv_workers: int,
+    fc_workers: int,
+    label_bytes_per_sample: int = 4,
+) -> StepTraffic:
+    """Stanza: the rows in ``offloaded`` (the tail) run on each of ``fc_workers`` FC ranks,
+    the others (the head) on each of ``conv_workers`` CONV ranks."""
+    _check_cluster(conv_workers, fc_workers)
+    if not offloaded or fc_workers < 1:
+        raise ValueError("Stanza needs layers on the FC ranks and at least one FC rank")
+    rows = {r.name: r for r in table.rows}
+    tail_bytes = sum(rows[name].trainable_param_bytes for name in offloaded)
+    head_bytes = table.trainable_param_bytes_total - tail_bytes
+    # The head's outputs that the tail consumes: one flat block per sample crosses.
+    boundary = {src for r in table.rows if r.name in offloaded for src in r.inbound
+                if src not in offloaded}  # fmt: skip
+    activations = sum(rows[src].output_bytes for src in boundary)  # one CONV rank's batch
+    labels = table.batch_size * label_bytes_per_sample
+    head_ring = ring_allreduce_bytes(head_bytes, conv_workers)
+    conv_link = LinkBytes(head_ring + activations + labels, head_ring + activations)
+    tail_ring = ring_allreduce_bytes(tail_bytes, fc_workers)
+    fc_links = tuple(
+        LinkBytes(len(group) * activations + tail_ring,
+                  len(group) * (activations + labels) + tail_ring)  # fmt: skip
+        for group in stanza_groups(conv_workers, fc_workers)
+    )
+    breakdown = {
+        "gradients": head_ring * conv_workers + tail_ring * fc_workers,
+        "activations": 2 * activations * conv_workers,
+        "labels": labels * conv_workers,
+    }
+    return StepTraffic(
+        mode="stanza",
+        workers=conv_workers,
+        ps=fc_workers,
+        worker_link=conv_link,
+        ps_links=fc_links,
+        total=sum(breakdown.values()),
+        breakdown=breakdown,
+    )
+
+
+MODES = ("ps", "horovod", "ralp", "stanza")
 
 
 def mode_traffic(
@@ -191,8 +253,9 @@ def mode_traffic(
     """The byte model of one training mode, per step (one batch on every worker).
 
     ``mode``: "ps" (plain PS, ``ps`` tasks), "horovod" (ring allreduce of the trainable
-    variables' gradients, no PS) or "ralp" (``offloaded`` maps each offloaded row to its PS
-    task; an empty mapping is plain PS).
+    variables' gradients, no PS), "ralp" (``offloaded`` maps each offloaded row to its PS
+    task; an empty mapping is plain PS) or "stanza" (``workers`` CONV ranks, ``ps`` FC ranks
+    holding the ``offloaded`` rows).
     """
     if mode == "ps" or (mode == "ralp" and not offloaded):
         return ps_traffic(table, workers, ps)
@@ -200,4 +263,6 @@ def mode_traffic(
         return horovod_traffic(table.trainable_param_bytes_total, workers)
     if mode == "ralp":
         return ralp_traffic(table, offloaded, workers, ps)
+    if mode == "stanza":
+        return stanza_traffic(table, offloaded or {}, workers, ps)
     raise ValueError(f"unknown mode {mode!r}; the byte model knows {', '.join(MODES)}")

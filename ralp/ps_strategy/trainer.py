@@ -63,7 +63,7 @@ from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
 
 
 class PlacementWarning(UserWarning):
-    """RALP was asked for (mode "auto") but the model trains on plain PS; says why."""
+    """RALP was asked for (mode "skewness") but the model trains on plain PS; says why."""
 
 
 class Trainer:
@@ -102,6 +102,8 @@ class Trainer:
         self.plan = plan
         self.profile = profile
         self.mode = mode
+        # Set by ralp.wrap(mode="auto"): the planner's choice and why (ralp.planner.auto).
+        self.auto = None
         self.device_type = device_type.upper()
         self.step_timeout = step_timeout
         self.connection: Connection | None = None
@@ -360,7 +362,7 @@ def wrap(
     model: keras.Model,
     cluster: ClusterSpec,
     *,
-    mode: str = "auto",
+    mode: str = "skewness",
     plan: Plan | None = None,
     optimizer=None,
     loss=None,
@@ -378,8 +380,10 @@ def wrap(
     """Place ``model`` on ``cluster`` and return a :class:`Trainer` with ``fit``.
 
     ``mode``: "ps" (plain ParameterServerStrategy), "ralp" (offload the layers after the
-    profiler's split, or ``plan``), or "auto" (the profiler decides; a model with nothing
-    worth offloading trains on plain PS with a :class:`PlacementWarning` saying why).
+    profiler's split, or ``plan``), or "skewness" (the paper's rule decides; a model with
+    nothing worth offloading trains on plain PS with a :class:`PlacementWarning` saying why).
+    "auto" (the planner's predicted-throughput choice) is resolved by the public
+    ``ralp.wrap`` (:func:`ralp.planner.auto.wrap`) before it calls this.
 
     ``optimizer``, ``loss`` and ``metrics`` default to the model's own when it was compiled
     (``model.compile(...)``), else to SGD with momentum, sparse categorical cross-entropy on

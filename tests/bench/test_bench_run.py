@@ -53,6 +53,23 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
 
 
 @pytest.mark.cluster
+@needs_netns
+def test_auto_runs_the_planners_choice_and_records_why(tmp_path):
+    out = tmp_path / "auto.json"
+    p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
+               "auto", "--devices", "2", "--batch-size", "16", "--steps", "3", "--warmup", "1",
+               "--num-classes", "10", "--out", str(out), "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(out.read_text())
+    figures = r["auto"]["predicted_images_per_sec"]
+    assert set(figures) <= {"ps", "ralp-h", "ralp-n", "horovod", "stanza"} and len(figures) >= 3
+    assert r["mode"] == r["auto"]["chosen"] == max(figures, key=figures.get)
+    assert r["error"] is None and r["images_per_sec"] > 0
+    assert "measured here" in r["auto"]["calibration"]
+    assert f"auto chose {r['mode']}: " in p.stdout and f"auto->{r['mode']}" in p.stdout
+
+
+@pytest.mark.cluster
 def test_pull_schedules_and_their_trace(tmp_path):
     out = tmp_path / "pulls.json"
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "2",
@@ -86,7 +103,12 @@ def test_pull_schedules_and_their_trace(tmp_path):
         (["--backend", "local", "--modes", "horovod", "--sync", "bsp"], "for the PS modes"),
         (["--backend", "local", "--sync", "ssp"], "ssp needs its bound"),
         (["--backend", "local", "--modes", "ps", "--slow-worker", "7:2"], "worker 7 does not"),
+        (["--backend", "local", "--modes", "stanza", "--fc-workers", "3"], "no more FC ranks"),
+        (["--backend", "local", "--modes", "ps", "--fc-workers", "2"], "for mode stanza"),
         (["--backend", "local", "--modes", "ps", "--pull-schedule", "fast"], "unknown pull"),
+        (["--backend", "local", "--modes", "auto", "ps"], "the planner's choice on its own"),
+        (["--backend", "local", "--modes", "auto"], "use the netns backend"),
+        (["--backend", "local", "--modes", "ps", "--compute-profile", "c.json"], "--modes auto"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):
@@ -269,6 +291,17 @@ def test_show_reprints_saved_results_without_running(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "vgg11" in p.stdout and "1.003" in p.stdout
     assert (tmp_path / "r.png").exists()
+    # several saved files together, written out as one
+    other = tmp_path / "r2.json"
+    other.write_text(json.dumps([{**record, "model": "alexnet"}]))
+    both = tmp_path / "both.json"
+    p = _bench("--show", str(saved), str(other), "--out", str(both), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [r["model"] for r in json.loads(both.read_text())] == ["vgg11", "alexnet"]
+    assert "alexnet" in p.stdout and both.with_suffix(".csv").exists()
+    p = _bench("--show", str(saved), "--out", str(saved), timeout=60)
+    assert p.returncode == 2 and "is one of the --show files" in p.stderr
+    assert json.loads(saved.read_text()) == [record]  # nothing lost
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     p = _bench("--show", str(bad), timeout=60)
@@ -292,11 +325,11 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
     assert "ps bsp" in p.stdout and "ps ssp:1" in p.stdout
 
 
-def test_default_modes_leave_out_horovod_where_it_is_missing():
+def test_default_modes_leave_out_the_horovod_modes_where_it_is_missing():
     from ralp.bench.config import BenchRequest
 
     assert BenchRequest().mode_names(horovod_missing="not installed") == ["ps", "ralp-n"]
-    assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod"]
+    assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod", "stanza"]
     # asked for by name, a mode stays: the launcher then says why it cannot run
     named = BenchRequest(modes=("ps", "horovod"))
     assert named.mode_names(horovod_missing="not installed") == ["ps", "horovod"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ralp.bench.job import Barrier
-from ralp.bench.measure import link_figures, timing
+from ralp.bench.measure import control_plane_figures, link_figures, timing
 from ralp.bench.records import add_compute_reference, derived_figures
 from ralp.profiler.links import LinkBytes
 
@@ -69,3 +69,16 @@ def test_barrier(tmp_path):
         b.wait("go", timeout=0.1)
     (tmp_path / "go").touch()
     b.wait("go", timeout=1)
+
+
+def test_control_plane_rate_is_each_link_kinds_mean_over_the_window():
+    before = {"worker:0": LinkBytes(100, 200), "worker:1": LinkBytes(0, 0),
+              "ps:0": LinkBytes(5, 5)}  # fmt: skip
+    after = {"worker:0": LinkBytes(1100, 1200), "worker:1": LinkBytes(3000, 1000),
+             "ps:0": LinkBytes(805, 1205)}  # fmt: skip
+    rates = control_plane_figures(before, after, 2.0)
+    # both directions of each link, per second, averaged over the links of a kind
+    assert rates["control_bytes_per_s"] == pytest.approx(np.mean([2000 / 2, 4000 / 2]))
+    assert rates["ps_control_bytes_per_s"] == pytest.approx(2000 / 2)
+    no_ps = control_plane_figures({"worker:0": LinkBytes(0, 0)}, {"worker:0": LinkBytes(4, 4)}, 1)
+    assert no_ps == {"control_bytes_per_s": 8.0, "ps_control_bytes_per_s": None}

@@ -66,6 +66,21 @@ def test_data_choices_and_the_digits_classes():
         RunSpec.for_devices("lenet", "ps", 2, data="imagenet")
 
 
+def test_stanza_runs_n_minus_f_conv_ranks_and_f_fc_ranks():
+    assert resources("stanza", 4) == (3, 1)
+    assert resources("stanza", 8, 2) == (6, 2)
+    run = RunSpec.for_devices("vgg11", "stanza", 8, 2)
+    assert (run.workers, run.ps, run.measured_steps) == (6, 2, 6 * run.steps)
+    with pytest.raises(BenchError, match="at least 2 devices"):
+        resources("stanza", 1)
+    with pytest.raises(BenchError, match="no more FC ranks than CONV ranks"):
+        RunSpec.for_devices("vgg11", "stanza", 4, 3)
+    with pytest.raises(BenchError, match="Gloo only"):
+        RunSpec.for_devices("vgg11", "stanza", 4, device_type="gpu")
+    with pytest.raises(BenchError, match="BSP by construction"):
+        RunSpec.for_devices("vgg11", "stanza", 4, sync="bsp")
+
+
 def test_pull_schedules_are_for_the_ps_modes():
     run = RunSpec.for_devices("lenet", "ps", 2, pull_schedule="ibatch", trace_pulls=True)
     assert (run.pull_schedule, run.trace_pulls) == ("ibatch", True)

@@ -102,27 +102,14 @@ def test_replicas_start_equal_and_stay_identical(two_ranks):
 @needs_horovod
 def test_two_ranks_match_one_process_on_the_concatenated_batch(two_ranks):
     import keras
-    import tensorflow as tf
 
-    from ralp.models import build_model
-    from ralp.models.digits import digits_arrays, to_model_input
-    from tests.horovod.hvd_replicas import IMAGE_SIZE, LEARNING_RATE
+    from tests.horovod.hvd_replicas import LEARNING_RATE
+    from tests.horovod.reference import train_on_concatenated_batches
 
-    model = build_model("lenet", num_classes=10, image_size=IMAGE_SIZE)
-    model.set_weights(two_ranks[0]["initial"])
-    optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    images, labels = digits_arrays(seed=0)
-    losses = []
-    for k in range(STEPS):
-        rows = slice(k * 2 * BATCH, (k + 1) * 2 * BATCH)
-        x, y = to_model_input(images[rows], IMAGE_SIZE), labels[rows]
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        losses.append(float(loss))
-    for expected, got in zip(model.get_weights(), two_ranks[0]["final"], strict=True):
+    weights, losses = train_on_concatenated_batches(
+        two_ranks[0]["initial"], keras.optimizers.SGD(learning_rate=LEARNING_RATE), STEPS, 2 * BATCH
+    )
+    for expected, got in zip(weights, two_ranks[0]["final"], strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
     # The mean loss of the whole batch is the mean of the two halves' mean losses.
     halves = (two_ranks[0]["losses"] + two_ranks[1]["losses"]) / 2

@@ -59,3 +59,19 @@ def test_measure_times_the_whole_model_and_its_tail():
     assert work.offloaded, "lenet has FC layers to offload"
     assert 0 < e.tail_s <= e.full_s
     assert e.split_after == work.profile.candidate_split_after
+
+
+def test_a_workloads_measured_capacity_applies_on_a_shared_host_only():
+    e = Entry("vgg11", 8, 75, 1000, "pool5", 1.0, 0.2, 5, capacity=2.2)
+    assert e.host_for(Host(True, capacity=1.3)).capacity == 2.2
+    assert e.host_for(Host(False)) == Host(False)
+    assert entry().host_for(Host(True, capacity=1.3)).capacity == 1.3  # none measured
+
+
+def test_calibrations_written_before_per_workload_capacity_still_load(tmp_path):
+    path = tmp_path / "old.json"
+    old = Calibration(Host(True, 1e-9, 1e-3, 1.4), [entry()]).to_dict()
+    for e in old["entries"]:
+        del e["capacity"]
+    path.write_text(json.dumps(old))
+    assert Calibration.load(path).entries[0].capacity is None

@@ -83,3 +83,29 @@ def test_shared_host_charges_cpu_for_bytes_moved():
     costly = ps_step_time(Compute(1.0, 0.2), LINKS, 2, 1e9, Host(True, cpu_s_per_byte=1e-3))
     # 2000 bytes per step at 1 ms each, on the one CPU queue both workers share.
     assert costly - base == pytest.approx(2.0, rel=0.01)
+
+
+# ---------------------------------------------------------------- stanza
+
+
+def test_stanza_step_adds_its_phases_on_a_real_cluster():
+    from ralp.planner.model import Compute, Host, Links, stanza_step_time
+
+    # 5 CONV ranks, 2 FC ranks (groups of 3 and 2): the busier FC link carries 3 groups' worth.
+    links = Links(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
+                  total=5000, messages=10, rings=(80, 40))  # fmt: skip
+    host = Host(False, message_s=0.001)
+    step = stanza_step_time(Compute(1.0, 0.25), links, 5, 100.0, host)
+    head, tail = 0.75, 0.25
+    exchange = (300 + 330) / 100.0  # in and out of the busier FC link, rings apart
+    rings = max(80 / 100.0 + 2 * 4 * 0.001, 40 / 100.0 + 2 * 1 * 0.001)
+    assert step == pytest.approx(head + 3 * tail + exchange + rings)
+
+
+def test_stanza_on_a_shared_host_queues_every_ranks_compute():
+    from ralp.planner.model import Compute, Host, Links, stanza_step_time
+
+    links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)
+    step = stanza_step_time(Compute(1.0, 0.25), links, 3, 10.0, host)
+    assert step == pytest.approx((3 * 1.0 + 1.0) / 2.0 + 220 / 10.0 + 10 / 10.0)

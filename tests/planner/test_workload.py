@@ -63,3 +63,16 @@ def test_ps_link_shares_match_the_measured_links(model, tolerance, devices):
 def test_impossible_shapes_are_refused(mode, devices):
     with pytest.raises(PlannerError):
         resources(mode, devices)
+
+
+def test_stanza_links_match_the_byte_model():
+    from ralp.profiler.bytes_model import mode_traffic
+
+    work = Workload(profile(build_model("vgg11", 1000, 64), 8))
+    links = work.links_on("stanza", 5, 2)
+    t = mode_traffic(work.table, "stanza", 5, 2, {n: 0 for n in work.offloaded})
+    assert links.total == t.total and links.worker_tx == t.worker_link.tx
+    assert links.ps_rx == tuple(link.rx for link in t.ps_links)
+    head_ring, tail_ring = links.rings
+    assert tail_ring == 2 * work.tail_trainable_bytes * 1 // 2  # 2 FC ranks: S x (2-1)/2 x 2
+    assert head_ring + tail_ring < t.total

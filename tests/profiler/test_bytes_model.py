@@ -122,8 +122,8 @@ def test_one_entry_point_per_mode_and_horovod_reduces_only_trainable_variables(t
     frozen = row(5, "bn", "norm", 8, 4, ("fc2",), trainable=False)
     table = tiny.__class__("t", BATCH, (*tiny.rows, frozen), ("bn",), tiny.variables)
     assert mode_traffic(table, "horovod", 4) == mode_traffic(tiny, "horovod", 4)
-    with pytest.raises(ValueError, match="unknown mode 'stanza'"):
-        mode_traffic(tiny, "stanza", 4)
+    with pytest.raises(ValueError, match="unknown mode 'dp'"):
+        mode_traffic(tiny, "dp", 4)
 
 
 def test_the_busiest_link_is_the_largest_one_way_load_of_any_link(tiny):

@@ -1,0 +1,50 @@
+"""How long planning takes once a model is calibrated (issue 14's target: under 2 s per model).
+
+Per zoo model: building its workload (the Keras model and its profile: the layer table, the
+split, the byte model's inputs) and predicting every mode on N = 4..128 at two bandwidths
+(the recommendation behind ``python -m ralp.plan ... --devices 4 8 16 32 64 128``), in one
+process after TensorFlow is imported. Run under the CPU lock:
+
+    flock /work/cpu.lock .venv/bin/python benchmarks/plan_timing.py \
+        --compute-profile benchmarks/results/plan_calibration.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--compute-profile", required=True)
+    p.add_argument("--models", nargs="+",
+                   default=["vgg11", "alexnet", "overfeat", "resnet50", "inception3"])  # fmt: skip
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--image-size", type=int, default=75)
+    args = p.parse_args()
+    import tensorflow  # noqa: F401  - imported before timing: start-up is not planning
+
+    from ralp.cluster.units import parse_bandwidth
+    from ralp.models import build_model
+    from ralp.planner.calibration import Calibration
+    from ralp.planner.recommend import recommend
+    from ralp.planner.workload import Workload
+    from ralp.profiler.api import profile
+
+    cal = Calibration.load(args.compute_profile)
+    devices, bits = [4, 8, 16, 32, 64, 128], [parse_bandwidth(b) for b in ("10gbit", "25gbit")]
+    print(f"{'model':<11} {'workload s':>10} {'predict s':>10} {'total s':>8} predictions")
+    for name in args.models:
+        start = time.perf_counter()
+        work = Workload(profile(build_model(name, 1000, args.image_size), args.batch_size))
+        built = time.perf_counter()
+        entry = cal.find(name, args.batch_size, args.image_size, 1000)
+        rec = recommend(work, entry.compute, cal.host, devices, bits)
+        done = time.perf_counter()
+        print(f"{name:<11} {built - start:>10.2f} {done - built:>10.3f} {done - start:>8.2f} "
+              f"{len(rec.predictions)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

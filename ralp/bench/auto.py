@@ -1,0 +1,75 @@
+"""``python -m ralp.bench --modes auto``: the planner's choice per (model, N), made once when
+the run matrix is built (:meth:`ralp.bench.config.BenchRequest.runs`).
+
+The candidates are the modes this runtime offers (horovod and stanza only where Horovod is
+installed), each on its own resources for N devices (:mod:`ralp.planner.modes`; stanza with
+the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their throughput is predicted on
+the simulated cluster the bench runs, the netns backend's tasks sharing this host's cores, at
+the links' rate, from ``--compute-profile FILE`` (a ``python -m ralp.plan --calibrate
+--shared-host`` JSON) or, without one, from a calibration measured here first. The run's
+record keeps the choice and why in its ``auto`` field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ralp.bench.config import ChooseMode
+from ralp.bench.runspec import BenchError
+from ralp.cluster.units import parse_bandwidth
+from ralp.planner.auto import choose, describe
+from ralp.planner.calibration import Calibration
+from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
+from ralp.planner.recommend import recommend
+from ralp.planner.workload import Workload
+
+
+def offered_modes(horovod_missing: str | None) -> tuple[str, ...]:
+    """The runtime's modes the planner predicts, without the Horovod ones (horovod, stanza)
+    where Horovod is missing."""
+    return tuple(m for m in PREDICTED_MODES if not (m in HOROVOD_MODES and horovod_missing))
+
+
+def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
+            modes: tuple[str, ...]) -> ChooseMode:  # fmt: skip
+    """The function that resolves mode auto for one (model, N, workload)."""
+    if backend != "netns" or not bandwidth:
+        raise BenchError("--modes auto predicts each mode on the simulated cluster from its "
+                         "links' rate: use the netns backend (as root) with --bandwidth")  # fmt: skip
+    bits = parse_bandwidth(bandwidth)
+    loaded = Calibration.load(compute_profile) if compute_profile else None
+    measured: dict[tuple, Calibration] = {}
+
+    def calibration_for(model: str, batch: int, image: int, classes: int) -> tuple:
+        if loaded is not None:
+            return loaded, loaded.find(model, batch, image, classes), compute_profile
+        key = (model, batch, image, classes)
+        if key not in measured:
+            from ralp.planner.api import calibrate_zoo
+
+            measured[key] = calibrate_zoo(*key, shared_host=True)
+        return measured[key], measured[key].entries[0], "measured here"
+
+    def choose_mode(model: str, devices: int, workload: dict) -> tuple[str, dict]:
+        from ralp.models import build_model, get_model_spec
+        from ralp.profiler.api import profile
+
+        spec = get_model_spec(model)
+        batch = workload["batch_size"] or spec.default_batch_size
+        image = workload["image_size"] or spec.default_image_size
+        classes = workload["num_classes"]
+        try:
+            cal, entry, source = calibration_for(model, batch, image, classes)
+            work = Workload(profile(build_model(model, classes, image), batch))
+            # The netns cluster's tasks share this host's cores, whatever the file was for.
+            host = entry.host_for(replace(cal.host, shared=True))
+            rec = recommend(work, entry.compute, host, [devices], [bits], modes)
+        except PlannerError as e:
+            raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
+        picked = choose(rec.predictions, bandwidth, describe(replace(cal, host=host), source))
+        why = picked.to_dict()
+        if picked.mode == "stanza":  # the FC ranks of the split the search chose
+            why["fc_workers"] = next(p.ps for p in rec.predictions if p.mode == "stanza")
+        return picked.mode, why
+
+    return choose_mode

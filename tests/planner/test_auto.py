@@ -1,0 +1,100 @@
+"""Mode auto: the planner's choice is the mode its predictions rank first, checked against the
+per-mode step-time functions called directly; the choice says why; bad requests fail clearly.
+No cluster is started here (a ClusterSpec is only addresses); tests/planner/test_auto_cluster.py
+trains with the choice."""
+
+import pytest
+
+import ralp
+from ralp.cluster.spec import ClusterSpec
+from ralp.cluster.units import parse_bandwidth
+from ralp.models import build_model
+from ralp.placement.choose import choose_plan
+from ralp.planner import model as pm
+from ralp.planner.auto import choose_for_cluster, wrap
+from ralp.planner.calibration import Calibration, Entry
+from ralp.planner.model import Host
+from ralp.planner.workload import Workload
+from ralp.profiler.api import profile
+
+BATCH, IMAGE, CLASSES = 8, 32, 1000
+# Two workers and a PS on three other machines: a real cluster, no shared host.
+REMOTE = ClusterSpec("10.0.0.1:2222", ("10.0.0.2:2222", "10.0.0.3:2222"), ("10.0.0.4:2222",))
+
+
+def _calibration(full_s: float, tail_s: float) -> Calibration:
+    return Calibration(Host(False), [Entry("vgg11", BATCH, IMAGE, CLASSES, "pool5", full_s,
+                                           tail_s, 3)], "test host")  # fmt: skip
+
+
+def _direct(model, cal: Calibration, bits: int) -> dict[str, float]:
+    """images/s of plain PS and RALP on REMOTE, from the step-time functions themselves."""
+    work = Workload(profile(model, BATCH))
+    compute = cal.entries[0].compute
+    out = {}
+    for mode, step_fn in (("ps", pm.ps_step_time), ("ralp", pm.ralp_step_time)):
+        links = work.links_on(mode, 2, 1)
+        out[mode] = 2 * BATCH / step_fn(compute, links, 2, bits / 8, cal.host)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("bandwidth", "full_s", "tail_s", "expected"),
+    [
+        ("100mbit", 0.1, 0.02, "ralp"),  # vgg11's FC weights dominate a slow link: RALP
+        ("100gbit", 0.1, 0.09, "ps"),  # a fast link and a heavy tail serialised on the PS: PS
+    ],
+)
+def test_auto_picks_what_the_predictions_rank_first(bandwidth, full_s, tail_s, expected):
+    model = build_model("vgg11", CLASSES, IMAGE)
+    cal = _calibration(full_s, tail_s)
+    choice = choose_for_cluster(model, REMOTE, bandwidth, cal, batch_size=BATCH)
+    direct = _direct(model, cal, parse_bandwidth(bandwidth))
+    assert max(direct, key=direct.get) == choice.mode == expected
+    assert choice.predicted_images_per_sec == pytest.approx(direct, rel=1e-9)
+    assert choice.devices == 3 and choice.bandwidth == bandwidth
+    # The choice says why: the chosen mode, every candidate's figure, the calibration.
+    why = choice.why
+    assert why.startswith(f"auto chose {expected}:")
+    for mode, value in direct.items():
+        assert f"{mode} {value:.1f}" in why
+    assert "given, test host, a task per machine" in why
+    record = choice.to_dict()
+    assert record["chosen"] == expected and record["why"] == why
+    assert set(record["predicted_images_per_sec"]) == {"ps", "ralp"}
+
+
+def test_a_calibration_lacking_the_model_is_completed_here_and_says_so():
+    model = build_model("lenet", 10, 28)
+    cal = _calibration(0.1, 0.02)  # vgg11 only
+    choice = choose_for_cluster(model, REMOTE, "1gbit", cal, batch_size=4)
+    assert "+ lenet measured here" in choice.calibration
+    assert model.name == "lenet" and choice.mode in ("ps", "ralp")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(mode="auto"), "needs the links' rate: pass bandwidth="),
+        (dict(mode="auto", bandwidth="1gbit", plan=object()), "pass mode='ralp' with it"),
+        (dict(mode="ps", bandwidth="1gbit"), "are for mode='auto'"),
+        (dict(mode="skewness", calibration="cal.json"), "are for mode='auto'"),
+        (dict(mode="auto", bandwidth="fast"), "not a positive rate"),
+        (dict(mode="auto", bandwidth="1gbit", calibration="/nonexistent.json"),
+         "cannot read calibration"),
+    ],
+)  # fmt: skip
+def test_bad_auto_requests_fail_before_any_connection(kwargs, message):
+    model = build_model("lenet", 10, 28)
+    with pytest.raises((ValueError, ralp.ClusterError), match=message):
+        wrap(model, REMOTE, batch_size=4, connect_timeout=0.1, **kwargs)
+
+
+def test_the_placement_layer_refuses_auto_and_names_the_planner():
+    model = build_model("lenet", 10, 28)
+    with pytest.raises(ValueError, match="call ralp.wrap"):
+        choose_plan(model, "auto", workers=2, num_ps=1, batch_size=4)
+
+
+def test_public_wrap_is_the_planners():
+    assert ralp.wrap is wrap
