@@ -32,11 +32,16 @@ function                        private API                                     
                                 and the profiler's event and stat names
 ``read_kernel_outside_xla``     Keras' TF backend XLA-compiling grouped         placement
                                 convolutions (``backend.tensorflow.nn.conv``)
+``cond_branch_graphs``          ``If`` op's ``_true_graph``/``_false_graph``    audit
+                                (cond_v2)
+``INLINED_BRANCH_OP``           the names lowering gives a cond's inlined       audit
+                                branch ops
 ==============================  ==============================================  =============
 """
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -288,3 +293,18 @@ def read_kernel_outside_xla(layer) -> None:
         return convolution(inputs, tf.convert_to_tensor(kernel))  # the read, outside XLA
 
     layer.convolution_op = convolution_op
+
+
+# ------------------------------------------------------------------ lowered conds (audit)
+
+# Lowering a traced cond to Switch/Merge inlines each branch's function; its ops are named
+# "<If op>/then/_<n>/<op in the branch graph>" ("else" for the other branch), nested as often
+# as conds nest. A runtime naming convention, not an API: the audit's tests fail on a change.
+INLINED_BRANCH_OP = re.compile(r"(?P<cond>.+?)/(?P<branch>then|else)/_\d+/(?P<inner>.+)")
+
+
+def cond_branch_graphs(op) -> tuple:
+    """The then and else ``FuncGraph`` of a traced ``If`` op (cond_v2 keeps them on the op;
+    rebuilding them from the function library would trace them anew)."""
+    purpose = "size the tensors a cond's branch computes"
+    return _require(op, "_true_graph", purpose), _require(op, "_false_graph", purpose)

@@ -227,3 +227,20 @@ def test_profiler_traces_can_be_read(tmp_path):
     run = subprocess.run([sys.executable, "-c", _PROFILE_MATMULS, str(tmp_path)],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_a_traced_cond_keeps_its_branch_graphs():
+    v = tf.Variable(1.0)
+
+    @tf.function
+    def step(x):
+        return tf.cond(x > 0, lambda: v.assign_add(x * 2.0), lambda: tf.identity(v))
+
+    graph = step.get_concrete_function(tf.TensorSpec([], tf.float32)).graph
+    [cond] = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    then_graph, else_graph = _compat.cond_branch_graphs(cond)
+    assert len(then_graph.inputs) == len(cond.inputs) - 1 == len(else_graph.inputs)
+    assert "AssignAddVariableOp" in {op.type for op in then_graph.get_operations()}
+    inlined = _compat.INLINED_BRANCH_OP.fullmatch("step/cond/then/_12/step/cond/mul")
+    assert (inlined["cond"], inlined["branch"], inlined["inner"]) == (
+        "step/cond", "then", "step/cond/mul")

@@ -25,6 +25,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from ralp._compat import INLINED_BRANCH_OP, cond_branch_graphs
 from ralp.placement.rewriter import layer_of_op
 
 STEP_FUNCTION = "__inference_ralp_train_step"
@@ -143,9 +146,9 @@ def analyse(
         for name, _ in ops:
             layer_devices[layer_of_op(name, names) or "(no layer)"][device] += 1
 
-    captured = {}
-    for external, internal in graph.captures:
-        captured[internal.name] = id(external)
+    # (id(graph), tensor name) -> id() of the handle it carries: the step's captured
+    # variables, and (added as branches are entered) a cond's branch inputs that carry them
+    captured = {(id(graph), internal.name): id(external) for external, internal in graph.captures}
     nodes = {n.name: n for part in partitions.values() for n in part.node}
     crossings = []
     for part in partitions.values():
@@ -162,10 +165,14 @@ def analyse(
             if any(marker in tensor for marker in _DATA_FREE) or tensor.startswith("^"):
                 nbytes = 0
             else:
-                t = _traced_tensor(graph, _before_lowering(tensor, nodes))
+                t = _traced_tensor(graph, _before_lowering(tensor, nodes, graph, captured),
+                                   captured)  # fmt: skip
                 if t is not None and t.shape.is_fully_defined():
                     shape = tuple(t.shape.as_list())
-                    nbytes = t.shape.num_elements() * dtype.size
+                else:  # a constant grappler folded (inside an inlined branch): its own shape
+                    shape = _constant_shape(nodes.get(tensor.partition(":")[0]))
+                if shape is not None:
+                    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.size
                 if t is not None:
                     offloaded = _is_offloaded_variable_data(
                         t, captured, offloaded_handles, offloaded_shapes
@@ -181,10 +188,12 @@ _COND_OPS = ("If", "StatelessIf")
 _PASS_THROUGH = ("Identity", "Switch", "RefSwitch")
 
 
-def _before_lowering(name: str, nodes: Mapping[str, object]) -> str:
+def _before_lowering(name: str, nodes: Mapping[str, object], graph, captured: dict) -> str:
     """The traced tensor a partition tensor passes through (itself if it is one): a lowered
     cond's Switch and the inlined branch's input Identity are not in the traced function."""
     for _ in range(8):
+        if _traced_tensor(graph, name, captured) is not None:
+            return name
         node = nodes.get(name.partition(":")[0])
         if node is None or node.op not in _PASS_THROUGH or not node.input:
             return name
@@ -192,19 +201,51 @@ def _before_lowering(name: str, nodes: Mapping[str, object]) -> str:
     return name
 
 
-def _traced_tensor(graph, name: str):
+def _constant_shape(node) -> tuple[int, ...] | None:
+    """The shape of a partition's ``Const`` node (from its value), else None."""
+    if node is None or node.op != "Const":
+        return None
+    dims = node.attr["value"].tensor.tensor_shape.dim
+    return tuple(int(d.size) for d in dims)
+
+
+def _traced_tensor(graph, name: str, captured: dict):
+    """The tensor of ``graph`` a partition names; for an op of a lowered cond's inlined
+    branch, the tensor in that branch's graph (whose inputs that carry variable handles are
+    added to ``captured``)."""
     op_name, _, index = name.partition(":")
+    op = _traced_op(graph, op_name, captured)
     try:
-        return graph.get_operation_by_name(op_name).outputs[int(index or 0)]
-    except (KeyError, ValueError, IndexError):
+        return op.outputs[int(index or 0)] if op is not None else None
+    except (ValueError, IndexError):
         return None
 
 
-def _resource_id(tensor, captured: Mapping[str, int]) -> int | None:
+def _traced_op(graph, op_name: str, captured: dict):
+    try:
+        return graph.get_operation_by_name(op_name)
+    except (KeyError, ValueError):
+        pass
+    inlined = INLINED_BRANCH_OP.fullmatch(op_name)
+    if inlined is None:
+        return None
+    cond = _traced_op(graph, inlined["cond"], captured)
+    if cond is None or cond.type not in _COND_OPS:
+        return None
+    then_graph, else_graph = cond_branch_graphs(cond)
+    branch = then_graph if inlined["branch"] == "then" else else_graph
+    for outer, inner in zip(cond.inputs[1:], branch.inputs, strict=False):  # input 0: the test
+        handle = _resource_id(outer, captured)
+        if handle is not None:
+            captured[(id(branch), inner.name)] = handle
+    return _traced_op(branch, inlined["inner"], captured)
+
+
+def _resource_id(tensor, captured: Mapping[tuple[int, str], int]) -> int | None:
     """id() of the captured handle behind a resource tensor (through Identity ops)."""
     for _ in range(4):
-        if tensor.name in captured:
-            return captured[tensor.name]
+        if (id(tensor.graph), tensor.name) in captured:
+            return captured[(id(tensor.graph), tensor.name)]
         if tensor.op.type in ("Identity", "IdentityN") and tensor.op.inputs:
             tensor = tensor.op.inputs[0]
         else:
