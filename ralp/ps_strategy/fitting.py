@@ -307,7 +307,9 @@ class FitLoop:
             raise CheckpointError(f"{lost}, and {self.checkpointer.directory} holds no "
                                   "checkpoint to go on from") from None  # fmt: skip
         _, state = self._restore(found)
-        at_step = pos.done
+        # the steps finished when the task was lost, those of the interrupted chunk included
+        # (pos.done counts whole chunks): what the restore takes back, to be done again
+        at_step = max(pos.done, t.watch.steps_done())
         self.position = state.position
         self._inputs = None
         self.history.rewind(state)
