@@ -1,9 +1,10 @@
 """How long planning takes once a model is calibrated (issue 14's target: under 2 s per model).
 
-Per zoo model: building its workload (the Keras model and its profile: the layer table, the
-split, the byte model's inputs) and predicting every mode on N = 4..128 at two bandwidths
-(the recommendation behind ``python -m ralp.plan ... --devices 4 8 16 32 64 128``), in one
-process after TensorFlow is imported. Run under the CPU lock:
+Per zoo model, in one process after TensorFlow is imported: building the Keras model (what a
+user of ``ralp.wrap`` has done already; ``python -m ralp.plan --model`` does it), profiling it
+(the layer table, the split, the byte model's inputs), and predicting every mode on
+N = 4..128 at two bandwidths (the recommendation behind ``python -m ralp.plan ... --devices
+4 8 16 32 64 128``). Planning is the profile and the predictions. Run under the CPU lock:
 
     flock /work/cpu.lock .venv/bin/python benchmarks/plan_timing.py \
         --compute-profile benchmarks/results/plan_calibration.json
@@ -34,16 +35,19 @@ def main() -> None:
 
     cal = Calibration.load(args.compute_profile)
     devices, bits = [4, 8, 16, 32, 64, 128], [parse_bandwidth(b) for b in ("10gbit", "25gbit")]
-    print(f"{'model':<11} {'workload s':>10} {'predict s':>10} {'total s':>8} predictions")
+    print(f"{'model':<11} {'build s':>8} {'profile s':>10} {'predict s':>10} {'planning s':>10} "
+          f"{'with build s':>12} predictions")  # fmt: skip
     for name in args.models:
         start = time.perf_counter()
-        work = Workload(profile(build_model(name, 1000, args.image_size), args.batch_size))
+        model = build_model(name, 1000, args.image_size)
         built = time.perf_counter()
+        work = Workload(profile(model, args.batch_size))
+        profiled = time.perf_counter()
         entry = cal.find(name, args.batch_size, args.image_size, 1000)
         rec = recommend(work, entry.compute, cal.host, devices, bits)
         done = time.perf_counter()
-        print(f"{name:<11} {built - start:>10.2f} {done - built:>10.3f} {done - start:>8.2f} "
-              f"{len(rec.predictions)}")  # fmt: skip
+        print(f"{name:<11} {built - start:>8.2f} {profiled - built:>10.3f} {done - profiled:>10.3f} "
+              f"{done - built:>10.3f} {done - start:>12.2f} {len(rec.predictions)}")  # fmt: skip
 
 
 if __name__ == "__main__":

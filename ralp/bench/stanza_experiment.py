@@ -15,7 +15,8 @@ netns cluster with every link shaped to ``--bandwidth``, in two ways per worker 
   rank.
 
 Both see the same number of samples (``--samples``) with the same per-worker batch and
-learning rate. Test accuracy is taken from weight snapshots (PS: read by the coordinator
+learning rate; with ``--scale-lr`` Stanza's learning rate is W times PS's (its one
+synchronous step per W batches then moves the weights as far as PS's W asynchronous steps). Test accuracy is taken from weight snapshots (PS: read by the coordinator
 every ``--eval-every`` seconds; Stanza: shared by a collective every ``--eval-steps`` steps,
 its time excluded from the clock) and computed after training. Reported per run: time to the
 target accuracy, final accuracy, samples per second, bytes on the PS / FC link.
@@ -110,6 +111,11 @@ def _rank_main(argv: Sequence[str]) -> int:
     if figures is not None:
         emit("record", figures)
     return 0
+
+
+def learning_rate_for(mode: str, workers: int, learning_rate: float, scale_lr: bool) -> float:
+    """A run's learning rate: PS's as given; Stanza's W times it with ``scale_lr``."""
+    return learning_rate * workers if mode == "stanza" and scale_lr else learning_rate
 
 
 def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_rate: float,
@@ -216,6 +222,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="training samples seen in all, the same for both modes")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument("--scale-lr", action="store_true",
+                   help="Stanza's synchronous step on W x batch samples takes W x the learning "
+                        "rate (the linear scaling rule), as W asynchronous PS workers each "
+                        "take a step per batch")  # fmt: skip
     p.add_argument("--eval-every", type=float, default=2.0, help="PS: seconds between snapshots")
     p.add_argument("--eval-steps", type=positive_int, default=20,
                    help="Stanza: steps between snapshots")  # fmt: skip
@@ -260,15 +270,16 @@ def _run(args) -> list[dict]:
     results = []
     plan = [(mode, w) for w in args.workers for mode in ("ps", "stanza")]
     for mode, w in tqdm(plan, unit="run", desc="modes x workers"):
+        lr = learning_rate_for(mode, w, args.learning_rate, args.scale_lr)
         where = {"workers": w, "bandwidth": args.bandwidth, "seed": args.seed,
-                 "batch_size": args.batch_size, "learning_rate": args.learning_rate}  # fmt: skip
+                 "batch_size": args.batch_size, "learning_rate": lr}  # fmt: skip
         try:
             if mode == "ps":
-                figures = run_ps(w, args.bandwidth, args.samples, args.batch_size,
-                                 args.learning_rate, args.eval_every, args.seed)  # fmt: skip
+                figures = run_ps(w, args.bandwidth, args.samples, args.batch_size, lr,
+                                 args.eval_every, args.seed)  # fmt: skip
             else:
-                figures = run_stanza(w, args.bandwidth, args.samples, args.batch_size,
-                                     args.learning_rate, args.eval_steps, args.seed)  # fmt: skip
+                figures = run_stanza(w, args.bandwidth, args.samples, args.batch_size, lr,
+                                     args.eval_steps, args.seed)  # fmt: skip
         except (ChildError, ClusterError, HorovodRunError) as e:
             results.append(make_stanza_result(mode, where, error=short_error(e)))
             continue

@@ -74,3 +74,11 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     # every variable through the PS link each step, against activations to the FC rank
     assert ps["server_link_bytes"] > 5 * stanza["server_link_bytes"]
     assert png.read_bytes()[:8] == PNG_MAGIC and "stanza" in p.stdout
+
+
+def test_scale_lr_gives_stanza_w_times_the_learning_rate_and_ps_its_own():
+    from ralp.bench.stanza_experiment import learning_rate_for
+
+    assert learning_rate_for("stanza", 4, 0.05, True) == pytest.approx(0.2)
+    assert learning_rate_for("stanza", 4, 0.05, False) == 0.05
+    assert learning_rate_for("ps", 4, 0.05, True) == 0.05
