@@ -148,10 +148,43 @@ def _alive(pid: int) -> bool:
 
 
 def run_mode(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
-    """The failure-free run and the chaos run of one mode; the chaos run's figures."""
+    """``args.repeats`` times a failure-free run and a chaos run of one mode, each on a fresh
+    cluster; the chaos runs' figures: accuracies and times their means, the step counts
+    their worst, what was left running all of it, each pair in ``runs``."""
+    runs = [_run_pair(launcher_for, mode, args, kills) for _ in range(args.repeats)]
+    last = runs[-1]["chaos"]
+    figures = dict(last)
+    figures.update(
+        repeats=args.repeats,
+        accuracy=_mean(r["chaos"]["accuracy"] for r in runs),
+        accuracy_failure_free=_mean(r["failure_free"]["accuracy"] for r in runs),
+        wall_s=_mean(r["chaos"]["wall_s"] for r in runs),
+        wall_s_failure_free=_mean(r["failure_free"]["wall_s"] for r in runs),
+        time_lost_s=_mean(r["chaos"]["time_lost_s"] for r in runs),
+        steps_completed=min(r["chaos"]["steps_completed"] for r in runs),
+        steps_redone=max(r["chaos"]["steps_redone"] for r in runs),
+        left_running=sorted({x for r in runs for x in r["chaos"]["left_running"]
+                             + r["failure_free"]["left_running"]}),
+        runs=[{kind: {k: r[kind][k] for k in _RUN_FIGURES} for kind in ("failure_free", "chaos")}
+              for r in runs],
+    )  # fmt: skip
+    return figures
+
+
+_RUN_FIGURES = ("accuracy", "steps_completed", "steps_redone", "wall_s", "time_lost_s",
+                "left_running")  # fmt: skip
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return round(sum(values) / len(values), 4)
+
+
+def _run_pair(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
+    """One failure-free run and one chaos run, each on a fresh cluster."""
     from ralp.cluster.fresh_process import run_in_fresh_process
 
-    figures = {}
+    pair = {}
     for chaos in (False, True):
         with tempfile.TemporaryDirectory(prefix="ralp-chaos-") as directory:
             launcher = launcher_for(chaos)
@@ -159,18 +192,16 @@ def run_mode(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
                 killer = Killer(handle.cluster, kills) if chaos else None
                 out = run_in_fresh_process(
                     chaos_training, handle.spec, mode, args.steps, args.batch_size,
-                    args.optimizer, args.learning_rate, args.schedule, args.seed, directory, args.checkpoint_every,
-                    netns=handle.netns, on_progress=killer, timeout=3600,
-                    env={"CUDA_VISIBLE_DEVICES": "-1"},
+                    args.optimizer, args.learning_rate, args.schedule, args.seed, directory,
+                    args.checkpoint_every, netns=handle.netns, on_progress=killer,
+                    timeout=3600, env={"CUDA_VISIBLE_DEVICES": "-1"},
                 )  # fmt: skip
                 cluster = handle.cluster
-            left = left_running(cluster)
-        if not chaos:
-            figures["accuracy_failure_free"] = out["accuracy"]
-            figures["wall_s_failure_free"] = out["wall_s"]
-            continue
-        figures.update(out, kills=killer.done, left_running=left)
-    return figures
+            out["left_running"] = left_running(cluster)
+        if chaos:
+            out["kills"] = killer.done
+        pair["chaos" if chaos else "failure_free"] = out
+    return pair
 
 
 def table(results: list[dict]) -> str:
@@ -214,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
     p.add_argument("--bandwidth", default=None, help=f"netns link rate (default {DEFAULT_BANDWIDTH})")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=positive_int, default=1,
+                   help="failure-free and chaos runs per mode; accuracies are their means "
+                        "(async training's final accuracy varies run to run)")  # fmt: skip
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--show", metavar="JSON", help="run nothing: the table of saved results")
     return p
@@ -257,7 +291,7 @@ def _run(args) -> list[dict]:
         where = {"model": "lenet", "workers": args.workers, "ps": 1, "backend": backend,
                  "bandwidth": bandwidth, "batch_size": args.batch_size, "optimizer": args.optimizer,
                  "learning_rate": args.learning_rate, "schedule": args.schedule,
-                 "seed": args.seed,
+                 "seed": args.seed, "repeats": args.repeats,
                  "steps_requested": args.steps, "checkpoint_every": args.checkpoint_every}  # fmt: skip
         print(f"{PROG}: {mode}: a failure-free run, then one killing {' '.join(map(str, kills))}",
               file=sys.stderr)  # fmt: skip

@@ -149,10 +149,10 @@ def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
 # killed tasks against a failure-free run of the same seed.
 CHAOS_RESULT_KEYS: tuple[str, ...] = (
     "mode", "model", "workers", "ps", "backend", "bandwidth", "batch_size", "optimizer",
-    "learning_rate", "schedule", "seed",
+    "learning_rate", "schedule", "seed", "repeats",
     "steps_requested", "steps_completed", "steps_redone", "checkpoint_every", "kills",
     "accuracy", "accuracy_failure_free", "wall_s", "wall_s_failure_free", "time_lost_s",
-    "failures", "duplicate_steps", "iterations", "left_running", "error",
+    "failures", "duplicate_steps", "iterations", "left_running", "runs", "error",
 )  # fmt: skip
 
 

@@ -41,3 +41,25 @@ def test_a_result_has_the_schema_and_the_table_reads_it():
     assert "300/300" in table([result]) and "nothing" in table([result])
     with pytest.raises(RecordError, match="not in the chaos result schema: \\['speed'\\]"):
         make_chaos_result("ps", where, {"speed": 1})
+
+
+def test_repeats_average_the_accuracies_and_keep_the_worst_counts(monkeypatch):
+    import argparse
+
+    from ralp.bench import chaos
+
+    def run(accuracy, done, redone, left=()):
+        return {"mode": "ralp", "accuracy": accuracy, "steps_completed": done,
+                "steps_redone": redone, "wall_s": 10.0, "time_lost_s": 2.0,
+                "left_running": list(left)}  # fmt: skip
+
+    pairs = iter([
+        {"failure_free": run(0.98, 300, 0), "chaos": run(0.97, 300, 25)},
+        {"failure_free": run(0.96, 300, 0), "chaos": run(0.99, 299, 31, ["pid 7"])},
+    ])  # fmt: skip
+    monkeypatch.setattr(chaos, "_run_pair", lambda *a: next(pairs))
+    figures = chaos.run_mode(None, "ralp", argparse.Namespace(repeats=2), [])
+    assert figures["accuracy"] == pytest.approx(0.98)
+    assert figures["accuracy_failure_free"] == pytest.approx(0.97)
+    assert (figures["steps_completed"], figures["steps_redone"]) == (299, 31)
+    assert figures["left_running"] == ["pid 7"] and len(figures["runs"]) == 2
