@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 R=benchmarks/results
 FILES="$R/bench_sweep_1gbit.json $R/bench_sweep_10gbit.json $R/bench_horovod_1gbit.json
-       $R/bench_horovod_10gbit.json $R/bench_vgg11_target.json $R/main_job.json"
+       $R/bench_horovod_10gbit.json $R/bench_vgg11_target.json $R/main_job.json
+       $R/bench_stanza_1gbit.json $R/bench_stanza_10gbit.json $R/main_job_with_stanza.json"
 CAL=$R/plan_calibration.json
 $PY -m ralp.plan --validate $FILES --compute-profile $CAL > $R/plan_validation.txt
 $PY -m ralp.plan --validate $FILES --compute-profile $CAL --format json > $R/plan_validation.json

@@ -87,7 +87,11 @@ for part in "${parts[@]}"; do
     rm -rf "$parts_dir" ;;
   stanza-digits)  # issue 13: Stanza's accuracy experiment in structure, lenet on the digits
     $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 1gbit --samples 19200 \
-      --target 0.85 0.9 --out $R/stanza_digits.json --plot $R/stanza_digits.png ;;
+      --target 0.85 0.9 --out $R/stanza_digits.json --plot $R/stanza_digits.png
+    # where plain PS is network-bound (250 Mbit/s), Stanza's synchronous step at W x the rate
+    $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 250mbit --samples 19200 \
+      --target 0.85 0.9 --scale-lr --out $R/stanza_digits_250mbit.json \
+      --plot $R/stanza_digits_250mbit.png ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
