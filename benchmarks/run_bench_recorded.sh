@@ -6,7 +6,7 @@
 #                                          horovod-1gbit|horovod-10gbit|sync|sync-3w|
 #                                          pulls-250mbit|pulls-1gbit|pulls-10gbit|
 #                                          pull-timeline|dssp-table1|stanza-1gbit|
-#                                          stanza-10gbit|stanza-digits]...
+#                                          stanza-10gbit|stanza-digits|auto-vs-best]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-digits)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-digits auto-vs-best)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -92,6 +92,19 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 250mbit --samples 19200 \
       --target 0.85 0.9 --scale-lr --out $R/stanza_digits_250mbit.json \
       --plot $R/stanza_digits_250mbit.png ;;
+  auto-vs-best)  # issue 14, item 6: --modes auto where its pick is not in Stanza's sweeps (stanza
+    # with F > 1), then auto against the best measured mode in every setting of both sweeps
+    parts_dir=$(mktemp -d)
+    for s in "1gbit resnet50 4" "10gbit resnet50 4" "10gbit resnet50 8" "10gbit inception3 4"; do
+      set -- $s
+      $PY -m ralp.bench --backend netns --bandwidth $1 --models $2 --image-size 75 \
+        --batch-size 8 --modes auto --devices $3 --steps 3 --quiet \
+        --compute-profile $R/plan_calibration.json --out "$parts_dir/$1-$2-$3.json" || true
+    done
+    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_auto.json
+    rm -rf "$parts_dir"
+    $PY benchmarks/auto_vs_best.py $R/bench_stanza_1gbit.json $R/bench_stanza_10gbit.json \
+      $R/bench_auto.json --compute-profile $R/plan_calibration.json --out $R/auto_vs_best.json ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
