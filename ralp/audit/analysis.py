@@ -165,8 +165,7 @@ def analyse(
             if any(marker in tensor for marker in _DATA_FREE) or tensor.startswith("^"):
                 nbytes = 0
             else:
-                t = _traced_tensor(graph, _before_lowering(tensor, nodes, graph, captured),
-                                   captured)  # fmt: skip
+                t = _traced_through_lowering(tensor, nodes, graph, captured)
                 if t is not None and t.shape.is_fully_defined():
                     shape = tuple(t.shape.as_list())
                 else:  # a constant grappler folded (inside an inlined branch): its own shape
@@ -188,17 +187,19 @@ _COND_OPS = ("If", "StatelessIf")
 _PASS_THROUGH = ("Identity", "Switch", "RefSwitch")
 
 
-def _before_lowering(name: str, nodes: Mapping[str, object], graph, captured: dict) -> str:
-    """The traced tensor a partition tensor passes through (itself if it is one): a lowered
-    cond's Switch and the inlined branch's input Identity are not in the traced function."""
+def _traced_through_lowering(name: str, nodes: Mapping[str, object], graph, captured: dict):
+    """The traced tensor a partition tensor is, or passes through (None if neither): a
+    lowered cond's Switch and the inlined branch's input Identity are not in the traced
+    function."""
     for _ in range(8):
-        if _traced_tensor(graph, name, captured) is not None:
-            return name
+        traced = _traced_tensor(graph, name, captured)
+        if traced is not None:
+            return traced
         node = nodes.get(name.partition(":")[0])
         if node is None or node.op not in _PASS_THROUGH or not node.input:
-            return name
+            return None
         name = node.input[0]
-    return name
+    return _traced_tensor(graph, name, captured)
 
 
 def _constant_shape(node) -> tuple[int, ...] | None:

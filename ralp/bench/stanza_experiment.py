@@ -16,8 +16,9 @@ netns cluster with every link shaped to ``--bandwidth``, in two ways per worker 
 
 Both see the same number of samples (``--samples``) with the same per-worker batch and
 learning rate; with ``--scale-lr`` Stanza's learning rate is W times PS's (its one
-synchronous step per W batches then moves the weights as far as PS's W asynchronous steps). Test accuracy is taken from weight snapshots (PS: read by the coordinator
-every ``--eval-every`` seconds; Stanza: shared by a collective every ``--eval-steps`` steps,
+synchronous step per W batches then moves the weights as far as PS's W asynchronous steps).
+Test accuracy is taken from weight snapshots (PS: read by the coordinator every
+``--eval-every`` seconds; Stanza: shared by a collective every ``--eval-steps`` steps,
 its time excluded from the clock) and computed after training. Reported per run: time to the
 target accuracy, final accuracy, samples per second, bytes on the PS / FC link.
 """
