@@ -35,6 +35,11 @@ def label(mode: str, fc_workers: int | None) -> str:
     return f"stanza F={fc_workers}" if mode == "stanza" else mode
 
 
+def label_of(r: dict) -> str:
+    """A record's mode and, for stanza, its FC ranks (the record's ``ps``)."""
+    return label(r["mode"], r["ps"])
+
+
 def compare(records: list[dict], compute_profile: str) -> list[dict]:
     by_setting: dict[tuple, dict] = {}
     for r in records:
@@ -44,8 +49,7 @@ def compare(records: list[dict], compute_profile: str) -> list[dict]:
         if r.get("auto"):
             entry["auto"] = r
         else:
-            fc = r["ps"] if r["mode"] == "stanza" else None
-            entry["fixed"][label(r["mode"], fc)] = r["images_per_sec"]
+            entry["fixed"][label_of(r)] = r["images_per_sec"]
     choosers: dict[str, object] = {}
     rows = []
     for (model, devices, bandwidth, batch, image), entry in sorted(by_setting.items()):
@@ -55,7 +59,7 @@ def compare(records: list[dict], compute_profile: str) -> list[dict]:
         best = max(fixed, key=fixed.get)
         if entry["auto"] is not None:
             r = entry["auto"]
-            pick = label(r["mode"], r["ps"] if r["mode"] == "stanza" else None)
+            pick = label_of(r)
             measured, source = r["images_per_sec"], "auto run"
         else:
             if bandwidth not in choosers:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -176,8 +177,7 @@ _RUN_FIGURES = ("accuracy", "steps_completed", "steps_redone", "wall_s", "time_l
 
 
 def _mean(values) -> float:
-    values = list(values)
-    return round(sum(values) / len(values), 4)
+    return round(statistics.fmean(values), 4)
 
 
 def _run_pair(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
