@@ -289,6 +289,10 @@ class FitLoop:
         """Wait for the lost tasks, reconnect, restore the last checkpoint; the new runner."""
         detected, clock = time.time(), time.perf_counter()
         t, pos = self.trainer, self.position
+        # the steps finished when the task was lost, those of the interrupted chunk included
+        # (pos.done counts whole chunks): what the restore takes back, to be done again. Read
+        # before reconnecting, which gives the trainer a new watch.
+        at_step = max(pos.done, t.watch.steps_done())
         names = ",".join(f"{job}:{index}" for job, index, _ in lost.tasks) or "ps"
         if self.verbose:
             bar.write(f"ralp: {lost}; waiting up to {self.restart_timeout:.0f} s for the cluster")
@@ -307,9 +311,6 @@ class FitLoop:
             raise CheckpointError(f"{lost}, and {self.checkpointer.directory} holds no "
                                   "checkpoint to go on from") from None  # fmt: skip
         _, state = self._restore(found)
-        # the steps finished when the task was lost, those of the interrupted chunk included
-        # (pos.done counts whole chunks): what the restore takes back, to be done again
-        at_step = max(pos.done, t.watch.steps_done())
         self.position = state.position
         self._inputs = None
         self.history.rewind(state)

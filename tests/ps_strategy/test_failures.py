@@ -47,6 +47,9 @@ def test_a_lost_ps_is_restarted_and_training_goes_on_from_the_last_checkpoint(mo
     [failure] = out["failures"]
     assert failure["kind"] == "ps" and failure["task"] in ("ps", "ps:0")
     assert failure["restored_step"] % EVERY == 0 and failure["restored_step"] <= 25
+    # lost after the 25 steps the parent saw finish: those past the checkpoint are redone
+    assert failure["at_step"] >= 25
+    assert failure["steps_redone"] == failure["at_step"] - failure["restored_step"]
     assert 0 <= failure["steps_redone"] <= EVERY + IN_FLIGHT
     assert failure["time_lost_s"] is not None and failure["time_lost_s"] > 0
     assert out["steps_redone"] == failure["steps_redone"]
