@@ -15,8 +15,10 @@ netns cluster with every link shaped to ``--bandwidth``, in two ways per worker 
   rank.
 
 Both see the same number of samples (``--samples``) with the same per-worker batch and
-learning rate; with ``--scale-lr`` Stanza's learning rate is W times PS's (its one
-synchronous step per W batches then moves the weights as far as PS's W asynchronous steps).
+learning rate; with ``--lr-scaling linear`` (or ``--scale-lr``) Stanza's learning rate is W
+times PS's (its one synchronous step per W batches then moves the weights as far as PS's W
+asynchronous steps), with ``--lr-scaling sqrt`` sqrt(W) times (the square-root rule for a W
+times larger batch, which keeps the gradient noise per step the same).
 Test accuracy is taken from weight snapshots (PS: read by the coordinator every
 ``--eval-every`` seconds; Stanza: shared by a collective every ``--eval-steps`` steps,
 its time excluded from the clock) and computed after training. Reported per run: time to the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -114,9 +117,17 @@ def _rank_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def learning_rate_for(mode: str, workers: int, learning_rate: float, scale_lr: bool) -> float:
-    """A run's learning rate: PS's as given; Stanza's W times it with ``scale_lr``."""
-    return learning_rate * workers if mode == "stanza" and scale_lr else learning_rate
+LR_SCALINGS = ("none", "linear", "sqrt")
+
+
+def learning_rate_for(mode: str, workers: int, learning_rate: float, scaling: str) -> float:
+    """A run's learning rate: PS's as given; Stanza's, whose one step takes W batches, scaled
+    by ``scaling``: W times (``linear``), sqrt(W) times (``sqrt``) or not (``none``)."""
+    if scaling not in LR_SCALINGS:
+        raise ValueError(f"learning-rate scaling {scaling!r}: use one of {', '.join(LR_SCALINGS)}")
+    if mode != "stanza" or scaling == "none":
+        return learning_rate
+    return learning_rate * (workers if scaling == "linear" else math.sqrt(workers))
 
 
 def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_rate: float,
@@ -223,9 +234,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="training samples seen in all, the same for both modes")  # fmt: skip
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
-    p.add_argument("--scale-lr", action="store_true",
-                   help="Stanza's synchronous step on W x batch samples takes W x the learning "
-                        "rate (the linear scaling rule), as W asynchronous PS workers each "
+    p.add_argument("--lr-scaling", choices=LR_SCALINGS, default="none",
+                   help="Stanza's synchronous step on W x batch samples takes W x (linear) or "
+                        "sqrt(W) x (sqrt) the learning rate; PS keeps it (default none)")
+    p.add_argument("--scale-lr", dest="lr_scaling", action="store_const", const="linear",
+                   help="the same as --lr-scaling linear: as W asynchronous PS workers each "
                         "take a step per batch")  # fmt: skip
     p.add_argument("--eval-every", type=float, default=2.0, help="PS: seconds between snapshots")
     p.add_argument("--eval-steps", type=positive_int, default=20,
@@ -271,7 +284,7 @@ def _run(args) -> list[dict]:
     results = []
     plan = [(mode, w) for w in args.workers for mode in ("ps", "stanza")]
     for mode, w in tqdm(plan, unit="run", desc="modes x workers"):
-        lr = learning_rate_for(mode, w, args.learning_rate, args.scale_lr)
+        lr = learning_rate_for(mode, w, args.learning_rate, args.lr_scaling)
         where = {"workers": w, "bandwidth": args.bandwidth, "seed": args.seed,
                  "batch_size": args.batch_size, "learning_rate": lr}  # fmt: skip
         try:

@@ -76,9 +76,17 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     assert png.read_bytes()[:8] == PNG_MAGIC and "stanza" in p.stdout
 
 
-def test_scale_lr_gives_stanza_w_times_the_learning_rate_and_ps_its_own():
-    from ralp.bench.stanza_experiment import learning_rate_for
+def test_lr_scaling_gives_stanza_w_or_sqrt_w_times_the_learning_rate_and_ps_its_own():
+    from ralp.bench.stanza_experiment import _parser, learning_rate_for
 
-    assert learning_rate_for("stanza", 4, 0.05, True) == pytest.approx(0.2)
-    assert learning_rate_for("stanza", 4, 0.05, False) == 0.05
-    assert learning_rate_for("ps", 4, 0.05, True) == 0.05
+    assert learning_rate_for("stanza", 4, 0.05, "linear") == pytest.approx(0.2)
+    assert learning_rate_for("stanza", 4, 0.05, "sqrt") == pytest.approx(0.1)
+    assert learning_rate_for("stanza", 2, 0.05, "sqrt") == pytest.approx(0.05 * 2**0.5)
+    assert learning_rate_for("stanza", 4, 0.05, "none") == 0.05
+    assert learning_rate_for("ps", 4, 0.05, "linear") == 0.05
+    assert learning_rate_for("ps", 4, 0.05, "sqrt") == 0.05
+    with pytest.raises(ValueError, match="use one of none, linear, sqrt"):
+        learning_rate_for("stanza", 4, 0.05, "cubic")
+    # --scale-lr is kept as the linear rule (recorded runs name it)
+    assert _parser().parse_args(["--scale-lr"]).lr_scaling == "linear"
+    assert _parser().parse_args([]).lr_scaling == "none"
