@@ -6,7 +6,8 @@
 #                                          horovod-1gbit|horovod-10gbit|sync|sync-3w|
 #                                          pulls-250mbit|pulls-1gbit|pulls-10gbit|
 #                                          pull-timeline|dssp-table1|stanza-1gbit|
-#                                          stanza-10gbit|stanza-digits|auto-vs-best]...
+#                                          stanza-10gbit|stanza-bytes|stanza-digits|
+#                                          auto-vs-best]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-digits auto-vs-best)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -85,13 +86,30 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench --show "$parts_dir"/{vgg11,alexnet,overfeat,resnet50,inception3}.json \
       --out $R/bench_stanza_$bw.json --plot $R/bench_stanza_$bw.png
     rm -rf "$parts_dir" ;;
+  stanza-bytes)  # issue 13: the per-link byte model where the payload dominates Horovod's
+    # control plane (lenet at batch 128: activations of 12.5 KB per sample), with 1 and 2 FC
+    # ranks (the FC allreduce), N = 4 and 8
+    parts_dir=$(mktemp -d)
+    for fc in 1 2; do
+      $PY -m ralp.bench --backend netns --bandwidth 1gbit --models lenet --batch-size 128 \
+        --modes stanza --devices 4 8 --fc-workers $fc --steps 10 --quiet \
+        --out "$parts_dir/f$fc.json" || true
+    done
+    $PY -m ralp.bench --show "$parts_dir"/f1.json "$parts_dir"/f2.json \
+      --out $R/bench_stanza_bytes.json
+    rm -rf "$parts_dir" ;;
   stanza-digits)  # issue 13: Stanza's accuracy experiment in structure, lenet on the digits
     $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 1gbit --samples 19200 \
       --target 0.85 0.9 --out $R/stanza_digits.json --plot $R/stanza_digits.png
     # where plain PS is network-bound (250 Mbit/s), Stanza's synchronous step at W x the rate
     $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 250mbit --samples 19200 \
       --target 0.85 0.9 --scale-lr --out $R/stanza_digits_250mbit.json \
-      --plot $R/stanza_digits_250mbit.png ;;
+      --plot $R/stanza_digits_250mbit.png
+    # the same with the square-root rule (sqrt(W) x the rate) and Stanza's snapshots every
+    # 5 steps, so both modes' curves are sampled about every 2 s
+    $PY -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 250mbit --samples 19200 \
+      --target 0.85 0.9 --lr-scaling sqrt --eval-steps 5 \
+      --out $R/stanza_digits_250mbit_sqrt.json --plot $R/stanza_digits_250mbit_sqrt.png ;;
   auto-vs-best)  # issue 14, item 6: --modes auto where its pick is not in Stanza's sweeps (stanza
     # with F > 1), then auto against the best measured mode in every setting of both sweeps
     parts_dir=$(mktemp -d)
