@@ -1,8 +1,9 @@
 """``python -m ralp.bench``: plain PS vs RALP, measured on a real or simulated cluster.
 
 With no arguments it runs a small comparison that shows the effect on a 2-core machine in a
-few minutes: scaled vgg11 and resnet50, plain PS vs RALP-N on 4 devices, on shaped simulated
-links (the netns backend) when this machine allows it, on loopback otherwise.
+few minutes: scaled vgg11 (FC-heavy) and googlenet (its parameters in convolutions), plain PS,
+RALP-N, Horovod and Stanza on 4 devices, on shaped simulated links (the netns backend) when
+this machine allows it, on loopback otherwise.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Benchmark plain parameter-server training against RALP layer placement "
         "(and the modes' resource configurations) on a cluster: images/s, step time, and "
         "bytes per step measured on each link and predicted by the profiler.",
-        epilog="Without arguments: a small default comparison (scaled vgg11 and resnet50, "
-        "ps vs ralp-n vs horovod, N=4, netns at 1gbit when run as root, else local).",
+        epilog="Without arguments: a small default comparison (scaled vgg11 and googlenet, "
+        "ps vs ralp-n vs horovod vs stanza, N=4, netns at 1gbit when run as root, else "
+        "local).",
     )
     p.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo models, by spaces or commas (default: "

@@ -10,7 +10,7 @@ Jobs start measuring together (after every job has warmed up) and keep training 
 measured steps until the last job is done, so each job's throughput is taken under the load
 of all the others.
 
-Scenarios with J jobs (models cycle through ``--models``, default vgg11 and resnet50; each
+Scenarios with J jobs (models cycle through ``--models``, default the default comparison's; each
 job gets ``--devices`` devices, default 4):
 
 - ``all-ps``: every job plain PS (N/2 + N/2);

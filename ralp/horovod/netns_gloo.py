@@ -8,7 +8,9 @@ namespace on this machine, so this driver runs Horovod's own Gloo launcher
 (``horovod.runner.gloo_run.launch_gloo``: rendezvous server, rank assignment, per-rank
 environment, output forwarding, stop-all-on-failure) and only replaces the ssh hop by
 ``ip netns exec NS``. It runs in a namespace of its own on the same bridge, so the ranks reach
-its rendezvous server at ``--driver-ip``; the ranks talk Gloo over ``--iface``.
+its rendezvous server at ``--driver-ip``; the ranks talk Gloo over ``--iface``. A rank that
+runs ``python -m MODULE`` is forked from this driver with TensorFlow already imported
+(:mod:`ralp.horovod.prefork`) instead of started afresh.
 """
 
 from __future__ import annotations
@@ -67,17 +69,28 @@ def main(argv: list[str] | None = None) -> int:
     from horovod.runner.common.util.settings import Settings
     from horovod.runner.gloo_run import launch_gloo
 
+    from ralp.horovod.prefork import PreforkedRanks, forking_wanted
+
     settings = Settings(
         num_proc=len(namespace_of),
         hosts=",".join(f"{address}:1" for address in namespace_of),
         nics={args.iface},
     )
+    env = dict(os.environ)  # the ranks' environment, as given to this driver
+    ranks = None
+    if forking_wanted(command):
+        ranks = PreforkedRanks(len(namespace_of), namespace_of)
+        exec_command = ranks.exec_command(threading.Event())
+    else:
+        exec_command = netns_exec_command(namespace_of)
     try:
-        launch_gloo(command, netns_exec_command(namespace_of), settings, {args.iface},
-                    dict(os.environ), args.driver_ip)  # fmt: skip
+        launch_gloo(command, exec_command, settings, {args.iface}, env, args.driver_ip)
     except RuntimeError as e:  # launch_gloo's "one or more processes exited with non-zero"
         print(str(e).strip().splitlines()[0], file=sys.stderr, flush=True)
         return 1
+    finally:
+        if ranks is not None:
+            ranks.stop()
     return 0
 
 
