@@ -68,14 +68,15 @@ class PreforkedRanks:
     """``count`` children forked now from this (preloaded, single-threaded) process, each
     waiting for the one rank command it will run."""
 
-    def __init__(self, count: int, namespace_of: dict[str, str]):
+    def __init__(self, count: int, namespace_of: dict[str, str], preload: bool = True):
         import importlib
 
         self.namespace_of = namespace_of  # Horovod host -> its network namespace
-        for module in PRELOAD:
-            importlib.import_module(module)
-        if threading.active_count() != 1:  # pragma: no cover - a preload that starts threads
-            raise RuntimeError("the Horovod driver has threads after its preload: cannot fork")
+        if preload:
+            for module in PRELOAD:
+                importlib.import_module(module)
+        if threading.active_count() != 1:
+            raise RuntimeError("the Horovod driver has threads before it forks its ranks")
         sys.stdout.flush()
         sys.stderr.flush()
         self.children: list[_Child] = []
