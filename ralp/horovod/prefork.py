@@ -161,6 +161,13 @@ def _run_rank(command_fd: int, stdout_fd: int, stderr_fd: int) -> None:
 
         traceback.print_exc()
     finally:
+        # As the interpreter would at exit: the atexit handlers, among them Horovod's
+        # shutdown, which lets the other ranks finish before this one's connections close
+        # (without it a rank that leaves early resets its peers' Gloo pairs mid-collective).
+        import atexit
+
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # exiting anyway
                 stream.flush()
