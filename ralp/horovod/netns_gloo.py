@@ -19,7 +19,6 @@ import argparse
 import os
 import sys
 import threading
-import time
 from shlex import quote
 
 
@@ -30,6 +29,8 @@ def netns_exec_command(namespace_of: dict[str, str]):
     others, and a SIGINT/SIGTERM to this driver (one of ``events``) stops them all.
     """
     from horovod.runner.common.util import safe_shell_exec
+
+    from ralp.horovod.prefork import rank_finished
 
     terminate_all = threading.Event()
 
@@ -43,12 +44,7 @@ def netns_exec_command(namespace_of: dict[str, str]):
         except Exception as e:  # noqa: BLE001 - as horovodrun: report and count as a failure
             print(f"rank {slot_info.rank}: could not run: {e}", flush=True)
             code = 1
-        if code != 0:
-            if not terminate_all.is_set():
-                print(f"rank {slot_info.rank} exited with status {code}: stopping the others",
-                      flush=True)  # fmt: skip
-            terminate_all.set()
-        return code, time.time()
+        return rank_finished(slot_info.rank, code, terminate_all)
 
     return exec_command
 

@@ -29,7 +29,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-PRELOAD = ("ralp.cluster._preload", "keras", "horovod.tensorflow")
+from ralp.cluster.zygote import PRELOAD as ZYGOTE_PRELOAD
+
+PRELOAD = (ZYGOTE_PRELOAD, "keras", "horovod.tensorflow")  # the zygote's, and the ranks' own
 STOP_GRACE_S = 5.0  # a rank asked to stop gets this long before SIGKILL
 
 
@@ -50,6 +52,16 @@ def split_env_command(command: str) -> tuple[dict[str, str], list[str]]:
         key, value = words.pop(0).split("=", 1)
         env[key] = value
     return env, words
+
+
+def rank_finished(rank: int, code: int, terminate_all: threading.Event) -> tuple[int, float]:
+    """What an ``exec_command`` returns to ``launch_gloo`` when a rank ends; a rank that failed
+    stops the others first (horovodrun's rule), saying so once."""
+    if code != 0:
+        if not terminate_all.is_set():
+            print(f"rank {rank} exited with status {code}: stopping the others", flush=True)
+        terminate_all.set()
+    return code, time.time()
 
 
 def forking_wanted(command: list[str]) -> bool:
@@ -116,12 +128,7 @@ class PreforkedRanks:
             code = _wait(child.pid, [*(events or []), terminate_all])
             for t in forwarders:
                 t.join(timeout=STOP_GRACE_S)
-            if code != 0:
-                if not terminate_all.is_set():
-                    print(f"rank {slot_info.rank} exited with status {code}: stopping the "
-                          "others", flush=True)  # fmt: skip
-                terminate_all.set()
-            return code, time.time()
+            return rank_finished(slot_info.rank, code, terminate_all)
 
         return exec_command
 
