@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
                    '({"chief": [...], "worker": [...], "ps": [...]}); default: TF_CONFIG')  # fmt: skip
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
+    p.add_argument("--calibrate", action="store_true", help="before each workload's first "
+                   "run, calibrate it here as python -m ralp.plan --calibrate --shared-host "
+                   "does, and keep that in its records (python -m ralp.plan --validate then "
+                   "predicts each record from the calibration taken beside it)")  # fmt: skip
     p.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
                    "shared bottleneck link (netns); see --scenarios")  # fmt: skip
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
@@ -139,7 +143,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         hostfile=args.hostfile, cluster_file=args.cluster,
         compute_reference=args.compute_reference, jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,
-        compute_profile=args.compute_profile,
+        compute_profile=args.compute_profile, calibrate=args.calibrate,
     )  # fmt: skip
 
 
@@ -195,6 +199,10 @@ def _run(request: BenchRequest, args) -> int:
                              offered_modes(horovod_missing))  # fmt: skip
         else:  # node assignment: the planner's best split among stanza's alone
             assign = chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+    if request.calibrate and (backend == "tf-config" or request.jobs):
+        raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
+                         "which share it; on tf-config calibrate a worker host with python -m "
+                         "ralp.plan --calibrate, and --jobs runs are not predicted")  # fmt: skip
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     for run in runs:
@@ -207,9 +215,11 @@ def _run(request: BenchRequest, args) -> int:
 
             run_consolidation(request, launcher, progress=not args.quiet, on_record=records.append)
         else:
+            from ralp.bench.calibrated import Calibrations
             from ralp.bench.runner import run_all
 
             run_all(runs, launcher, compute_reference=request.compute_reference,
+                    calibrations=Calibrations() if request.calibrate else None,
                     progress=not args.quiet, on_record=records.append)  # fmt: skip
     finally:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.

@@ -82,6 +82,7 @@ class BenchRequest:
     jobs: int | None = None
     scenarios: tuple[str, ...] | None = None
     compute_profile: str | None = None  # mode auto: the planner's calibration JSON
+    calibrate: bool = False  # calibrate each workload before its runs (ralp.bench.calibrated)
 
     @property
     def is_default_comparison(self) -> bool:

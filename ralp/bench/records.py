@@ -33,7 +33,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
-    "ps_control_bytes_per_s", "auto",
+    "ps_control_bytes_per_s", "auto", "calibration",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from ralp.bench.calibrated import Calibrations
 from ralp.bench.horovod_job import rank_command
 from ralp.bench.job import bench_job
 from ralp.bench.launcher import Launcher
@@ -71,10 +72,13 @@ def run_all(
     launcher: Launcher,
     *,
     compute_reference: bool = False,
+    calibrations: Calibrations | None = None,
     progress: bool = True,
     on_record: Callable[[dict], None] | None = None,
 ) -> list[dict]:
-    """Measure every run in order, with a progress bar over all measured steps."""
+    """Measure every run in order, with a progress bar over all measured steps.
+    ``calibrations``: calibrate each workload before its first run (:mod:`ralp.bench.calibrated`)
+    and keep it in the workload's records."""
     from tqdm import tqdm
 
     plan = [(run, launcher) for run in runs]
@@ -96,9 +100,15 @@ def run_all(
                 else:
                     bar.update(base + value - bar.n)
 
+            calibration = None
+            if calibrations is not None and where is launcher:
+                bar.set_postfix_str("calibrating the workload")
+                calibration = calibrations.for_run(run)
             record = measure(run, where, on_progress)
             bar.update(done_before + run.measured_steps - bar.n)
             if where is launcher:
+                if calibrations is not None:
+                    record["calibration"] = calibration
                 records.append(record)
                 if on_record:
                     on_record(record)

@@ -89,16 +89,21 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> Calibration:
         try:
-            data = json.loads(Path(path).read_text())
-            if data.get("format") != CALIBRATION_FORMAT:
-                raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
-            return cls(Host(**data["host"]), [Entry(**e) for e in data["entries"]],
-                       data.get("machine", ""))  # fmt: skip
+            return cls.from_dict(json.loads(Path(path).read_text()))
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise PlannerError(
                 f"cannot read calibration {path!r} ({e}); write one with python -m ralp.plan "
                 "--calibrate --model NAME --output FILE"
             ) from None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Calibration:
+        """The inverse of :meth:`to_dict` (further keys, such as a bench record's
+        ``measured_at``, are ignored)."""
+        if data.get("format") != CALIBRATION_FORMAT:
+            raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
+        return cls(Host(**data["host"]), [Entry(**e) for e in data["entries"]],
+                   data.get("machine", ""))  # fmt: skip
 
     def merged(self, other: Calibration) -> Calibration:
         """This calibration with ``other``'s entries and host replacing its own."""

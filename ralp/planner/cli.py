@@ -97,11 +97,16 @@ def _validate(args) -> str:
     from ralp.planner import validate
     from ralp.planner.calibration import Calibration
 
-    if not args.compute_profile:
-        raise UsageError("--validate needs --compute-profile FILE (a calibration JSON)")
-    cal = Calibration.load(args.compute_profile)
     records = validate.load_records(args.validate)
-    extra: dict = {"shared_host": cal.host.shared, "cpu_s_per_byte": cal.host.cpu_s_per_byte}
+    carried = sum(1 for _, r in records if r.get("calibration"))
+    if not args.compute_profile and carried < len(records):
+        raise UsageError(f"--validate needs --compute-profile FILE (a calibration JSON): "
+                         f"{len(records) - carried} of the {len(records)} records carry no "
+                         "calibration of their own (python -m ralp.bench --calibrate)")  # fmt: skip
+    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    extra: dict = {"own_calibrations": carried}
+    if cal is not None:
+        extra.update(shared_host=cal.host.shared, cpu_s_per_byte=cal.host.cpu_s_per_byte)
     if args.fit_half:
         value, fitted, held_out = validate.split_half_fit(
             records, cal, _zoo_workload, validate.CAPACITY_GRID
@@ -115,8 +120,9 @@ def _validate(args) -> str:
     else:
         rows = validate.predict_records(records, cal, _zoo_workload)
         # each workload's measured capacity (the host's where a workload has none)
-        extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
-                             e.host_for(cal.host).capacity for e in cal.entries}  # fmt: skip
+        if cal is not None:
+            extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
+                                 e.host_for(cal.host).capacity for e in cal.entries}  # fmt: skip
         note = ""
     if args.format == "json":
         return validate.to_json(rows, **extra)

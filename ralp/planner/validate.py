@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ralp.cluster.units import parse_bandwidth
 from ralp.planner.calibration import Calibration
-from ralp.planner.model import Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
@@ -36,6 +35,7 @@ class Row:
     image_size: int
     predicted_images_per_sec: float
     measured_images_per_sec: float
+    own_calibration: bool = False  # predicted from the calibration the record carries
 
     @property
     def error(self) -> float:
@@ -63,23 +63,45 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
 WorkloadFor = Callable[[str, int, int, int], Workload]  # model, batch, image, classes
 
 
-def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration,
-                    workload_for: WorkloadFor, host: Host | None = None) -> list[Row]:  # fmt: skip
+def own_calibration(record: dict) -> Calibration | None:
+    """The calibration a record carries (``python -m ralp.bench --calibrate`` measures each
+    workload just before its runs), or None."""
+    data = record.get("calibration")
+    if not data:
+        return None
+    try:
+        return Calibration.from_dict(data)
+    except (ValueError, KeyError, TypeError) as e:
+        raise PlannerError(f"a {record.get('model')} {record.get('mode')} record's calibration "
+                           f"cannot be read ({e})") from None  # fmt: skip
+
+
+def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration | None,
+                    workload_for: WorkloadFor, capacity: float | None = None,
+                    own: bool = True) -> list[Row]:  # fmt: skip
     """Each record predicted with its workload's calibration (its host capacity included),
-    or on ``host`` for every record (a fitted capacity replaces the measured ones)."""
+    or with ``capacity`` for every record (a fitted capacity replaces the measured ones). With
+    ``own``, a record that carries its own calibration (taken beside it) is predicted from
+    that one; ``calibration`` serves the others."""
     rows = []
     for source, r in records:
+        cal = (own_calibration(r) if own else None) or calibration
+        if cal is None:
+            raise PlannerError(f"{source}: the {r['model']} {r['mode']} N={r['devices']} record "
+                               "carries no calibration; give --compute-profile FILE")  # fmt: skip
         key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
         if (r["workers"], r["ps"]) != resources(r["mode"], r["devices"]):
             raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
                                f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
-        entry = calibration.find(*key)
-        on = entry.host_for(calibration.host) if host is None else host
+        entry = cal.find(*key)
+        on = entry.host_for(cal.host)
+        if capacity is not None:
+            on = replace(on, capacity=capacity)
         p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
                     parse_bandwidth(r["bandwidth"]))  # fmt: skip
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
                         r["batch_size"], r["image_size"], p.images_per_sec,
-                        r["images_per_sec"]))  # fmt: skip
+                        r["images_per_sec"], cal is not calibration))  # fmt: skip
     return rows
 
 
@@ -89,7 +111,7 @@ def errors(rows: Sequence[Row]) -> dict:
             "max_abs_error": max(abs_err) if abs_err else None, "count": len(rows)}  # fmt: skip
 
 
-def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration,
+def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration | None,
                    workload_for: WorkloadFor,
                    grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:  # fmt: skip
     """Fit the shared host's ``capacity`` on the even-numbered records (median |error|, over
@@ -97,15 +119,12 @@ def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration,
     fit_half, held_out = records[0::2], records[1::2]
 
     def score(value: float) -> float:
-        host = replace(calibration.host, capacity=value)
-        return errors(predict_records(fit_half, calibration, workload_for, host))[
-            "median_abs_error"
-        ]
+        rows = predict_records(fit_half, calibration, workload_for, value)
+        return errors(rows)["median_abs_error"]
 
     best = min(grid, key=score)
-    host = replace(calibration.host, capacity=best)
-    return (best, predict_records(fit_half, calibration, workload_for, host),
-            predict_records(held_out, calibration, workload_for, host))  # fmt: skip
+    return (best, predict_records(fit_half, calibration, workload_for, best),
+            predict_records(held_out, calibration, workload_for, best))  # fmt: skip
 
 
 def choices(rows: Sequence[Row]) -> list[dict]:
@@ -144,11 +163,15 @@ def to_text(rows: Sequence[Row]) -> str:
     for r in rows:
         lines.append(f"{r.source:<26} {r.model:<10} {r.mode:<8} {r.devices:>3} "
                      f"{r.bandwidth:>9} {r.predicted_images_per_sec:>10.2f} "
-                     f"{r.measured_images_per_sec:>9.2f} {r.error:>+7.1%}")  # fmt: skip
+                     f"{r.measured_images_per_sec:>9.2f} {r.error:>+7.1%}"
+                     + (" *" if r.own_calibration else ""))  # fmt: skip
     e = errors(rows)
     if rows:
         lines.append(f"{e['count']} records: median |error| {e['median_abs_error']:.1%}, "
                      f"max {e['max_abs_error']:.1%} (images/s, predicted/measured - 1)")  # fmt: skip
+        if any(r.own_calibration for r in rows):
+            lines.append("*: predicted from the calibration taken beside the run "
+                         "(python -m ralp.bench --calibrate)")  # fmt: skip
     picks = choices(rows)
     if picks:
         lines.append("")

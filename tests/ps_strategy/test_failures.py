@@ -44,6 +44,9 @@ def test_a_lost_ps_is_restarted_and_training_goes_on_from_the_last_checkpoint(mo
     # restored with the checkpoint and went on from there
     assert out["steps"] == STEPS and out["total_steps"] == STEPS
     assert set(out["iterations"].values()) == {STEPS}
+    # all failures recorded, shown when there is more than the one PS loss (a flake seen once
+    # on a loaded machine: which second report it was decides where to merge them)
+    assert len(out["failures"]) == 1, out["failures"]
     [failure] = out["failures"]
     assert failure["kind"] == "ps" and failure["task"] in ("ps", "ps:0")
     assert failure["restored_step"] % EVERY == 0 and failure["restored_step"] <= 25

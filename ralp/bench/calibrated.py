@@ -1,0 +1,81 @@
+"""``python -m ralp.bench --calibrate``: the planner's calibration of each workload, measured
+just before its runs and kept in their records.
+
+On this shared machine the same run measured on different days differs up to 3x (vgg11 plain
+PS at N = 4, 10 Gbit/s: 19.5, 11.3, 6.5 and 10.0 images/s in four recorded sweeps), and so do
+calibrations taken at different times. A prediction checked against a run is only a check of
+the planner's model when its inputs were measured beside the run. So each workload (model,
+batch, image size, classes) is calibrated once, right before its first run, as ``python -m
+ralp.plan --calibrate --shared-host`` does (the whole model's and the tail's step, the cost of
+a transfer, the host's capacity), and every record of it carries that calibration:
+``python -m ralp.plan --validate`` predicts such a record from its own calibration.
+
+The calibration runs as that command, in a process of its own: the bench's process keeps no
+TensorFlow state (its Horovod driver forks ranks from a process that has only imported it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ralp.bench.runspec import RunSpec
+
+CALIBRATION_STEPS = 10  # timed steps of each of the whole model and its tail
+CALIBRATION_TIMEOUT_S = 1800.0
+
+
+class CalibrationFailed(RuntimeError):
+    """The calibration command failed; its message says why (the runs go on uncalibrated)."""
+
+
+def workload_key(run: RunSpec) -> tuple:
+    return (run.model, run.batch_size, run.image_size, run.num_classes)
+
+
+def calibration_command(run: RunSpec, output: str) -> list[str]:
+    return [sys.executable, "-m", "ralp.plan", "--calibrate", "--shared-host",
+            "--model", run.model, "--batch-size", str(run.batch_size),
+            "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
+            "--steps", str(CALIBRATION_STEPS), "--output", output]  # fmt: skip
+
+
+def calibrate_workload(run: RunSpec) -> dict:
+    """The calibration JSON (``ralp.planner.calibration.Calibration``'s) of ``run``'s
+    workload, measured now on this host, with when it was taken."""
+    with tempfile.TemporaryDirectory(prefix="ralp-calibration-") as tmp:
+        output = str(Path(tmp) / "calibration.json")
+        started = time.time()
+        try:
+            done = subprocess.run(calibration_command(run, output), capture_output=True,
+                                  text=True, timeout=CALIBRATION_TIMEOUT_S)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise CalibrationFailed(f"calibrating {run.model} took over "
+                                    f"{CALIBRATION_TIMEOUT_S:.0f} s") from None  # fmt: skip
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise CalibrationFailed(f"calibrating {run.model} failed: {said}")
+        calibration = json.loads(Path(output).read_text())
+    return {**calibration, "measured_at": started, "seconds": round(time.time() - started, 1)}
+
+
+class Calibrations:
+    """Each workload's calibration, measured on first asking (None where it failed)."""
+
+    def __init__(self, announce=print):
+        self._taken: dict[tuple, dict | None] = {}
+        self._announce = announce
+
+    def for_run(self, run: RunSpec) -> dict | None:
+        key = workload_key(run)
+        if key not in self._taken:
+            try:
+                self._taken[key] = calibrate_workload(run)
+            except CalibrationFailed as e:
+                self._announce(f"ralp.bench: {e}; its records go without a calibration")
+                self._taken[key] = None
+        return self._taken[key]
