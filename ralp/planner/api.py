@@ -8,11 +8,14 @@
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
 from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
     Calibration,
@@ -44,14 +47,29 @@ def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
                    split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip
 
 
+def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
+    """This host's transfer costs: gRPC's (a fresh process) and, where the cluster shares
+    this host, Gloo's ring (two Horovod ranks; left out where Horovod is missing) and the
+    cores that serve both."""
+    message_s, cpu_s_per_byte, _ = measure_transfer()
+    if not shared_host:
+        return Host(False, cpu_s_per_byte, message_s)
+    try:
+        ring, _ = measure_allreduce()
+    except AllreduceProbeError as e:
+        warnings.warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it",
+                      stacklevel=2)  # fmt: skip
+        ring = None
+    return Host(True, cpu_s_per_byte, message_s, capacity, os.cpu_count() or 1, ring)
+
+
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
               steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
     """A calibration of ``model`` on this host: its compute times and the cost of a transfer
     (measured in a fresh process). ``shared_host``: the cluster to plan shares this host's
     cores (the simulated netns cluster), so compute and transfers contend for them."""
     entry = calibrate_entry(model, batch_size, steps=steps)
-    message_s, cpu_s_per_byte, _ = measure_transfer()
-    return Calibration(Host(shared_host, cpu_s_per_byte, message_s), [entry], this_machine())
+    return Calibration(transfer_host(shared_host), [entry], this_machine())
 
 
 def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
@@ -63,14 +81,12 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
 
     entry = calibrate_entry(build_model(model, num_classes, image_size), batch_size,
                             steps=steps)  # fmt: skip
-    message_s, cpu_s_per_byte, _ = measure_transfer()
     capacity = 1.0
     if shared_host:  # several tasks on this host's cores: how many run side by side
         capacity = measure_host_capacity(model, batch_size, image_size, num_classes,
                                          processes=HOST_CAPACITY_PROCESSES)  # fmt: skip
     entry = replace(entry, model=model, capacity=capacity if shared_host else None)
-    host = Host(shared_host, cpu_s_per_byte, message_s, capacity)
-    return Calibration(host, [entry], this_machine())
+    return Calibration(transfer_host(shared_host, capacity), [entry], this_machine())
 
 
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,

@@ -88,7 +88,9 @@ def _calibrate(args) -> str:
     return (
         f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
-        f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns per byte; host "
+        f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
+        + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"
+           if host.ring_cpu_s_per_byte is not None else "") + "; host "
         f"capacity {host.capacity:.2f} concurrent steps; wrote {args.output}"
     )
 

@@ -46,6 +46,27 @@ class Host:
     # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
     # already fills both cores; big FC layers contend for memory).
     capacity: float = 1.0
+    # Shared host only. The cores that serve the bytes' CPU time: ``cpu_s_per_byte`` and
+    # ``ring_cpu_s_per_byte`` are CPU seconds (every thread of a transfer's processes, from
+    # ``time.process_time``), which the tasks' many processes spread over all of them. None:
+    # an older calibration whose per-byte cost was wall time, served like compute.
+    cores: int | None = None
+    # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
+    # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
+    ring_cpu_s_per_byte: float | None = None
+
+    def host_s(self, compute_s: float, byte_cpu_s: float) -> float:
+        """Time the one shared host takes for ``compute_s`` of single-process compute (served
+        ``capacity`` times as fast as one process alone computes) and ``byte_cpu_s`` CPU
+        seconds of moving bytes (served by every core)."""
+        if self.cores:
+            return compute_s / self.capacity + byte_cpu_s / self.cores
+        return (compute_s + byte_cpu_s) / self.capacity
+
+    @property
+    def ring_cost(self) -> float:
+        """CPU seconds per byte of a Horovod ring's traffic."""
+        return self.cpu_s_per_byte if self.ring_cpu_s_per_byte is None else self.ring_cpu_s_per_byte
 
 
 @dataclass(frozen=True)
@@ -108,10 +129,9 @@ def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
 
 
 def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Station:
-    """The one CPU queue of a shared host: a batch's compute and transfer CPU time, served
-    ``host.capacity`` times as fast as one process alone computes (a load-independent
-    approximation of a multi-server station)."""
-    cpu = (compute_s + _transfer_cpu_s(links, workers, host)) / host.capacity
+    """The one CPU queue of a shared host: a batch's compute and transfer CPU time
+    (:meth:`Host.host_s`: a load-independent approximation of a multi-server station)."""
+    cpu = host.host_s(compute_s, _transfer_cpu_s(links, workers, host))
     return Station("compute (one shared host)", cpu, True)
 
 
@@ -153,11 +173,10 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     gradients together (lockstep: no overlap with compute, as the trainer allreduces after
     the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
     (full duplex), in 2 (W-1) hops. On a shared host all W workers' compute and the
-    reductions' CPU cost queue for one CPU."""
+    reductions' CPU cost (Gloo's, :attr:`Host.ring_cost`) queue for one CPU."""
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
-        cpu = workers * compute.full_s + host.cpu_s_per_byte * links.total
-        return cpu / host.capacity + ring_s
+        return host.host_s(workers * compute.full_s, host.ring_cost * links.total) + ring_s
     return compute.full_s + ring_s
 
 
@@ -178,7 +197,8 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
 
     Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
     (gradients), less its tail ring, at ``bandwidth``. On a shared host every rank's compute
-    and the CPU cost of every byte queue for the one CPU, as in :func:`horovod_step_time`."""
+    and the CPU cost of every byte (Gloo's: the exchange and the rings are Horovod collectives)
+    queue for the one CPU, as in :func:`horovod_step_time`."""
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
@@ -187,8 +207,7 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
     rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
                 tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
     if host.shared:
-        cpu = workers * compute.full_s + host.cpu_s_per_byte * links.total
-        return cpu / host.capacity + exchange + rings
+        return host.host_s(workers * compute.full_s, host.ring_cost * links.total) + exchange + rings
     return compute.head_s + group * compute.tail_s + exchange + rings
 
 

@@ -2,10 +2,13 @@
 
 Two in-process ``tf.distribute.Server``s (a ``ps`` and a ``worker`` job) and a client that
 copies tensors of several sizes from the PS task to the worker task. On loopback the link is
-not the limit, so the time is what the transfer costs the host: a fixed cost per transfer
-(the intercept, ``message_s``) plus CPU time per byte (the slope, ``cpu_s_per_byte``:
-serialisation, copies, the kernel's socket path). Runs in a fresh process: connecting to a
-cluster changes the process-global eager context.
+not the limit: a transfer costs a fixed time (the wall-clock intercept, ``message_s``) and CPU
+time per byte (``cpu_s_per_byte``: serialisation, copies, the kernel's socket path on both
+ends). The CPU time is the process's own (``time.process_time``: every thread of the two
+servers and the client, which share the process), not the wall time: a transfer's stages run
+on several threads at once, and on a shared host what competes with compute is the CPU they
+use. Runs in a fresh process: connecting to a cluster changes the process-global eager
+context.
 """
 
 from __future__ import annotations
@@ -43,23 +46,28 @@ def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple
                 return tf.reduce_sum(tf.identity(v))  # one copy across, a scalar back
 
         pull()  # trace and warm up
-        times = []
+        times, cpu = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             pull().numpy()
             times.append(time.perf_counter() - start)
-        out.append((size, statistics.median(times)))
+            cpu.append(time.process_time() - start_cpu)
+        out.append((size, statistics.median(times), statistics.median(cpu)))
     return out
 
 
 def measure_transfer(sizes: tuple[int, ...] = TRANSFER_SIZES,
                      repeats: int = TRANSFER_REPEATS) -> tuple[float, float, list]:  # fmt: skip
-    """(message_s, cpu_s_per_byte, [(bytes, seconds)...]): the slope of a least-squares line
-    through the sizes, and the smallest transfer's time less its bytes' share (the line's
-    intercept is too noisy: the big transfers dominate the fit)."""
+    """(message_s, cpu_s_per_byte, [(bytes, wall seconds, CPU seconds)...]).
+
+    ``cpu_s_per_byte``: the slope of a least-squares line of CPU time through the sizes.
+    ``message_s``: the smallest transfer's wall time less its bytes' share of the wall-time
+    line (that line's intercept is too noisy: the big transfers dominate the fit)."""
     points = run_in_fresh_process(_measure_in_this_process, sizes, repeats, timeout=300)
     x = np.array([p[0] for p in points], float)
-    y = np.array([p[1] for p in points], float)
-    slope = max(0.0, float(np.polyfit(x, y, 1)[0]))
+    wall = np.array([p[1] for p in points], float)
+    cpu = np.array([p[2] for p in points], float)
+    wall_slope = max(0.0, float(np.polyfit(x, wall, 1)[0]))
+    cpu_slope = max(0.0, float(np.polyfit(x, cpu, 1)[0]))
     smallest = int(np.argmin(x))
-    return max(0.0, float(y[smallest] - slope * x[smallest])), slope, points
+    return max(0.0, float(wall[smallest] - wall_slope * x[smallest])), cpu_slope, points

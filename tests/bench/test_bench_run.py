@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -50,6 +51,33 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     assert (tmp_path / "r" / "results.csv").read_text().startswith("model,")
     assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "lenet" in p.stdout and "ralp-n" in p.stdout
+
+
+@pytest.mark.cluster
+@needs_netns
+def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_from(tmp_path):
+    out = tmp_path / "calibrated.json"
+    p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
+               "ps", "ralp-n", "--devices", "2", "--batch-size", "16", "--steps", "3",
+               "--warmup", "1", "--num-classes", "10", "--calibrate", "--out", str(out),
+               "--quiet")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    ps, ralp = json.loads(out.read_text())
+    assert ps["calibration"] == ralp["calibration"]  # measured once, before the first run
+    cal = ps["calibration"]
+    [entry] = cal["entries"]
+    assert (entry["model"], entry["batch_size"], entry["image_size"], entry["num_classes"]) == (
+        "lenet", 16, 28, 10)  # fmt: skip
+    assert entry["full_s"] > entry["tail_s"] > 0 and entry["capacity"] > 0
+    assert cal["host"]["shared"] is True and cal["host"]["cpu_s_per_byte"] > 0
+    assert cal["measured_at"] < time.time() and cal["seconds"] > 0
+    done = subprocess.run([sys.executable, "-m", "ralp.plan", "--validate", str(out),
+                           "--format", "json"], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["records"]
+    assert [(r["mode"], r["own_calibration"]) for r in rows] == [("ps", True), ("ralp-n", True)]
+    assert all(r["predicted_images_per_sec"] > 0 for r in rows)
 
 
 @pytest.mark.cluster

@@ -98,3 +98,37 @@ def test_fit_half_reports_only_the_held_out_records(calibration, results, capsys
         (r["mode"], r["devices"]) for r in held_out]  # fmt: skip
     assert out["fit_half"]["count"] == len(records) - len(held_out)
     assert 0.5 <= out["capacity"] <= 4.0
+
+
+def test_a_record_carrying_its_calibration_is_predicted_from_it(calibration, results, tmp_path,
+                                                                capsys):  # fmt: skip
+    path, records = results
+    # the calibration taken beside the run (python -m ralp.bench --calibrate): 3x slower
+    # compute than the profile's, kept in the first record only
+    beside = Calibration(Host(True, 2e-9, 1e-4), [Entry("alexnet", 8, 75, 1000, "pool5", 0.15,
+                                                        0.03, 5, capacity=1.2)], "beside")  # fmt: skip
+    own = [{**records[0], "calibration": {**beside.to_dict(), "measured_at": 1.0}}, *records[1:]]
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(own))
+    beside_file = tmp_path / "beside.json"
+    beside.save(beside_file)
+    assert run(["--validate", str(mixed), "--compute-profile", str(calibration),
+                "--format", "json"]) == 0  # fmt: skip
+    got = json.loads(capsys.readouterr().out)
+    # the reference: the same records predicted with each calibration given as the profile
+    for profile, rows in ((beside_file, got["records"][:1]), (calibration, got["records"][1:])):
+        assert run(["--validate", str(path), "--compute-profile", str(profile),
+                    "--format", "json"]) == 0  # fmt: skip
+        alone = json.loads(capsys.readouterr().out)["records"]
+        expected = alone[:1] if profile == beside_file else alone[1:]
+        assert [r["predicted_images_per_sec"] for r in rows] == pytest.approx(
+            [r["predicted_images_per_sec"] for r in expected])  # fmt: skip
+    assert [r["own_calibration"] for r in got["records"]] == [True] + [False] * (len(records) - 1)
+    assert got["own_calibrations"] == 1
+    # every record carrying one: no profile needed; one without: named
+    only = tmp_path / "only.json"
+    only.write_text(json.dumps(own[:1]))
+    assert run(["--validate", str(only)]) == 0
+    assert "predicted from the calibration taken beside the run" in capsys.readouterr().out
+    assert run(["--validate", str(mixed)]) == 2
+    assert f"{len(records) - 1} of the {len(records)} records carry no" in capsys.readouterr().err

@@ -7,9 +7,14 @@ from ralp.planner.transfer import measure_transfer
 
 @pytest.mark.cluster
 def test_bigger_transfers_cost_more_and_the_line_is_non_negative():
-    message_s, per_byte, points = measure_transfer(sizes=(4096, 16 * 1024**2), repeats=3)
-    assert [size for size, _ in points] == [4096, 16 * 1024**2]
-    assert points[1][1] > points[0][1]  # 16 MB take longer than 4 KB
+    small, big = 4096, 16 * 1024**2
+    message_s, per_byte, points = measure_transfer(sizes=(small, big), repeats=3)
+    assert [size for size, _, _ in points] == [small, big]
+    (_, wall_small, cpu_small), (_, wall_big, cpu_big) = points
+    assert wall_big > wall_small and cpu_big > cpu_small  # 16 MB cost more than 4 KB
     assert per_byte > 0 and message_s >= 0
-    # The line reproduces the big transfer it was fitted on (two points: exactly).
-    assert message_s + per_byte * points[1][0] == pytest.approx(points[1][1], rel=0.05)
+    # The CPU line goes through the two points it was fitted on.
+    assert per_byte == pytest.approx((cpu_big - cpu_small) / (big - small), rel=1e-6)
+    # The fixed cost is the small transfer's wall time less its bytes' share of the wall line.
+    wall_slope = (wall_big - wall_small) / (big - small)
+    assert message_s == pytest.approx(max(0.0, wall_small - wall_slope * small), rel=1e-6)

@@ -1,0 +1,98 @@
+"""The CPU cost of a byte in Horovod's ring allreduce on this host (Gloo over TCP, loopback).
+
+The Horovod modes move their bytes with Gloo, not gRPC: a fusion-buffer copy, the kernel's
+socket path on both ends and the reduction's sum, without gRPC's serialisation. Its cost per
+byte is measured apart from gRPC's (:mod:`ralp.planner.transfer`) with the real library: two
+ranks started by ``horovodrun`` on loopback allreduce tensors of several sizes, and each
+reports the CPU time its process used (``time.process_time``: Horovod's background thread
+included) per allreduce. ``ring_cpu_s_per_byte`` is the slope of both ranks' CPU time
+together against the bytes that cross the ring's links (2 ranks: each sends S / 2 twice, 2 S
+in all: the byte model's total for a step).
+
+Run as a module, it is one rank of that measurement (``horovodrun ... python -m
+ralp.planner.allreduce``); rank 0 prints the figures as one marked JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ALLREDUCE_SIZES = (1024**2, 8 * 1024**2, 32 * 1024**2)  # bytes per tensor
+ALLREDUCE_REPEATS = 5
+RANKS = 2
+MARK = "RALP_ALLREDUCE_COST "
+PROBE_TIMEOUT_S = 300.0
+
+
+class AllreduceProbeError(RuntimeError):
+    """The probe could not run (Horovod missing, or the job failed): the message says why."""
+
+
+def probe_command(sizes: tuple[int, ...], repeats: int) -> list[str]:
+    horovodrun = shutil.which("horovodrun") or os.path.join(os.path.dirname(sys.executable),
+                                                            "horovodrun")  # fmt: skip
+    return [horovodrun, "-np", str(RANKS), "-H", f"localhost:{RANKS}", "--gloo",
+            sys.executable, "-m", "ralp.planner.allreduce",
+            ",".join(map(str, sizes)), str(repeats)]  # fmt: skip
+
+
+def ring_link_bytes(size: int, ranks: int = RANKS) -> int:
+    """Bytes crossing all of a ring allreduce's links for one tensor of ``size`` bytes:
+    every rank sends 2 (ranks - 1) / ranks of it."""
+    return 2 * (ranks - 1) * size
+
+
+def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
+                      repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:  # fmt: skip
+    """(ring_cpu_s_per_byte, [(tensor bytes, link bytes, CPU seconds of all ranks)...])."""
+    if not os.path.exists(probe_command(sizes, repeats)[0]):
+        raise AllreduceProbeError("horovodrun is not installed (./scripts/setup.sh builds it)")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
+    try:
+        done = subprocess.run(probe_command(sizes, repeats), capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S, env=env)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise AllreduceProbeError(f"the allreduce probe took over {PROBE_TIMEOUT_S:.0f} s") from None
+    found = [line.split(MARK, 1)[1] for line in done.stdout.splitlines() if MARK in line]
+    if done.returncode != 0 or not found:
+        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise AllreduceProbeError(f"the allreduce probe failed (exit {done.returncode}): {said}")
+    points = [tuple(p) for p in json.loads(found[0])]
+    x = np.array([p[1] for p in points], float)
+    y = np.array([p[2] for p in points], float)
+    return max(0.0, float(np.polyfit(x, y, 1)[0])), points
+
+
+def _rank_main(sizes: tuple[int, ...], repeats: int) -> None:
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    hvd.init()
+    points = []
+    for size in sizes:
+        tensor = tf.ones([size // 4], tf.float32)
+        for _ in range(2):  # negotiation and buffers set up
+            hvd.allreduce(tensor, op=hvd.Sum).numpy()
+        cpu = []
+        for _ in range(repeats):
+            start = time.process_time()
+            hvd.allreduce(tensor, op=hvd.Sum).numpy()
+            cpu.append(time.process_time() - start)
+        mine = statistics.median(cpu)
+        every = hvd.allgather(tf.constant([mine], tf.float64)).numpy()
+        points.append((size, ring_link_bytes(size, hvd.size()), float(every.sum())))
+    if hvd.rank() == 0:
+        print(MARK + json.dumps(points), flush=True)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    _rank_main(tuple(int(s) for s in sys.argv[1].split(",")), int(sys.argv[2]))
