@@ -25,6 +25,7 @@ from ralp.planner.modes import PlannerError
 
 CALIBRATION_FORMAT = 1
 DEFAULT_CALIBRATION_STEPS = 5
+STACKED = 4  # worker batches the tail is also timed on at once (Stanza's FC rank stacks them)
 CALIBRATION_WARMUP = 2
 
 
@@ -42,6 +43,9 @@ class Entry:
     # (:mod:`ralp.planner.capacity`); None: the host's figure. It depends on the model: how
     # much of one process's step spreads over the cores.
     capacity: float | None = None
+    # the tail's step on STACKED worker batches at once (Stanza's FC rank), None: not measured
+    tail_stacked_s: float | None = None
+    stacked: int = 1
 
     def host_for(self, host: Host) -> Host:
         """``host`` with this workload's measured capacity, where it shares its cores."""
@@ -55,7 +59,7 @@ class Entry:
 
     @property
     def compute(self) -> Compute:
-        return Compute(self.full_s, self.tail_s)
+        return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked)
 
 
 @dataclass
@@ -162,20 +166,24 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
 
         return step
 
-    def random_inputs(net):
+    def random_inputs(net, rows: int = batch_size):
         # One tensor for a one-input model, a list otherwise (the structure Keras expects).
-        made = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
+        made = [tf.constant(rng.standard_normal((rows, *t.shape[1:])), tf.float32)
                 for t in net.inputs]  # fmt: skip
         return made[0] if len(made) == 1 else made
 
     full_step = train_step(model, keras.optimizers.SGD(1e-3), boundary_gradient=False)
     full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
-    tail_s = 0.0
+    tail_s, stacked_s = 0.0, None
     if offloaded:
         plan = Plan.offloading(layers, list(offloaded), 1)
         split = split_model(PlacedModel(model, plan, {}))
         tail = split.tail
         tail_step = train_step(tail, keras.optimizers.SGD(1e-3), boundary_gradient=True)
         tail_s = _median_step_time(tail_step, (random_inputs(tail), labels), steps)
+        stacked_labels = tf.concat([labels] * STACKED, 0)
+        stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size),
+                                                  stacked_labels), steps)  # fmt: skip
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
-                 min(tail_s, full_s), steps)  # fmt: skip
+                 min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
+                 stacked=STACKED if offloaded else 1)  # fmt: skip

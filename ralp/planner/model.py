@@ -30,10 +30,24 @@ from dataclasses import dataclass
 class Compute:
     full_s: float  # forward + backward + update of the whole model, one worker batch
     tail_s: float  # the same for the tail (offloaded layers, loss included)
+    # the tail on ``stacked`` worker batches at once (Stanza's FC rank stacks its group's):
+    # fully connected layers read their weights once per call, whatever the rows, so at small
+    # batches the time grows far slower than the rows (alexnet 75 px, batch 8: measured here,
+    # 3 batches stacked took about as long as one). None: assumed linear in the batch.
+    tail_stacked_s: float | None = None
+    stacked: int = 1
 
     @property
     def head_s(self) -> float:
         return max(0.0, self.full_s - self.tail_s)
+
+    def tail_group_s(self, group: int) -> float:
+        """The tail on ``group`` worker batches stacked: the line through the two measured
+        batches (one, and ``stacked``), else ``group`` x ``tail_s``."""
+        if self.tail_stacked_s is None or self.stacked < 2:
+            return group * self.tail_s
+        per_batch = max(0.0, self.tail_stacked_s - self.tail_s) / (self.stacked - 1)
+        return self.tail_s + (group - 1) * per_batch
 
 
 @dataclass(frozen=True)
@@ -189,9 +203,10 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
 
     1. every CONV rank runs the head forward and sends its boundary activations and labels
        to its group's FC rank;
-    2. the FC rank runs the tail on its group's batches stacked (g batches: g x ``tail_s``,
-       an assumption: the tail's time is linear in the batch) and sends the activations'
-       gradients back; the CONV ranks finish the head's backward (``head_s`` in all);
+    2. the FC rank runs the tail on its group's batches stacked (g batches:
+       :meth:`Compute.tail_group_s`, measured at one and at several batches stacked) and sends
+       the activations' gradients back; the CONV ranks finish the head's backward (``head_s``
+       in all);
     3. the CONV ranks ring-allreduce the head's gradients while, when n_f > 1, the FC ranks
        ring-allreduce the tail's (the slower ring counts; 2 (ranks - 1) hops each).
 
@@ -207,8 +222,9 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
     rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
                 tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
     if host.shared:
-        return host.host_s(workers * compute.full_s, host.ring_cost * links.total) + exchange + rings
-    return compute.head_s + group * compute.tail_s + exchange + rings
+        cpu = workers * compute.head_s + fc * compute.tail_group_s(group)
+        return host.host_s(cpu, host.ring_cost * links.total) + exchange + rings
+    return compute.head_s + compute.tail_group_s(group) + exchange + rings
 
 
 # One step-time function per mode, all with the same signature; a mode's (workers, ps)

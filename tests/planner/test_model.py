@@ -109,3 +109,49 @@ def test_stanza_on_a_shared_host_queues_every_ranks_compute():
     host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)
     step = stanza_step_time(Compute(1.0, 0.25), links, 3, 10.0, host)
     assert step == pytest.approx((3 * 1.0 + 1.0) / 2.0 + 220 / 10.0 + 10 / 10.0)
+
+
+def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rate():
+    from ralp.planner.model import stanza_step_time
+
+    links = Links((), (), 300, 1200, 6)  # 4 ranks: 300 B sent each, 1200 B on all links
+    compute = Compute(0.5, 0.1)
+    # CPU seconds of the bytes over 2 cores; compute over the capacity; the ring at 100 B/s
+    host = Host(True, cpu_s_per_byte=1e-3, message_s=0.0, capacity=1.25, cores=2,
+                ring_cpu_s_per_byte=4e-4)  # fmt: skip
+    assert horovod_step_time(compute, links, 4, 100.0, host) == pytest.approx(
+        4 * 0.5 / 1.25 + 1200 * 4e-4 / 2 + 300 / 100.0)  # fmt: skip
+    # no ring cost measured: gRPC's serves
+    grpc = Host(True, cpu_s_per_byte=1e-3, capacity=1.25, cores=2)
+    assert horovod_step_time(compute, links, 4, 100.0, grpc) == pytest.approx(
+        4 * 0.5 / 1.25 + 1200 * 1e-3 / 2 + 300 / 100.0)  # fmt: skip
+    # an older calibration (no cores: its per-byte cost was wall time) is served like compute
+    old = Host(True, cpu_s_per_byte=1e-3, capacity=1.25)
+    assert horovod_step_time(compute, links, 4, 100.0, old) == pytest.approx(
+        (4 * 0.5 + 1200 * 1e-3) / 1.25 + 300 / 100.0)  # fmt: skip
+    # stanza's bytes are Horovod collectives too
+    fc = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    assert stanza_step_time(compute, fc, 3, 10.0, host) == pytest.approx(
+        3 * 0.5 / 1.25 + 1000 * 4e-4 / 2 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
+    # the PS modes' bytes are gRPC's, on every core: one worker, so the terms add
+    ps = Links((40,), (60,), 100, 100, 4)
+    assert ps_step_time(compute, ps, 1, 100.0, host) == pytest.approx(
+        0.5 / 1.25 + 100 * 1e-3 / 2 + 100 / 100.0)  # fmt: skip
+
+
+def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
+    from ralp.planner.model import stanza_step_time
+
+    # one batch 0.25 s, four stacked 0.4 s: 0.05 s per further batch
+    compute = Compute(1.0, 0.25, tail_stacked_s=0.4, stacked=4)
+    assert compute.tail_group_s(1) == pytest.approx(0.25)
+    assert compute.tail_group_s(3) == pytest.approx(0.35)
+    assert compute.tail_group_s(8) == pytest.approx(0.25 + 7 * 0.05)  # extrapolated
+    assert Compute(1.0, 0.25).tail_group_s(3) == pytest.approx(0.75)  # unmeasured: linear
+    links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    real = Host(False)
+    assert stanza_step_time(compute, links, 3, 10.0, real) == pytest.approx(
+        0.75 + 0.35 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
+    shared = Host(True, cpu_s_per_byte=1e-3, capacity=2.0, cores=2)
+    assert stanza_step_time(compute, links, 3, 10.0, shared) == pytest.approx(
+        (3 * 0.75 + 0.35) / 2.0 + 1000 * 1e-3 / 2 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
