@@ -7,7 +7,8 @@
 #                                          pulls-250mbit|pulls-1gbit|pulls-10gbit|
 #                                          pull-timeline|dssp-table1|stanza-1gbit|
 #                                          stanza-10gbit|stanza-bytes|stanza-digits|
-#                                          auto-vs-best]...
+#                                          auto-vs-best|plan-steady-1gbit|
+#                                          plan-steady-10gbit]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best plan-steady-1gbit plan-steady-10gbit)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -123,6 +124,18 @@ for part in "${parts[@]}"; do
     rm -rf "$parts_dir"
     $PY benchmarks/auto_vs_best.py $R/bench_stanza_1gbit.json $R/bench_stanza_10gbit.json \
       $R/bench_auto.json --compute-profile $R/plan_calibration.json --out $R/auto_vs_best.json ;;
+  plan-steady-1gbit|plan-steady-10gbit)  # issue 14: the planner's validation set, every model
+    # and mode at N = 4, 10 steps per worker, each workload calibrated just before its runs
+    # (--calibrate: the records carry it); one bench call per model (3-7 minutes each)
+    bw=${part#plan-steady-}
+    parts_dir=$(mktemp -d)
+    for m in alexnet vgg11 resnet50 inception3 overfeat; do
+      $PY -m ralp.bench --backend netns --bandwidth $bw --models $m --modes ps ralp-h ralp-n \
+        horovod stanza --devices 4 --batch-size 8 --image-size 75 --steps 10 --warmup 2 \
+        --calibrate --quiet --out "$parts_dir/$m.json" || true
+    done
+    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_steady_$bw.json
+    rm -rf "$parts_dir" ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

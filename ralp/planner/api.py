@@ -23,7 +23,7 @@ from ralp.planner.calibration import (
     measure,
     this_machine,
 )
-from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacity
+from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacities
 from ralp.planner.model import Host
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend
@@ -60,7 +60,8 @@ def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
         warnings.warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it",
                       stacklevel=2)  # fmt: skip
         ring = None
-    return Host(True, cpu_s_per_byte, message_s, capacity, os.cpu_count() or 1, ring)
+    return Host(True, cpu_s_per_byte, message_s, capacity, cores=os.cpu_count() or 1,
+                ring_cpu_s_per_byte=ring)  # fmt: skip
 
 
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
@@ -81,12 +82,14 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
 
     entry = calibrate_entry(build_model(model, num_classes, image_size), batch_size,
                             steps=steps)  # fmt: skip
-    capacity = 1.0
+    capacity, capacities = 1.0, ()
     if shared_host:  # several tasks on this host's cores: how many run side by side
-        capacity = measure_host_capacity(model, batch_size, image_size, num_classes,
-                                         processes=HOST_CAPACITY_PROCESSES)  # fmt: skip
-    entry = replace(entry, model=model, capacity=capacity if shared_host else None)
-    return Calibration(transfer_host(shared_host, capacity), [entry], this_machine())
+        capacities = measure_host_capacities(model, batch_size, image_size, num_classes)
+        capacity = dict(capacities).get(HOST_CAPACITY_PROCESSES, capacities[0][1])
+    entry = replace(entry, model=model, capacity=capacity if shared_host else None,
+                    capacities=[list(c) for c in capacities] if shared_host else None)  # fmt: skip
+    host = replace(transfer_host(shared_host, capacity), capacities=capacities)
+    return Calibration(host, [entry], this_machine())
 
 
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,

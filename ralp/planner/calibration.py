@@ -43,6 +43,8 @@ class Entry:
     # (:mod:`ralp.planner.capacity`); None: the host's figure. It depends on the model: how
     # much of one process's step spreads over the cores.
     capacity: float | None = None
+    # the capacity at several process counts, [[processes, capacity], ...] (JSON lists)
+    capacities: list | None = None
     # the tail's step on STACKED worker batches at once (Stanza's FC rank), None: not measured
     tail_stacked_s: float | None = None
     stacked: int = 1
@@ -50,7 +52,8 @@ class Entry:
     def host_for(self, host: Host) -> Host:
         """``host`` with this workload's measured capacity, where it shares its cores."""
         if host.shared and self.capacity is not None:
-            return replace(host, capacity=self.capacity)
+            measured = tuple((int(n), float(c)) for n, c in self.capacities or ())
+            return replace(host, capacity=self.capacity, capacities=measured)
         return host
 
     @property
@@ -106,7 +109,9 @@ class Calibration:
         ``measured_at``, are ignored)."""
         if data.get("format") != CALIBRATION_FORMAT:
             raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
-        return cls(Host(**data["host"]), [Entry(**e) for e in data["entries"]],
+        host = dict(data["host"])
+        host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
+        return cls(Host(**host), [Entry(**e) for e in data["entries"]],
                    data.get("machine", ""))  # fmt: skip
 
     def merged(self, other: Calibration) -> Calibration:

@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from ralp.planner.modes import PlannerError
 
 HOST_CAPACITY_PROCESSES = os.cpu_count() or 1  # processes timed together
+# The counts the calibration measures: the cores, and twice as many (a simulated cluster of
+# N = 4 runs 3-4 computing processes on this 2-core host; more than the cores contend for
+# caches and memory too).
+CAPACITY_COUNTS = tuple(sorted({HOST_CAPACITY_PROCESSES, 2 * HOST_CAPACITY_PROCESSES} - {1}))
 CAPACITY_WINDOW_S = 8.0  # each process counts its steps over this window, all at once
 CAPACITY_WARMUP = 2  # steps before the barrier (tracing, first-step allocation)
 
@@ -113,3 +117,17 @@ def measure_host_capacity(model: str, batch_size: int, image_size: int, num_clas
     together = run_together(model, batch_size, image_size, num_classes, processes=processes,
                             window_s=window_s)  # fmt: skip
     return together.total_steps_per_s / alone.total_steps_per_s
+
+
+def measure_host_capacities(model: str, batch_size: int, image_size: int, num_classes: int, *,
+                            counts: tuple[int, ...] = CAPACITY_COUNTS,
+                            window_s: float = CAPACITY_WINDOW_S) -> tuple[tuple[int, float], ...]:  # fmt: skip
+    """``((processes, capacity), ...)`` for each count: steps per second of that many
+    processes at once over one process's alone (one alone measured once for all)."""
+    alone = run_together(model, batch_size, image_size, num_classes, processes=1,
+                         window_s=window_s).total_steps_per_s  # fmt: skip
+    return tuple(
+        (n, run_together(model, batch_size, image_size, num_classes, processes=n,
+                         window_s=window_s).total_steps_per_s / alone)  # fmt: skip
+        for n in sorted(counts)
+    )

@@ -60,6 +60,10 @@ class Host:
     # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
     # already fills both cores; big FC layers contend for memory).
     capacity: float = 1.0
+    # The same measured at several process counts, ((processes, capacity), ...) ascending:
+    # more processes than cores contend for caches and memory too. Empty: ``capacity`` for
+    # any count of two or more.
+    capacities: tuple[tuple[int, float], ...] = ()
     # Shared host only. The cores that serve the bytes' CPU time: ``cpu_s_per_byte`` and
     # ``ring_cpu_s_per_byte`` are CPU seconds (every thread of a transfer's processes, from
     # ``time.process_time``), which the tasks' many processes spread over all of them. None:
@@ -69,13 +73,35 @@ class Host:
     # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
     ring_cpu_s_per_byte: float | None = None
 
-    def host_s(self, compute_s: float, byte_cpu_s: float) -> float:
-        """Time the one shared host takes for ``compute_s`` of single-process compute (served
-        ``capacity`` times as fast as one process alone computes) and ``byte_cpu_s`` CPU
-        seconds of moving bytes (served by every core)."""
-        if self.cores:
-            return compute_s / self.capacity + byte_cpu_s / self.cores
-        return (compute_s + byte_cpu_s) / self.capacity
+    def capacity_at(self, processes: int) -> float:
+        """Single-process steps the host runs at once with ``processes`` processes computing:
+        1 alone; else the capacity measured at the largest count up to ``processes`` (the
+        smallest measured count below it)."""
+        if processes <= 1:
+            return 1.0
+        if not self.capacities:
+            return self.capacity
+        fitting = [c for n, c in self.capacities if n <= processes]
+        return fitting[-1] if fitting else self.capacities[0][1]
+
+    def speedups(self, processes: int) -> tuple[float, ...]:
+        """``capacity_at`` for 1 .. ``processes`` (a load-dependent station's speedup)."""
+        return tuple(self.capacity_at(n) for n in range(1, max(1, processes) + 1))
+
+    def together_s(self, compute_s: float, processes: int) -> float:
+        """Time ``processes`` processes take for ``compute_s`` of single-process compute in
+        all, alone on the shared host: one runs at its own speed, several at
+        :meth:`capacity_at` their count."""
+        return compute_s / self.capacity_at(processes)
+
+    def bytes_phase_s(self, wire_s: float, byte_cpu_s: float) -> float:
+        """A lockstep phase that only moves bytes (a Horovod collective: no compute runs
+        beside it) on a shared host: the wire and the CPU work of its bytes pipeline (Gloo
+        sends a chunk while it reduces the previous one), so the slower of the two counts.
+        An older calibration (no ``cores``) keeps the earlier rule: they add."""
+        if not self.cores:
+            return wire_s + byte_cpu_s / self.capacity
+        return max(wire_s, byte_cpu_s / self.cores)
 
     @property
     def ring_cost(self) -> float:
@@ -97,25 +123,44 @@ class Links:
 @dataclass(frozen=True)
 class Station:
     name: str
-    demand_s: float  # service time per worker batch
+    demand_s: float  # service time per worker batch (one customer served alone)
     queue: bool  # True: one server shared by all workers; False: each worker has its own
+    # Load-dependent queue (the shared host's CPU): how many times as fast as alone it serves
+    # with j customers present, ``speedup[min(j, len) - 1]``. Empty: load-independent.
+    speedup: tuple[float, ...] = ()
+
+    def rate(self, customers: int) -> float:
+        return self.speedup[min(customers, len(self.speedup)) - 1] if self.speedup else 1.0
 
 
 def mva_cycle_time(stations: list[Station], customers: int) -> float:
     """Exact mean-value analysis of a closed single-class network: the mean time one
     customer (a worker) takes for one cycle (one batch) with ``customers`` in the network.
+    Load-dependent stations (``speedup``) follow Reiser and Lavenberg's algorithm, carrying
+    their marginal queue-length probabilities from one population to the next.
 
     Assumption: product form (processor-sharing / exponential FCFS service). Exact at one
     customer (sum of demands) and in the limit (busiest station x customers).
     """
     queue = [0.0] * len(stations)
+    marginal = [[1.0] for _ in stations]  # P(j customers at the station | n - 1 in all)
     cycle = sum(s.demand_s for s in stations)
     for n in range(1, customers + 1):
-        resid = [s.demand_s * (1 + q) if s.queue else s.demand_s
-                 for s, q in zip(stations, queue, strict=True)]  # fmt: skip
+        resid = []
+        for s, q, p in zip(stations, queue, marginal, strict=True):
+            if s.speedup:
+                resid.append(sum(j * s.demand_s / s.rate(j) * p[j - 1] for j in range(1, n + 1)))
+            else:
+                resid.append(s.demand_s * (1 + q) if s.queue else s.demand_s)
         cycle = sum(resid)
         throughput = n / cycle if cycle > 0 else float("inf")
         queue = [throughput * r for r in resid]
+        for i, s in enumerate(stations):
+            if s.speedup:
+                p = [0.0] + [s.demand_s / s.rate(j) * throughput * marginal[i][j - 1]
+                             for j in range(1, n + 1)]  # fmt: skip
+                p[0] = max(0.0, 1.0 - sum(p[1:]))
+                marginal[i] = p
     return cycle
 
 
@@ -143,10 +188,15 @@ def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
 
 
 def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Station:
-    """The one CPU queue of a shared host: a batch's compute and transfer CPU time
-    (:meth:`Host.host_s`: a load-independent approximation of a multi-server station)."""
-    cpu = host.host_s(compute_s, _transfer_cpu_s(links, workers, host))
-    return Station("compute (one shared host)", cpu, True)
+    """The one CPU queue of a shared host, load-dependent: one batch alone is computed at one
+    process's speed, j batches at once at :meth:`Host.capacity_at` j. Its demand is a batch's
+    compute and its bytes' CPU time, scaled so that a saturated host (every worker's batch at
+    the CPU) takes ``compute / capacity + bytes' CPU / cores`` per batch (the bytes' CPU
+    spreads over every core; an older calibration without ``cores`` serves it like compute)."""
+    byte_cpu = _transfer_cpu_s(links, workers, host)
+    share = host.capacity_at(workers) / host.cores if host.cores else 1.0
+    return Station("compute (one shared host)", compute_s + byte_cpu * share, True,
+                   host.speedups(workers))  # fmt: skip
 
 
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
@@ -186,11 +236,14 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     """Horovod ring allreduce: every worker runs the whole model, then all allreduce the
     gradients together (lockstep: no overlap with compute, as the trainer allreduces after
     the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
-    (full duplex), in 2 (W-1) hops. On a shared host all W workers' compute and the
-    reductions' CPU cost (Gloo's, :attr:`Host.ring_cost`) queue for one CPU."""
+    (full duplex), in 2 (W-1) hops. On a shared host the W workers compute together
+    (:meth:`Host.together_s`), then allreduce alone: the ring's wire time or its bytes' CPU
+    time (Gloo's, :attr:`Host.ring_cost`, over every core), the slower
+    (:meth:`Host.bytes_phase_s`)."""
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
-        return host.host_s(workers * compute.full_s, host.ring_cost * links.total) + ring_s
+        return (host.together_s(workers * compute.full_s, workers)
+                + host.bytes_phase_s(ring_s, host.ring_cost * links.total))  # fmt: skip
     return compute.full_s + ring_s
 
 
@@ -211,9 +264,10 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
        ring-allreduce the tail's (the slower ring counts; 2 (ranks - 1) hops each).
 
     Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
-    (gradients), less its tail ring, at ``bandwidth``. On a shared host every rank's compute
-    and the CPU cost of every byte (Gloo's: the exchange and the rings are Horovod collectives)
-    queue for the one CPU, as in :func:`horovod_step_time`."""
+    (gradients), less its tail ring, at ``bandwidth``. On a shared host the phases take
+    turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
+    FC ranks' tails together (one FC rank alone), and each byte phase the slower of its wire
+    and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives)."""
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
@@ -222,8 +276,11 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
     rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
                 tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
     if host.shared:
-        cpu = workers * compute.head_s + fc * compute.tail_group_s(group)
-        return host.host_s(cpu, host.ring_cost * links.total) + exchange + rings
+        ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
+        return (host.together_s(workers * compute.head_s, workers)
+                + host.together_s(fc * compute.tail_group_s(group), fc)
+                + host.bytes_phase_s(exchange, host.ring_cost * (links.total - ring_bytes))
+                + host.bytes_phase_s(rings, host.ring_cost * ring_bytes))  # fmt: skip
     return compute.head_s + compute.tail_group_s(group) + exchange + rings
 
 

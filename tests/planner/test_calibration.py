@@ -59,6 +59,10 @@ def test_measure_times_the_whole_model_and_its_tail():
     assert work.offloaded, "lenet has FC layers to offload"
     assert 0 < e.tail_s <= e.full_s
     assert e.split_after == work.profile.candidate_split_after
+    # the tail also timed on 4 batches stacked (Stanza's FC rank), and the entry's compute
+    # carries both points
+    assert e.stacked == 4 and e.tail_stacked_s > 0
+    assert e.compute.tail_group_s(4) == pytest.approx(e.tail_stacked_s)
 
 
 def test_a_workloads_measured_capacity_applies_on_a_shared_host_only():
@@ -75,3 +79,16 @@ def test_calibrations_written_before_per_workload_capacity_still_load(tmp_path):
         del e["capacity"]
     path.write_text(json.dumps(old))
     assert Calibration.load(path).entries[0].capacity is None
+
+
+def test_measured_capacities_per_process_count_round_trip_into_the_host(tmp_path):
+    e = Entry("vgg11", 8, 75, 1000, "pool5", 1.0, 0.2, 5, capacity=1.2,
+              capacities=[[2, 1.2], [4, 0.9]])  # fmt: skip
+    host = Host(True, 1e-9, 1e-3, 1.2, capacities=((2, 1.2), (4, 0.9)), cores=2,
+                ring_cpu_s_per_byte=2e-9)  # fmt: skip
+    path = tmp_path / "cal.json"
+    Calibration(host, [e]).save(path)
+    back = Calibration.load(path)
+    assert back.host == host
+    on = back.entries[0].host_for(Host(True, capacity=1.0))
+    assert [on.capacity_at(n) for n in (1, 2, 3, 4, 6)] == [1.0, 1.2, 1.2, 0.9, 0.9]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ralp.planner.capacity import measure_host_capacity, run_together
+from ralp.planner.capacity import measure_host_capacities, measure_host_capacity, run_together
 
 
 @pytest.mark.cluster
@@ -20,3 +20,10 @@ def test_capacity_is_the_gain_over_one_process():
     capacity = measure_host_capacity("lenet", 16, 28, 10, processes=2, window_s=1.5)
     # Two processes on this host run at least about as fast as one, at most twice (+ noise).
     assert 0.7 < capacity < 2.6
+
+
+@pytest.mark.cluster
+def test_capacities_are_measured_per_process_count_against_one_alone():
+    measured = measure_host_capacities("lenet", 16, 28, 10, counts=(3, 2), window_s=1.5)
+    assert [n for n, _ in measured] == [2, 3]  # ascending, as Host.capacity_at reads them
+    assert all(0.5 < capacity < 3.5 for _, capacity in measured), measured

@@ -106,9 +106,12 @@ def test_stanza_on_a_shared_host_queues_every_ranks_compute():
     from ralp.planner.model import Compute, Host, Links, stanza_step_time
 
     links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
-    host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)
+    host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)  # an older calibration: no cores
     step = stanza_step_time(Compute(1.0, 0.25), links, 3, 10.0, host)
-    assert step == pytest.approx((3 * 1.0 + 1.0) / 2.0 + 220 / 10.0 + 10 / 10.0)
+    # the 3 heads together at the capacity, the FC rank's 3 tails alone, then each byte
+    # phase's wire and its bytes' CPU (the rings: 3 x 10 B; the exchange: the rest), added
+    assert step == pytest.approx(3 * 0.75 / 2.0 + 3 * 0.25 + (220 / 10.0 + 970e-3 / 2.0)
+                                 + (10 / 10.0 + 30e-3 / 2.0))  # fmt: skip
 
 
 def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rate():
@@ -116,27 +119,31 @@ def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rat
 
     links = Links((), (), 300, 1200, 6)  # 4 ranks: 300 B sent each, 1200 B on all links
     compute = Compute(0.5, 0.1)
-    # CPU seconds of the bytes over 2 cores; compute over the capacity; the ring at 100 B/s
+    # the 4 ranks compute together at the capacity; then the ring: its bytes' CPU seconds
+    # over 2 cores (1200 x 4e-4 / 2 = 0.24 s) or its wire, the slower
     host = Host(True, cpu_s_per_byte=1e-3, message_s=0.0, capacity=1.25, cores=2,
                 ring_cpu_s_per_byte=4e-4)  # fmt: skip
+    assert horovod_step_time(compute, links, 4, 1e6, host) == pytest.approx(
+        4 * 0.5 / 1.25 + 1200 * 4e-4 / 2)  # fmt: skip
     assert horovod_step_time(compute, links, 4, 100.0, host) == pytest.approx(
-        4 * 0.5 / 1.25 + 1200 * 4e-4 / 2 + 300 / 100.0)  # fmt: skip
+        4 * 0.5 / 1.25 + 300 / 100.0)  # fmt: skip
     # no ring cost measured: gRPC's serves
     grpc = Host(True, cpu_s_per_byte=1e-3, capacity=1.25, cores=2)
-    assert horovod_step_time(compute, links, 4, 100.0, grpc) == pytest.approx(
-        4 * 0.5 / 1.25 + 1200 * 1e-3 / 2 + 300 / 100.0)  # fmt: skip
-    # an older calibration (no cores: its per-byte cost was wall time) is served like compute
+    assert horovod_step_time(compute, links, 4, 1e6, grpc) == pytest.approx(
+        4 * 0.5 / 1.25 + 1200 * 1e-3 / 2)  # fmt: skip
+    # an older calibration (no cores: its per-byte cost was wall time): wire and CPU add
     old = Host(True, cpu_s_per_byte=1e-3, capacity=1.25)
-    assert horovod_step_time(compute, links, 4, 100.0, old) == pytest.approx(
-        (4 * 0.5 + 1200 * 1e-3) / 1.25 + 300 / 100.0)  # fmt: skip
-    # stanza's bytes are Horovod collectives too
+    assert horovod_step_time(compute, links, 4, 1e6, old) == pytest.approx(
+        4 * 0.5 / 1.25 + 300 / 1e6 + 1200 * 1e-3 / 1.25)  # fmt: skip
+    # stanza's bytes are Horovod collectives too (here under their wire)
     fc = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
-    assert stanza_step_time(compute, fc, 3, 10.0, host) == pytest.approx(
-        3 * 0.5 / 1.25 + 1000 * 4e-4 / 2 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
-    # the PS modes' bytes are gRPC's, on every core: one worker, so the terms add
+    assert stanza_step_time(compute, fc, 3, 1e6, host) == pytest.approx(
+        3 * 0.4 / 1.25 + 3 * 0.1 + 970 * 4e-4 / 2 + 30 * 4e-4 / 2)  # fmt: skip
+    # the PS modes' bytes are gRPC's, on every core: one worker (alone: its own speed, not
+    # the capacity's), so the terms add
     ps = Links((40,), (60,), 100, 100, 4)
     assert ps_step_time(compute, ps, 1, 100.0, host) == pytest.approx(
-        0.5 / 1.25 + 100 * 1e-3 / 2 + 100 / 100.0)  # fmt: skip
+        0.5 + 100 * 1e-3 / 2 + 100 / 100.0)  # fmt: skip
 
 
 def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
@@ -153,5 +160,44 @@ def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
     assert stanza_step_time(compute, links, 3, 10.0, real) == pytest.approx(
         0.75 + 0.35 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
     shared = Host(True, cpu_s_per_byte=1e-3, capacity=2.0, cores=2)
-    assert stanza_step_time(compute, links, 3, 10.0, shared) == pytest.approx(
-        (3 * 0.75 + 0.35) / 2.0 + 1000 * 1e-3 / 2 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
+    assert stanza_step_time(compute, links, 3, 1e6, shared) == pytest.approx(
+        3 * 0.75 / 2.0 + 0.35 + 970 * 1e-3 / 2 + 30 * 1e-3 / 2)  # fmt: skip
+
+
+def multi_server_repairman_cycle(service: float, think: float, servers: int,
+                                 customers: int) -> float:  # fmt: skip
+    """M/M/m//N (machine repairman with m repairmen), closed form: P(k) proportional to
+    N!/(N-k)! (D/Z)^k / (k! for k <= m, m! m^(k-m) above); throughput sum P(k) min(k, m)/D."""
+    r = service / think
+    weights = [math.perm(customers, k) * r**k /
+               (math.factorial(k) if k <= servers else math.factorial(servers) * servers ** (k - servers))
+               for k in range(customers + 1)]  # fmt: skip
+    total = sum(weights)
+    throughput = sum(w / total * min(k, servers) for k, w in enumerate(weights)) / service
+    return customers / throughput
+
+
+@pytest.mark.parametrize("servers, customers", [(2, 1), (2, 2), (2, 5), (3, 4), (4, 16)])
+def test_load_dependent_mva_matches_the_multi_server_closed_form(servers, customers):
+    speedup = tuple(float(min(j, servers)) for j in range(1, customers + 1))
+    stations = [Station("think", 0.9, False), Station("servers", 0.6, True, speedup)]
+    assert mva_cycle_time(stations, customers) == pytest.approx(
+        multi_server_repairman_cycle(0.6, 0.9, servers, customers), rel=1e-9)  # fmt: skip
+
+
+def test_a_speedup_of_one_is_the_load_independent_queue():
+    plain = [Station("a", 0.2, True), Station("b", 0.5, True), Station("c", 0.1, False)]
+    flat = [plain[0], Station("b", 0.5, True, (1.0,)), plain[2]]
+    for n in (1, 2, 5, 9):
+        assert mva_cycle_time(flat, n) == pytest.approx(mva_cycle_time(plain, n), rel=1e-12)
+
+
+def test_capacity_at_a_process_count_is_the_measured_one_at_or_below_it():
+    host = Host(True, capacity=1.2, capacities=((2, 1.2), (4, 0.9)))
+    assert [host.capacity_at(n) for n in (1, 2, 3, 4, 8)] == [1.0, 1.2, 1.2, 0.9, 0.9]
+    assert host.speedups(3) == (1.0, 1.2, 1.2)
+    assert Host(True, capacity=1.5).capacity_at(7) == 1.5  # one count measured: every count
+    # the lockstep modes: 4 ranks compute at the 4-process capacity
+    links = Links((), (), 300, 1200, 6)
+    assert horovod_step_time(Compute(0.5, 0.1), links, 4, 1e12, host) == pytest.approx(
+        4 * 0.5 / 0.9 + 300 / 1e12 + 1200 * 0.0 / 1.2)  # fmt: skip
