@@ -48,6 +48,9 @@ class Entry:
     # the tail's step on STACKED worker batches at once (Stanza's FC rank), None: not measured
     tail_stacked_s: float | None = None
     stacked: int = 1
+    # the head's own step (forward, backward from its boundary gradients, update), None: not
+    # measured (the whole model's step less the tail's stands for it)
+    head_s: float | None = None
 
     def host_for(self, host: Host) -> Host:
         """``host`` with this workload's measured capacity, where it shares its cores."""
@@ -62,7 +65,8 @@ class Entry:
 
     @property
     def compute(self) -> Compute:
-        return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked)
+        return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked,
+                       self.head_s)  # fmt: skip
 
 
 @dataclass
@@ -177,6 +181,25 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
                 for t in net.inputs]  # fmt: skip
         return made[0] if len(made) == 1 else made
 
+    def head_step(head):
+        # A worker's head in RALP and a CONV rank's in Stanza: forward, then backward from
+        # the boundary gradients the PS (FC rank) sends back, then the update.
+        optimizer = keras.optimizers.SGD(1e-3)
+        outputs = head.outputs if isinstance(head.outputs, list) else [head.outputs]
+        grads_in = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
+                    for t in outputs]  # fmt: skip
+
+        @tf.function
+        def step(x):
+            with tf.GradientTape() as tape:
+                out = head(x, training=True)
+            out = list(out) if isinstance(out, list | tuple) else [out]
+            grads = tape.gradient(out, head.trainable_variables, output_gradients=grads_in)
+            optimizer.apply(grads, head.trainable_variables)
+            return out[0]
+
+        return step
+
     full_step = train_step(model, keras.optimizers.SGD(1e-3), boundary_gradient=False)
     full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
     tail_s, stacked_s = 0.0, None
@@ -189,6 +212,8 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
         stacked_labels = tf.concat([labels] * STACKED, 0)
         stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size),
                                                   stacked_labels), steps)  # fmt: skip
+        head_s = _median_step_time(head_step(split.head), (random_inputs(model),), steps)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
-                 stacked=STACKED if offloaded else 1)  # fmt: skip
+                 stacked=STACKED if offloaded else 1,
+                 head_s=head_s if offloaded else None)  # fmt: skip

@@ -36,9 +36,15 @@ class Compute:
     # 3 batches stacked took about as long as one). None: assumed linear in the batch.
     tail_stacked_s: float | None = None
     stacked: int = 1
+    # the head's step measured on its own; None: the whole model's less the tail's. The
+    # difference is a poor stand-in where the tail is most of the step (alexnet 75 px: 71%),
+    # as the noise of both measurements lands on it.
+    head_measured_s: float | None = None
 
     @property
     def head_s(self) -> float:
+        if self.head_measured_s is not None:
+            return self.head_measured_s
         return max(0.0, self.full_s - self.tail_s)
 
     def tail_group_s(self, group: int) -> float:
