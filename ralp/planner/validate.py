@@ -95,8 +95,8 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
                                f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
         entry = cal.find(*key)
         on = entry.host_for(cal.host)
-        if capacity is not None:
-            on = replace(on, capacity=capacity)
+        if capacity is not None:  # one fitted figure for every process count
+            on = replace(on, capacity=capacity, capacities=())
         p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
                     parse_bandwidth(r["bandwidth"]))  # fmt: skip
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],

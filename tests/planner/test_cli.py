@@ -132,3 +132,26 @@ def test_a_record_carrying_its_calibration_is_predicted_from_it(calibration, res
     assert "predicted from the calibration taken beside the run" in capsys.readouterr().out
     assert run(["--validate", str(mixed)]) == 2
     assert f"{len(records) - 1} of the {len(records)} records carry no" in capsys.readouterr().err
+
+
+def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(results):
+    from ralp.planner import validate
+    from ralp.planner.cli import _zoo_workload
+
+    _, records = results
+    base = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2)
+    counted = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2,
+                    capacities=[[2, 1.2], [4, 0.7]])  # fmt: skip
+    host = Host(True, 2e-9, 1e-4, cores=2)
+
+    def carrying(entry):
+        cal = Calibration(host, [entry], "beside").to_dict()
+        return [("r.json", {**r, "calibration": cal}) for r in records]
+
+    fitted = [validate.predict_records(carrying(e), None, _zoo_workload, capacity=1.5)
+              for e in (base, counted)]  # fmt: skip
+    assert [r.predicted_images_per_sec for r in fitted[0]] == pytest.approx(
+        [r.predicted_images_per_sec for r in fitted[1]])  # fmt: skip
+    measured = validate.predict_records(carrying(counted), None, _zoo_workload)
+    assert [r.predicted_images_per_sec for r in measured] != pytest.approx(
+        [r.predicted_images_per_sec for r in fitted[1]])  # fmt: skip
