@@ -24,3 +24,6 @@ $PY -m ralp.plan --validate $FILES --compute-profile $CAL --fit-half --format js
 # 3. the records calibrated beside their runs alone (no --compute-profile needed)
 $PY -m ralp.plan --validate $STEADY > $R/plan_validation_calibrated.txt
 $PY -m ralp.plan --validate $STEADY --format json > $R/plan_validation_calibrated.json
+$PY -m ralp.plan --validate $STEADY --fit-half > $R/plan_validation_calibrated_fit_half.txt
+$PY -m ralp.plan --validate $STEADY --fit-half --format json \
+    > $R/plan_validation_calibrated_fit_half.json
