@@ -146,6 +146,13 @@ def test_bad_requests_fail_with_a_clear_message(args, message):
     assert "Traceback" not in p.stderr
 
 
+@needs_netns
+def test_calibrate_with_consolidation_jobs_is_refused_before_anything_starts():
+    p = _bench("--backend", "netns", "--jobs", "2", "--calibrate", "--quiet", timeout=120)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "--jobs runs are not predicted" in p.stderr and "Traceback" not in p.stderr
+
+
 def _crash_ps(launcher: Launcher) -> tuple[str, dict]:
     """Run a bench job and kill the PS as soon as the measured steps start."""
     run = RunSpec.for_devices("lenet", "ralp-n", 3, **{**TINY, "steps": 100000})
