@@ -53,11 +53,12 @@ def ring_link_bytes(size: int, ranks: int = RANKS) -> int:
 def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
                       repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:  # fmt: skip
     """(ring_cpu_s_per_byte, [(tensor bytes, link bytes, CPU seconds of all ranks)...])."""
-    if not os.path.exists(probe_command(sizes, repeats)[0]):
+    command = probe_command(sizes, repeats)
+    if not os.path.exists(command[0]):
         raise AllreduceProbeError("horovodrun is not installed (./scripts/setup.sh builds it)")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     try:
-        done = subprocess.run(probe_command(sizes, repeats), capture_output=True, text=True,
+        done = subprocess.run(command, capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S, env=env)  # fmt: skip
     except subprocess.TimeoutExpired:
         raise AllreduceProbeError(f"the allreduce probe took over {PROBE_TIMEOUT_S:.0f} s") from None

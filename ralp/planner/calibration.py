@@ -202,7 +202,7 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
 
     full_step = train_step(model, keras.optimizers.SGD(1e-3), boundary_gradient=False)
     full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
-    tail_s, stacked_s = 0.0, None
+    tail_s, stacked_s, head_s = 0.0, None, None
     if offloaded:
         plan = Plan.offloading(layers, list(offloaded), 1)
         split = split_model(PlacedModel(model, plan, {}))
@@ -215,5 +215,4 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
         head_s = _median_step_time(head_step(split.head), (random_inputs(model),), steps)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
-                 stacked=STACKED if offloaded else 1,
-                 head_s=head_s if offloaded else None)  # fmt: skip
+                 stacked=STACKED if offloaded else 1, head_s=head_s)  # fmt: skip

@@ -112,11 +112,9 @@ def measure_host_capacity(model: str, batch_size: int, image_size: int, num_clas
                           processes: int, window_s: float = CAPACITY_WINDOW_S) -> float:  # fmt: skip
     """Steps per second of ``processes`` processes at once over one process's alone (both
     measured the same way: forked, warmed up, a barrier, a shared window)."""
-    alone = run_together(model, batch_size, image_size, num_classes, processes=1,
-                         window_s=window_s)  # fmt: skip
-    together = run_together(model, batch_size, image_size, num_classes, processes=processes,
-                            window_s=window_s)  # fmt: skip
-    return together.total_steps_per_s / alone.total_steps_per_s
+    [(_, capacity)] = measure_host_capacities(model, batch_size, image_size, num_classes,
+                                              counts=(processes,), window_s=window_s)  # fmt: skip
+    return capacity
 
 
 def measure_host_capacities(model: str, batch_size: int, image_size: int, num_classes: int, *,

@@ -77,15 +77,14 @@ def own_calibration(record: dict) -> Calibration | None:
 
 
 def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration | None,
-                    workload_for: WorkloadFor, capacity: float | None = None,
-                    own: bool = True) -> list[Row]:  # fmt: skip
+                    workload_for: WorkloadFor, capacity: float | None = None) -> list[Row]:  # fmt: skip
     """Each record predicted with its workload's calibration (its host capacity included),
-    or with ``capacity`` for every record (a fitted capacity replaces the measured ones). With
-    ``own``, a record that carries its own calibration (taken beside it) is predicted from
-    that one; ``calibration`` serves the others."""
+    or with ``capacity`` for every record (a fitted capacity replaces the measured ones). A
+    record that carries its own calibration (taken beside it) is predicted from that one;
+    ``calibration`` serves the others."""
     rows = []
     for source, r in records:
-        cal = (own_calibration(r) if own else None) or calibration
+        cal = own_calibration(r) or calibration
         if cal is None:
             raise PlannerError(f"{source}: the {r['model']} {r['mode']} N={r['devices']} record "
                                "carries no calibration; give --compute-profile FILE")  # fmt: skip
