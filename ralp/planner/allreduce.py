@@ -36,10 +36,14 @@ class AllreduceProbeError(RuntimeError):
     """The probe could not run (Horovod missing, or the job failed): the message says why."""
 
 
+def horovodrun_path() -> str:
+    """``horovodrun`` on PATH, else the one beside this Python."""
+    return shutil.which("horovodrun") or os.path.join(os.path.dirname(sys.executable),
+                                                      "horovodrun")  # fmt: skip
+
+
 def probe_command(sizes: tuple[int, ...], repeats: int) -> list[str]:
-    horovodrun = shutil.which("horovodrun") or os.path.join(os.path.dirname(sys.executable),
-                                                            "horovodrun")  # fmt: skip
-    return [horovodrun, "-np", str(RANKS), "-H", f"localhost:{RANKS}", "--gloo",
+    return [horovodrun_path(), "-np", str(RANKS), "-H", f"localhost:{RANKS}", "--gloo",
             sys.executable, "-m", "ralp.planner.allreduce",
             ",".join(map(str, sizes)), str(repeats)]  # fmt: skip
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
+from ralp.planner.beside import measure_beside
 from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
     Calibration,
@@ -88,6 +89,13 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
         capacity = dict(capacities).get(HOST_CAPACITY_PROCESSES, capacities[0][1])
     entry = replace(entry, model=model, capacity=capacity if shared_host else None,
                     capacities=[list(c) for c in capacities] if shared_host else None)  # fmt: skip
+    if shared_host and entry.head_s is not None:  # Stanza's phases beside waiting ranks
+        try:
+            b = measure_beside(model, batch_size, image_size, num_classes)
+            entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
+        except AllreduceProbeError as e:
+            warnings.warn(f"Stanza's phases under Horovod not measured ({e}); its "
+                          "single-process times serve", stacklevel=2)  # fmt: skip
     host = replace(transfer_host(shared_host, capacity), capacities=capacities)
     return Calibration(host, [entry], this_machine())
 

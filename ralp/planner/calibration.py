@@ -51,6 +51,9 @@ class Entry:
     # the head's own step (forward, backward from its boundary gradients, update), None: not
     # measured (the whole model's step less the tail's stands for it)
     head_s: float | None = None
+    # Shared host only: Stanza's compute phases under Horovod here (ralp.planner.beside),
+    # [CONV ranks, heads' phase s, tail's phase s]; None: not measured
+    stanza_beside: list | None = None
 
     def host_for(self, host: Host) -> Host:
         """``host`` with this workload's measured capacity, where it shares its cores."""
@@ -65,8 +68,12 @@ class Entry:
 
     @property
     def compute(self) -> Compute:
+        beside = None
+        if self.stanza_beside is not None:
+            conv, heads, tail = self.stanza_beside
+            beside = (int(conv), float(heads), float(tail))
         return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked,
-                       self.head_s)  # fmt: skip
+                       self.head_s, beside)  # fmt: skip
 
 
 @dataclass
@@ -141,12 +148,70 @@ def _median_step_time(step, args, steps: int) -> float:
     return statistics.median(times)
 
 
+def train_step(net, boundary_gradient: bool):
+    """A traced training step of ``net`` (SGD): ``step(inputs, labels) -> (loss, boundary
+    gradients)``. The tail returns the gradient of its inputs (RALP's PS sends it back); the
+    whole model does not: no worker computes its images' gradient (for alexnet's strided
+    11x11 conv1 that gradient alone nearly doubled the step measured here)."""
+    import keras
+    import tensorflow as tf
+
+    optimizer = keras.optimizers.SGD(1e-3)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(inputs, y):
+        boundary = (inputs if isinstance(inputs, list) else [inputs]) if boundary_gradient else []
+        with tf.GradientTape() as tape:
+            for tensor in boundary:
+                tape.watch(tensor)
+            loss = loss_fn(y, net(inputs, training=True))
+        grads = tape.gradient(loss, [*net.trainable_variables, *boundary])
+        n = len(net.trainable_variables)
+        optimizer.apply(grads[:n], net.trainable_variables)
+        return loss, grads[n:]
+
+    return step
+
+
+def random_inputs(net, rows: int, rng):
+    """Random inputs for ``net``: one tensor for a one-input model, a list otherwise (the
+    structure Keras expects)."""
+    import tensorflow as tf
+
+    made = [tf.constant(rng.standard_normal((rows, *t.shape[1:])), tf.float32)
+            for t in net.inputs]  # fmt: skip
+    return made[0] if len(made) == 1 else made
+
+
+def head_step(head, batch_size: int, rng):
+    """A worker's head in RALP and a CONV rank's in Stanza, traced: forward, then backward
+    from the boundary gradients the PS (FC rank) sends back, then the update: ``step(x)``."""
+    import keras
+    import tensorflow as tf
+
+    optimizer = keras.optimizers.SGD(1e-3)
+    outputs = head.outputs if isinstance(head.outputs, list) else [head.outputs]
+    grads_in = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
+                for t in outputs]  # fmt: skip
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            out = head(x, training=True)
+        out = list(out) if isinstance(out, list | tuple) else [out]
+        grads = tape.gradient(out, head.trainable_variables, output_gradients=grads_in)
+        optimizer.apply(grads, head.trainable_variables)
+        return out[0]
+
+    return step
+
+
 def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[str, ...], *,
             model_name: str, image_size: int, num_classes: int, split_after: str | None,
             steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
     """Time one training step of ``model`` and of its tail (``offloaded`` layers) on random
     data, in this process. The tail step returns the boundary gradient, as RALP's PS does."""
-    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -154,65 +219,22 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
     from ralp.placement.rewriter import PlacedModel, split_model
 
     rng = np.random.default_rng(0)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     labels = tf.constant(rng.integers(0, num_classes, batch_size), tf.int32)
-
-    def train_step(net, optimizer, boundary_gradient: bool):
-        # The tail returns the gradient of its inputs (RALP's PS sends it back); the whole
-        # model does not: no worker computes its images' gradient (for alexnet's strided
-        # 11x11 conv1 that gradient alone nearly doubled the step measured here).
-        @tf.function
-        def step(inputs, y):
-            boundary = (inputs if isinstance(inputs, list) else [inputs]) if boundary_gradient else []
-            with tf.GradientTape() as tape:
-                for tensor in boundary:
-                    tape.watch(tensor)
-                loss = loss_fn(y, net(inputs, training=True))
-            grads = tape.gradient(loss, [*net.trainable_variables, *boundary])
-            n = len(net.trainable_variables)
-            optimizer.apply(grads[:n], net.trainable_variables)
-            return loss, grads[n:]
-
-        return step
-
-    def random_inputs(net, rows: int = batch_size):
-        # One tensor for a one-input model, a list otherwise (the structure Keras expects).
-        made = [tf.constant(rng.standard_normal((rows, *t.shape[1:])), tf.float32)
-                for t in net.inputs]  # fmt: skip
-        return made[0] if len(made) == 1 else made
-
-    def head_step(head):
-        # A worker's head in RALP and a CONV rank's in Stanza: forward, then backward from
-        # the boundary gradients the PS (FC rank) sends back, then the update.
-        optimizer = keras.optimizers.SGD(1e-3)
-        outputs = head.outputs if isinstance(head.outputs, list) else [head.outputs]
-        grads_in = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
-                    for t in outputs]  # fmt: skip
-
-        @tf.function
-        def step(x):
-            with tf.GradientTape() as tape:
-                out = head(x, training=True)
-            out = list(out) if isinstance(out, list | tuple) else [out]
-            grads = tape.gradient(out, head.trainable_variables, output_gradients=grads_in)
-            optimizer.apply(grads, head.trainable_variables)
-            return out[0]
-
-        return step
-
-    full_step = train_step(model, keras.optimizers.SGD(1e-3), boundary_gradient=False)
-    full_s = _median_step_time(full_step, (random_inputs(model), labels), steps)
+    full_step = train_step(model, boundary_gradient=False)
+    full_s = _median_step_time(full_step, (random_inputs(model, batch_size, rng), labels), steps)
     tail_s, stacked_s, head_s = 0.0, None, None
     if offloaded:
         plan = Plan.offloading(layers, list(offloaded), 1)
         split = split_model(PlacedModel(model, plan, {}))
         tail = split.tail
-        tail_step = train_step(tail, keras.optimizers.SGD(1e-3), boundary_gradient=True)
-        tail_s = _median_step_time(tail_step, (random_inputs(tail), labels), steps)
+        tail_step = train_step(tail, boundary_gradient=True)
+        tail_s = _median_step_time(tail_step, (random_inputs(tail, batch_size, rng), labels),
+                                   steps)  # fmt: skip
         stacked_labels = tf.concat([labels] * STACKED, 0)
-        stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size),
+        stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size, rng),
                                                   stacked_labels), steps)  # fmt: skip
-        head_s = _median_step_time(head_step(split.head), (random_inputs(model),), steps)
+        head_s = _median_step_time(head_step(split.head, batch_size, rng),
+                                   (random_inputs(model, batch_size, rng),), steps)  # fmt: skip
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
                  stacked=STACKED if offloaded else 1, head_s=head_s)  # fmt: skip

@@ -40,6 +40,11 @@ class Compute:
     # difference is a poor stand-in where the tail is most of the step (alexnet 75 px: 71%),
     # as the noise of both measurements lands on it.
     head_measured_s: float | None = None
+    # Shared host only: Stanza's two compute phases measured under Horovod on this host
+    # (ralp.planner.beside), (CONV ranks, heads' phase s, FC tail's phase s) with one FC rank:
+    # ranks waiting in a collective keep polling and take CPU from the ones computing. None:
+    # not measured (the phases are the single-process times).
+    stanza_beside: tuple[int, float, float] | None = None
 
     @property
     def head_s(self) -> float:
@@ -253,8 +258,29 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     return compute.full_s + ring_s
 
 
+def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
+    """How much longer Stanza's heads' and tail's phases take under Horovod on a shared host
+    than its single-process times say: measured (``compute.stanza_beside``, n CONV ranks and
+    one FC rank) over the same phases from single-process times at that shape, and carried to
+    any shape. Assumption: the waiting ranks' pull on the CPU is the same share at every
+    shape (measured at one). (1, 1) where not measured."""
+    if compute.stanza_beside is None:
+        return 1.0, 1.0
+    conv, heads_s, tail_s = compute.stanza_beside
+    heads_alone = host.together_s(conv * compute.head_s, conv)
+    tail_alone = compute.tail_group_s(conv)
+    return (heads_s / heads_alone if heads_alone > 0 else 1.0,
+            tail_s / tail_alone if tail_alone > 0 else 1.0)  # fmt: skip
+
+
 def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                      host: Host) -> float:  # fmt: skip
+    """Stanza's step: the sum of its phases (:func:`stanza_phase_times`)."""
+    return sum(stanza_phase_times(compute, links, workers, bandwidth, host).values())
+
+
+def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: float,
+                       host: Host) -> dict[str, float]:  # fmt: skip
     """Stanza (layer separation on Horovod), ``workers`` = n_c CONV ranks, ``len(links.ps_tx)``
     = n_f FC ranks, each FC rank serving a group of at most g = ceil(n_c / n_f) CONV ranks.
     One lockstep step, its phases one after the other (nothing overlaps, as the trainer runs
@@ -273,7 +299,11 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
     (gradients), less its tail ring, at ``bandwidth``. On a shared host the phases take
     turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
     FC ranks' tails together (one FC rank alone), and each byte phase the slower of its wire
-    and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives)."""
+    and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives).
+
+    Returns the step's time by phase, in seconds: ``heads`` (forward and backward, all CONV
+    ranks), ``tail``, ``exchange`` (both alltoalls) and ``rings``; measured phases to set
+    beside them come from a Horovod timeline (:mod:`ralp.audit.stanza_phases`)."""
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
@@ -283,11 +313,14 @@ def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: fl
                 tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
     if host.shared:
         ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
-        return (host.together_s(workers * compute.head_s, workers)
-                + host.together_s(fc * compute.tail_group_s(group), fc)
-                + host.bytes_phase_s(exchange, host.ring_cost * (links.total - ring_bytes))
-                + host.bytes_phase_s(rings, host.ring_cost * ring_bytes))  # fmt: skip
-    return compute.head_s + compute.tail_group_s(group) + exchange + rings
+        heads_beside, tail_beside = _beside_factors(compute, host)
+        return {"heads": host.together_s(workers * compute.head_s, workers) * heads_beside,
+                "tail": host.together_s(fc * compute.tail_group_s(group), fc) * tail_beside,
+                "exchange": host.bytes_phase_s(exchange,
+                                               host.ring_cost * (links.total - ring_bytes)),
+                "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}  # fmt: skip
+    return {"heads": compute.head_s, "tail": compute.tail_group_s(group), "exchange": exchange,
+            "rings": rings}  # fmt: skip
 
 
 # One step-time function per mode, all with the same signature; a mode's (workers, ps)

@@ -89,7 +89,7 @@ def test_shared_host_charges_cpu_for_bytes_moved():
 
 
 def test_stanza_step_adds_its_phases_on_a_real_cluster():
-    from ralp.planner.model import Compute, Host, Links, stanza_step_time
+    from ralp.planner.model import Compute, Host, Links, stanza_phase_times, stanza_step_time
 
     # 5 CONV ranks, 2 FC ranks (groups of 3 and 2): the busier FC link carries 3 groups' worth.
     links = Links(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
@@ -100,6 +100,9 @@ def test_stanza_step_adds_its_phases_on_a_real_cluster():
     exchange = (300 + 330) / 100.0  # in and out of the busier FC link, rings apart
     rings = max(80 / 100.0 + 2 * 4 * 0.001, 40 / 100.0 + 2 * 1 * 0.001)
     assert step == pytest.approx(head + 3 * tail + exchange + rings)
+    phases = stanza_phase_times(Compute(1.0, 0.25), links, 5, 100.0, host)
+    assert phases == pytest.approx({"heads": head, "tail": 3 * tail, "exchange": exchange,
+                                    "rings": rings})  # fmt: skip
 
 
 def test_stanza_on_a_shared_host_queues_every_ranks_compute():
@@ -201,3 +204,28 @@ def test_capacity_at_a_process_count_is_the_measured_one_at_or_below_it():
     links = Links((), (), 300, 1200, 6)
     assert horovod_step_time(Compute(0.5, 0.1), links, 4, 1e12, host) == pytest.approx(
         4 * 0.5 / 0.9 + 300 / 1e12 + 1200 * 0.0 / 1.2)  # fmt: skip
+
+
+def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones():
+    from ralp.planner.model import Compute, Host, Links, stanza_phase_times
+
+    host = Host(True, cpu_s_per_byte=0.0, capacity=1.2, capacities=((2, 1.2), (4, 1.1)), cores=2)
+    links = Links(ps_tx=(100,), ps_rx=(100,), worker_tx=0, total=200, messages=4, rings=(0, 0))
+    alone = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05)
+    measured = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05,
+                       stanza_beside=(3, 0.25, 0.33))  # fmt: skip
+    # at the shape it was measured on (3 CONV ranks, 1 FC rank), the measured phases
+    at_probe = stanza_phase_times(measured, links, 3, 1e9, host)
+    assert at_probe["heads"] == pytest.approx(0.25) and at_probe["tail"] == pytest.approx(0.33)
+    # elsewhere, the single-process phases stretched by the same measured factors
+    heads_alone_3 = 3 * 0.05 / 1.2  # three heads at the capacity for 2-3 processes
+    tail_alone_3 = 0.15 + 2 * (0.19 - 0.15) / 3  # the stacked-tail line at 3 batches
+    plain, stretched = (stanza_phase_times(c, links, 5, 1e9, host) for c in (alone, measured))
+    assert plain["heads"] == pytest.approx(5 * 0.05 / 1.1)
+    assert stretched["heads"] == pytest.approx(plain["heads"] * 0.25 / heads_alone_3)
+    assert stretched["tail"] == pytest.approx(plain["tail"] * 0.33 / tail_alone_3)
+    assert stretched["exchange"] == plain["exchange"] and stretched["rings"] == plain["rings"]
+    # a real cluster (no shared host) has no waiting ranks on its cores: no stretch
+    real = Host(False)
+    assert stanza_phase_times(measured, links, 3, 1e9, real) == stanza_phase_times(
+        alone, links, 3, 1e9, real)  # fmt: skip
