@@ -54,23 +54,29 @@ def ring_link_bytes(size: int, ranks: int = RANKS) -> int:
     return 2 * (ranks - 1) * size
 
 
-def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
-                      repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:  # fmt: skip
-    """(ring_cpu_s_per_byte, [(tensor bytes, link bytes, CPU seconds of all ranks)...])."""
-    command = probe_command(sizes, repeats)
+def run_probe(command: list[str], mark: str, what: str, timeout_s: float):
+    """Run a ``horovodrun`` probe ``command`` and return the JSON its rank 0 printed after
+    ``mark``; :class:`AllreduceProbeError` names ``what`` failed and why."""
     if not os.path.exists(command[0]):
         raise AllreduceProbeError("horovodrun is not installed (./scripts/setup.sh builds it)")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     try:
-        done = subprocess.run(command, capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env=env)  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              env=env)  # fmt: skip
     except subprocess.TimeoutExpired:
-        raise AllreduceProbeError(f"the allreduce probe took over {PROBE_TIMEOUT_S:.0f} s") from None
-    found = [line.split(MARK, 1)[1] for line in done.stdout.splitlines() if MARK in line]
+        raise AllreduceProbeError(f"{what} took over {timeout_s:.0f} s") from None
+    found = [line.split(mark, 1)[1] for line in done.stdout.splitlines() if mark in line]
     if done.returncode != 0 or not found:
         said = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise AllreduceProbeError(f"the allreduce probe failed (exit {done.returncode}): {said}")
-    points = [tuple(p) for p in json.loads(found[0])]
+        raise AllreduceProbeError(f"{what} failed (exit {done.returncode}): {said}")
+    return json.loads(found[0])
+
+
+def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
+                      repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:  # fmt: skip
+    """(ring_cpu_s_per_byte, [(tensor bytes, link bytes, CPU seconds of all ranks)...])."""
+    found = run_probe(probe_command(sizes, repeats), MARK, "the allreduce probe", PROBE_TIMEOUT_S)
+    points = [tuple(p) for p in found]
     x = np.array([p[1] for p in points], float)
     y = np.array([p[2] for p in points], float)
     return max(0.0, float(np.polyfit(x, y, 1)[0])), points

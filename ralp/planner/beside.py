@@ -23,12 +23,10 @@ ralp.planner.beside``); rank 0 prints the figures as one marked JSON line.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 
-from ralp.planner.allreduce import AllreduceProbeError, horovodrun_path
+from ralp.planner.allreduce import horovodrun_path, run_probe
 
 RANKS = 4  # a simulated cluster of N = 4: three CONV ranks and one FC rank
 BESIDE_STEPS = 8
@@ -49,19 +47,7 @@ def measure_beside(model: str, batch_size: int, image_size: int, num_classes: in
     together (the FC rank waiting) and of the FC rank's tail on their stacked batches (the
     CONV ranks waiting), measured under Horovod on this host."""
     command = probe_command(model, batch_size, image_size, num_classes, steps, ranks)
-    if not os.path.exists(command[0]):
-        raise AllreduceProbeError("horovodrun is not installed (./scripts/setup.sh builds it)")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
-    try:
-        done = subprocess.run(command, capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env=env)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise AllreduceProbeError(f"the Stanza phase probe took over {PROBE_TIMEOUT_S:.0f} s") from None
-    found = [line.split(MARK, 1)[1] for line in done.stdout.splitlines() if MARK in line]
-    if done.returncode != 0 or not found:
-        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise AllreduceProbeError(f"the Stanza phase probe failed (exit {done.returncode}): {said}")
-    return json.loads(found[0])
+    return run_probe(command, MARK, "the Stanza phase probe", PROBE_TIMEOUT_S)
 
 
 def _window(hvd, tf, run, steps: int, name: str) -> float:
