@@ -175,16 +175,30 @@ def mva_cycle_time(stations: list[Station], customers: int) -> float:
     return cycle
 
 
-def _link_stations(links: Links, workers: int, bandwidth: float) -> list[Station]:
-    """Every PS link is one queue: both directions' bytes per worker batch over the
-    bandwidth. Assumption: a PS link's two directions do not overlap, although the link is
-    full duplex: a worker pulls before it computes and pushes after, and workers drift into
-    step with each other (measured, 1 Gbit/s, plain PS vgg11 N = 4: step 3.21 s against
-    2.79 s for both directions of ps:0 and 1.39 s for its busier one; the 10 Gbit/s step,
-    mostly compute, is 0.82 s). Worker links carry the same bytes at the other end of each
-    transfer, uncontended, so they add no station of their own."""
-    return [Station(f"ps:{k}", (tx + rx) / workers / bandwidth, True)
-            for k, (tx, rx) in enumerate(zip(links.ps_tx, links.ps_rx, strict=True))]  # fmt: skip
+def _link_stations(links: Links, workers: int, bandwidth: float, *,
+                   duplex: bool) -> list[Station]:  # fmt: skip
+    """The PS links' queues, demand per worker batch at ``bandwidth``.
+
+    A worker's transfers to every PS task run at once (a step reads and writes every variable
+    concurrently), so the PS links are served in parallel and the busiest one is the station
+    (the others wait less; not modelled). Its two directions:
+
+    - ``duplex=False`` (plain PS): they take turns, one queue of both directions' bytes.
+      Measured over the recorded netns runs at 1 Gbit/s and below: a plain PS step took
+      1.05-2.6x the time its busiest link needs for both directions one after the other in
+      51 of 54 (0.75-0.91x in the other three), where full duplex would allow 0.5x.
+    - ``duplex=True`` (RALP): they overlap, a queue each. The PS's critical section
+      pipelines the workers: one worker's activations arrive while another's gradients
+      leave. Measured over the same runs: a RALP step took less than both directions one
+      after the other in 27 of 59 (down to 0.69x).
+
+    Worker links carry the same bytes at the other end of each transfer, uncontended, so
+    they add no station of their own."""
+    if duplex:
+        return [Station("busiest PS link in", max(links.ps_rx) / workers / bandwidth, True),
+                Station("busiest PS link out", max(links.ps_tx) / workers / bandwidth, True)]  # fmt: skip
+    both = max(tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
+    return [Station("busiest PS link", both / workers / bandwidth, True)]
 
 
 def _transfer_cpu_s(links: Links, workers: int, host: Host) -> float:
@@ -215,13 +229,13 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     """Plain PS (ParameterServerStrategy): each worker pulls every variable from its PS task
     (round-robin placement, so ps:0 carries the most: the byte model's ``ps_tx``/``ps_rx``),
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
-    (one shared CPU queue on a shared host, else a per-worker delay) and each PS link
-    direction. Assumption: the PS's own update work is part of ``compute.full_s``."""
+    (one shared CPU queue on a shared host, else a per-worker delay) and the busiest PS
+    link, its two directions in turn (:func:`_link_stations`). Assumption: the PS's own update work is part of ``compute.full_s``."""
     if host.shared:
         cpu = _shared_cpu(compute.full_s, links, workers, host)
     else:
         cpu = Station("compute", compute.full_s, False)
-    stations = [cpu, *_link_stations(links, workers, bandwidth)]
+    stations = [cpu, *_link_stations(links, workers, bandwidth, duplex=False)]
     return mva_cycle_time(stations, workers)
 
 
@@ -231,9 +245,10 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     tail inside a critical section (one worker's batch at a time), returns the boundary
     gradient, and the worker finishes the head. Stations per batch: the head on the worker
     (a delay; on a shared host it queues for the one CPU together with the tail), the PS's
-    critical section (a queue of ``tail_s``: the tail is serialised), and the PS link
-    directions (activations in, boundary gradients out, plus the kept variables)."""
-    stations = _link_stations(links, workers, bandwidth)
+    critical section (a queue of ``tail_s``: the tail is serialised), and the PS link's two
+    directions, a queue each (activations in, boundary gradients out, plus the kept
+    variables: :func:`_link_stations`)."""
+    stations = _link_stations(links, workers, bandwidth, duplex=True)
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
     else:

@@ -154,7 +154,7 @@ def test_shaped_link_counts_and_limits_a_transfer():
         switch_side = fabric.link_bytes(["a", "b"])
         hosts_after = {h.name: eth0_bytes(h.namespace) for h in (a, b)}
         for name in ("a", "b"):
-            for field, lo, hi in zip(("tx", "rx"), hosts_before[name], hosts_after[name]):
+            for field, lo, hi in zip(("tx", "rx"), hosts_before[name], hosts_after[name], strict=True):
                 assert lo <= getattr(switch_side[name], field) <= hi, (name, field)
                 assert hi - lo < 1500, f"{name} {field}: {hi - lo} bytes between two reads"
         assert fabric.trunk_bytes() is None

@@ -44,10 +44,25 @@ def test_mva_adds_at_one_worker_and_saturates_at_the_bottleneck():
 LINKS = Links(ps_tx=(600, 400), ps_rx=(600, 400), worker_tx=500, total=2000, messages=10)
 
 
-def test_ps_one_worker_real_cluster_is_compute_plus_every_ps_link_direction():
+def test_ps_one_worker_real_cluster_is_compute_plus_the_busiest_links_two_directions():
+    # the worker talks to both PS tasks at once: ps:1's 200 + 200 bytes hide behind ps:0's
     one = Links((300, 200), (300, 200), 500, 1000, 10)
     t = ps_step_time(Compute(1.0, 0.2), one, 1, 100.0, Host(shared=False))
-    assert t == pytest.approx(1.0 + (300 + 200 + 300 + 200) / 100.0)
+    assert t == pytest.approx(1.0 + (300 + 300) / 100.0)
+
+
+def test_ralp_link_directions_overlap_where_plain_ps_ones_take_turns():
+    # No compute, 1 byte/s, 600 bytes each way per step on the one PS link. Many workers fill
+    # the link: plain PS then needs both directions one after the other (1200 s a step),
+    # RALP only the busier direction (600 s), as each direction is a queue of its own.
+    links = Links(ps_tx=(600,), ps_rx=(600,), worker_tx=600, total=1200, messages=2)
+    real = Host(shared=False)
+    ps = ps_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
+    ralp = ralp_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
+    assert ps == pytest.approx(1200, rel=0.02)
+    assert ralp == pytest.approx(600, rel=0.02)
+    # one worker alone: nothing to overlap with, both directions in turn in both modes
+    assert ralp_step_time(Compute(0.0, 0.0), links, 1, 1.0, real) == pytest.approx(1200)
 
 
 def test_ps_is_bound_by_the_round_robin_heavy_task():
