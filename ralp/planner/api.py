@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,6 +22,7 @@ from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
     Calibration,
     Entry,
+    load_source,
     measure,
     this_machine,
 )
@@ -67,36 +69,61 @@ def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
 
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
               steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
-    """A calibration of ``model`` on this host: its compute times and the cost of a transfer
-    (measured in a fresh process). ``shared_host``: the cluster to plan shares this host's
-    cores (the simulated netns cluster), so compute and transfers contend for them."""
-    entry = calibrate_entry(model, batch_size, steps=steps)
-    return Calibration(transfer_host(shared_host), [entry], this_machine())
+    """A calibration of ``model`` (a Keras model) on this host: its compute times and the
+    cost of a transfer (measured in a fresh process). ``shared_host``: the cluster to plan
+    shares this host's cores (the simulated netns cluster), so compute and transfers contend
+    for them; the host's capacity and Stanza's phases under Horovod are then measured too,
+    by helper processes that load the model from a ``.keras`` file saved here (where it
+    cannot be saved and loaded back, a warning says so and those two are left out)."""
+    if not shared_host:
+        entry = calibrate_entry(model, batch_size, steps=steps)
+        return Calibration(transfer_host(False), [entry], this_machine())
+    image, classes = shape_facts(model)
+    with tempfile.TemporaryDirectory(prefix="ralp-calibrate-") as folder:
+        path = os.path.join(folder, f"{model.name}.keras")
+        try:
+            model.save(path)
+            load_source(path, classes, image)  # the helpers must be able to load it back
+        except Exception as e:  # noqa: BLE001 - Keras raises many types; say why and go on
+            warnings.warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
+                          f"{e}): the host's capacity and Stanza's phases under Horovod are "
+                          "not measured (capacity 1 serves)", stacklevel=2)  # fmt: skip
+            entry = calibrate_entry(model, batch_size, steps=steps)
+            return Calibration(transfer_host(True), [entry], this_machine())
+        return _calibrate_shared(model, path, batch_size, image, classes, steps)
 
 
 def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
                   shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
     """A calibration of the zoo's ``model`` on this host (``python -m ralp.plan --calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
-    cluster), how many single-process steps this host runs side by side."""
-    from ralp.models import build_model
+    cluster), how many single-process steps this host runs side by side and Stanza's phases
+    under Horovod."""
+    net = load_source(model, num_classes, image_size)
+    if not shared_host:
+        entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
+        return Calibration(transfer_host(False), [entry], this_machine())
+    return _calibrate_shared(net, model, batch_size, image_size, num_classes, steps, name=model)
 
-    entry = calibrate_entry(build_model(model, num_classes, image_size), batch_size,
-                            steps=steps)  # fmt: skip
-    capacity, capacities = 1.0, ()
-    if shared_host:  # several tasks on this host's cores: how many run side by side
-        capacities = measure_host_capacities(model, batch_size, image_size, num_classes)
-        capacity = dict(capacities).get(HOST_CAPACITY_PROCESSES, capacities[0][1])
-    entry = replace(entry, model=model, capacity=capacity if shared_host else None,
-                    capacities=[list(c) for c in capacities] if shared_host else None)  # fmt: skip
-    if shared_host and entry.head_s is not None:  # Stanza's phases beside waiting ranks
+
+def _calibrate_shared(net, source: str, batch_size: int, image_size: int, num_classes: int,
+                      steps: int, name: str | None = None) -> Calibration:  # fmt: skip
+    """The shared host's calibration of ``net``, whose helper processes (capacity, Stanza's
+    phases) load it from ``source`` (:func:`load_source`); the entry is named ``name`` (the
+    model's own name by default)."""
+    entry = calibrate_entry(net, batch_size, steps=steps)
+    capacities = measure_host_capacities(source, batch_size, image_size, num_classes)
+    capacity = dict(capacities).get(HOST_CAPACITY_PROCESSES, capacities[0][1])
+    entry = replace(entry, model=name or entry.model, capacity=capacity,
+                    capacities=[list(c) for c in capacities])  # fmt: skip
+    if entry.head_s is not None:  # Stanza's phases beside waiting ranks
         try:
-            b = measure_beside(model, batch_size, image_size, num_classes)
+            b = measure_beside(source, batch_size, image_size, num_classes)
             entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
         except AllreduceProbeError as e:
             warnings.warn(f"Stanza's phases under Horovod not measured ({e}); its "
                           "single-process times serve", stacklevel=2)  # fmt: skip
-    host = replace(transfer_host(shared_host, capacity), capacities=capacities)
+    host = replace(transfer_host(True, capacity), capacities=capacities)
     return Calibration(host, [entry], this_machine())
 
 

@@ -45,7 +45,8 @@ def measure_beside(model: str, batch_size: int, image_size: int, num_classes: in
                    steps: int = BESIDE_STEPS, ranks: int = RANKS) -> dict:  # fmt: skip
     """{"conv_ranks", "heads_s", "tail_s"}: the seconds per step of the CONV ranks' heads
     together (the FC rank waiting) and of the FC rank's tail on their stacked batches (the
-    CONV ranks waiting), measured under Horovod on this host."""
+    CONV ranks waiting), measured under Horovod on this host. ``model``: a zoo name or a
+    saved ``.keras`` path (:func:`ralp.planner.calibration.load_source`)."""
     command = probe_command(model, batch_size, image_size, num_classes, steps, ranks)
     return run_probe(command, MARK, "the Stanza phase probe", PROBE_TIMEOUT_S)
 
@@ -69,15 +70,20 @@ def _rank_main(model_name: str, batch_size: int, image_size: int, num_classes: i
     import numpy as np
     import tensorflow as tf
 
-    from ralp.models import build_model
     from ralp.placement.plan import Plan
     from ralp.placement.rewriter import PlacedModel, split_model
-    from ralp.planner.calibration import CALIBRATION_WARMUP, head_step, random_inputs, train_step
+    from ralp.planner.calibration import (
+        CALIBRATION_WARMUP,
+        head_step,
+        load_source,
+        random_inputs,
+        train_step,
+    )
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
 
     hvd.init()
-    model = build_model(model_name, num_classes, image_size)
+    model = load_source(model_name, num_classes, image_size)
     work = Workload(profile(model, batch_size))
     if not work.offloaded:
         raise SystemExit(f"{model_name} has no layers to put on an FC rank")

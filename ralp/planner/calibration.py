@@ -133,6 +133,19 @@ class Calibration:
         return out
 
 
+def load_source(source: str, num_classes: int, image_size: int):
+    """The model a calibration's helper processes train: ``source`` is a zoo name, or the
+    path of a model saved with ``model.save('x.keras')`` (a user's own model, which those
+    processes cannot rebuild by name)."""
+    if source.endswith(".keras"):
+        import keras
+
+        return keras.models.load_model(source, compile=False)
+    from ralp.models import build_model
+
+    return build_model(source, num_classes, image_size)
+
+
 def this_machine() -> str:
     return f"{os.uname().nodename}, {os.cpu_count()} cores"
 

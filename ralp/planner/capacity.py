@@ -50,9 +50,9 @@ def _timed_window(barrier, results, model: str, batch_size: int, image_size: int
         import numpy as np
         import tensorflow as tf
 
-        from ralp.models import build_model
+        from ralp.planner.calibration import load_source
 
-        net = build_model(model, num_classes, image_size)
+        net = load_source(model, num_classes, image_size)
         optimizer = keras.optimizers.SGD(1e-3)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         rng = np.random.default_rng(0)
@@ -83,7 +83,9 @@ def _timed_window(barrier, results, model: str, batch_size: int, image_size: int
 
 def run_together(model: str, batch_size: int, image_size: int, num_classes: int, *,
                  processes: int, window_s: float = CAPACITY_WINDOW_S) -> CapacityRun:  # fmt: skip
-    """``processes`` zygote-forked processes train ``model`` in one shared timed window."""
+    """``processes`` zygote-forked processes train ``model`` (a zoo name or a saved
+    ``.keras`` path: :func:`ralp.planner.calibration.load_source`) in one shared timed
+    window."""
     from ralp.cluster.zygote import context
 
     ctx = context({"TF_CPP_MIN_LOG_LEVEL": "2"})

@@ -18,7 +18,7 @@ FORMATS = ("table", "json")
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
-        description="Predict the throughput of ps, ralp-h, ralp-n and horovod for a model on "
+        description="Predict the throughput of ps, ralp-h, ralp-n, horovod and stanza for a model on "
         "a cluster, pick the best, and validate the model against recorded bench runs.",
     )
     what = p.add_mutually_exclusive_group()
@@ -67,26 +67,37 @@ def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int
 def _calibrate(args) -> str:
     import os
 
+    from ralp.defaults import DEFAULT_BATCH_SIZE
     from ralp.models import get_model_spec
-    from ralp.planner.api import calibrate_zoo
+    from ralp.planner.api import calibrate, calibrate_zoo
     from ralp.planner.calibration import DEFAULT_CALIBRATION_STEPS, Calibration
 
     if not args.output:
         raise UsageError("--calibrate needs --output FILE (the calibration JSON to write)")
-    if args.model is None:
-        raise UsageError("--calibrate needs --model NAME (a zoo model)")
-    spec = get_model_spec(args.model)
-    batch = args.batch_size or spec.default_batch_size
-    image = args.image_size or spec.default_image_size
-    new = calibrate_zoo(args.model, batch, image, args.num_classes, shared_host=args.shared_host,
-                        steps=args.steps or DEFAULT_CALIBRATION_STEPS)  # fmt: skip
+    steps = args.steps or DEFAULT_CALIBRATION_STEPS
+    if args.model is not None:
+        spec = get_model_spec(args.model)
+        batch = args.batch_size or spec.default_batch_size
+        image = args.image_size or spec.default_image_size
+        new = calibrate_zoo(args.model, batch, image, args.num_classes,
+                            shared_host=args.shared_host, steps=steps)  # fmt: skip
+        name = args.model
+    elif args.keras_model is not None:
+        from ralp.profiler.cli import _load_keras_model
+
+        model = _load_keras_model(args.keras_model)
+        batch = args.batch_size or DEFAULT_BATCH_SIZE
+        new = calibrate(model, batch, shared_host=args.shared_host, steps=steps)
+        name, image = model.name, new.entries[0].image_size
+    else:
+        raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
     entry, host = new.entries[0], new.host
     entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
     cal = Calibration(host, entries, new.machine)
     cal.add(entry)
     cal.save(args.output)
     return (
-        f"{args.model} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
+        f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
         f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
         + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"

@@ -71,6 +71,9 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
     ([], "say which model"),
     (["--validate", str(SWEEP)], "needs --compute-profile"),
     (["--calibrate", "--model", "vgg11"], "needs --output"),
+    (["--calibrate", "--output", "/tmp/never-written.json"], "or --keras-model PATH"),
+    (["--calibrate", "--keras-model", "/nonexistent/m.keras", "--output", "/tmp/x.json"],
+     "no such file"),
     (["--model", "nope"], "unknown model"),
 ])  # fmt: skip
 def test_bad_input_exits_2_without_a_traceback(argv, message):
@@ -155,3 +158,17 @@ def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(res
     measured = validate.predict_records(carrying(counted), None, _zoo_workload)
     assert [r.predicted_images_per_sec for r in measured] != pytest.approx(
         [r.predicted_images_per_sec for r in fitted[1]])  # fmt: skip
+
+
+def test_calibrate_a_saved_keras_model_writes_its_entry(tmp_path, capsys):
+    from ralp.models import build_model
+
+    path = tmp_path / "mine.keras"
+    model = build_model("lenet", 10, 28)
+    model.save(path)
+    out = tmp_path / "cal.json"
+    assert run(["--calibrate", "--keras-model", str(path), "--batch-size", "4", "--steps", "2",
+                "--output", str(out)]) == 0  # fmt: skip
+    assert f"{model.name} batch 4 image 28" in capsys.readouterr().out
+    entry = Calibration.load(out).find(model.name, 4, 28, 10)
+    assert entry.full_s > entry.tail_s > 0 and entry.capacity is None  # not a shared host
