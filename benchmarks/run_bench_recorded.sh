@@ -9,7 +9,8 @@
 #                                          stanza-10gbit|stanza-bytes|stanza-digits|
 #                                          auto-vs-best|plan-steady-1gbit|
 #                                          plan-steady-10gbit|plan-stanza-1gbit|
-#                                          plan-stanza-10gbit]...
+#                                          plan-stanza-10gbit|plan-steady8-10gbit|
+#                                          plan-steady8-1gbit]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ PY=${PY:-.venv/bin/python}  # another checkout's venv works too (PY=/path/.venv/
 R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best plan-steady-1gbit plan-steady-10gbit plan-stanza-10gbit plan-stanza-1gbit)
+[ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best plan-steady-1gbit plan-steady-10gbit plan-stanza-10gbit plan-stanza-1gbit plan-steady8-10gbit plan-steady8-1gbit)
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -136,6 +137,17 @@ for part in "${parts[@]}"; do
         --calibrate --quiet --out "$parts_dir/$m.json" || true
     done
     $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_steady_$bw.json
+    rm -rf "$parts_dir" ;;
+  plan-steady8-1gbit|plan-steady8-10gbit)  # issue 14: the same as plan-steady at N = 8 (item
+    # 6's other cluster size), the calibration with Stanza's phases (ralp.planner.beside)
+    bw=${part#plan-steady8-}
+    parts_dir=$(mktemp -d)
+    for m in alexnet vgg11 resnet50 inception3 overfeat; do
+      $PY -m ralp.bench --backend netns --bandwidth $bw --models $m --modes ps ralp-h ralp-n \
+        horovod stanza --devices 8 --batch-size 8 --image-size 75 --steps 10 --warmup 2 \
+        --calibrate --quiet --out "$parts_dir/$m.json" || true
+    done
+    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_steady8_$bw.json
     rm -rf "$parts_dir" ;;
   plan-stanza-1gbit|plan-stanza-10gbit)  # issue 14: stanza alone, each workload calibrated
     # with Stanza's phases measured under Horovod (ralp.planner.beside) just before its run
