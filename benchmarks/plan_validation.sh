@@ -4,6 +4,7 @@
 #    CPU lock: flock /work/cpu.lock benchmarks/plan_calibrate.sh (every workload below).
 # 2. Predict every record, as calibrated and with the host capacity fitted on half.
 # 3. Predict the records calibrated beside their runs on their own.
+# 4. The spread of repeated settings (benchmarks/record_spread.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -28,3 +29,5 @@ $PY -m ralp.plan --validate $STEADY --format json > $R/plan_validation_calibrate
 $PY -m ralp.plan --validate $STEADY --fit-half > $R/plan_validation_calibrated_fit_half.txt
 $PY -m ralp.plan --validate $STEADY --fit-half --format json \
     > $R/plan_validation_calibrated_fit_half.json
+# 4. how far apart the records of one setting are, and what that allows any predictor
+$PY benchmarks/record_spread.py $FILES > $R/record_spread.txt
