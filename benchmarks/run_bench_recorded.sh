@@ -126,28 +126,21 @@ for part in "${parts[@]}"; do
     rm -rf "$parts_dir"
     $PY benchmarks/auto_vs_best.py $R/bench_stanza_1gbit.json $R/bench_stanza_10gbit.json \
       $R/bench_auto.json --compute-profile $R/plan_calibration.json --out $R/auto_vs_best.json ;;
-  plan-steady-1gbit|plan-steady-10gbit)  # issue 14: the planner's validation set, every model
-    # and mode at N = 4, 10 steps per worker, each workload calibrated just before its runs
-    # (--calibrate: the records carry it); one bench call per model (3-7 minutes each)
-    bw=${part#plan-steady-}
+  plan-steady-1gbit|plan-steady-10gbit|plan-steady8-1gbit|plan-steady8-10gbit)  # issue 14:
+    # the planner's validation set, every model and mode at N = 4 (plan-steady) or N = 8
+    # (plan-steady8, item 6's other cluster size), 10 steps per worker, each workload
+    # calibrated just before its runs (--calibrate: the records carry it, with Stanza's phases
+    # since ralp.planner.beside); one bench call per model (3-18 minutes each)
+    name=${part%-*}  # plan-steady or plan-steady8
+    bw=${part##*-}
+    if [ "$name" = plan-steady8 ]; then devices=8; else devices=4; fi
     parts_dir=$(mktemp -d)
     for m in alexnet vgg11 resnet50 inception3 overfeat; do
       $PY -m ralp.bench --backend netns --bandwidth $bw --models $m --modes ps ralp-h ralp-n \
-        horovod stanza --devices 4 --batch-size 8 --image-size 75 --steps 10 --warmup 2 \
+        horovod stanza --devices $devices --batch-size 8 --image-size 75 --steps 10 --warmup 2 \
         --calibrate --quiet --out "$parts_dir/$m.json" || true
     done
-    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_steady_$bw.json
-    rm -rf "$parts_dir" ;;
-  plan-steady8-1gbit|plan-steady8-10gbit)  # issue 14: the same as plan-steady at N = 8 (item
-    # 6's other cluster size), the calibration with Stanza's phases (ralp.planner.beside)
-    bw=${part#plan-steady8-}
-    parts_dir=$(mktemp -d)
-    for m in alexnet vgg11 resnet50 inception3 overfeat; do
-      $PY -m ralp.bench --backend netns --bandwidth $bw --models $m --modes ps ralp-h ralp-n \
-        horovod stanza --devices 8 --batch-size 8 --image-size 75 --steps 10 --warmup 2 \
-        --calibrate --quiet --out "$parts_dir/$m.json" || true
-    done
-    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_steady8_$bw.json
+    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_${name//-/_}_$bw.json
     rm -rf "$parts_dir" ;;
   plan-stanza-1gbit|plan-stanza-10gbit)  # issue 14: stanza alone, each workload calibrated
     # with Stanza's phases measured under Horovod (ralp.planner.beside) just before its run
