@@ -75,22 +75,20 @@ def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool 
     for them; the host's capacity and Stanza's phases under Horovod are then measured too,
     by helper processes that load the model from a ``.keras`` file saved here (where it
     cannot be saved and loaded back, a warning says so and those two are left out)."""
+    entry = calibrate_entry(model, batch_size, steps=steps)
     if not shared_host:
-        entry = calibrate_entry(model, batch_size, steps=steps)
         return Calibration(transfer_host(False), [entry], this_machine())
-    image, classes = shape_facts(model)
     with tempfile.TemporaryDirectory(prefix="ralp-calibrate-") as folder:
         path = os.path.join(folder, f"{model.name}.keras")
         try:
             model.save(path)
-            load_source(path, classes, image)  # the helpers must be able to load it back
+            load_source(path, entry.num_classes, entry.image_size)  # as the helpers will
         except Exception as e:  # noqa: BLE001 - Keras raises many types; say why and go on
             warnings.warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
                           f"{e}): the host's capacity and Stanza's phases under Horovod are "
                           "not measured (capacity 1 serves)", stacklevel=2)  # fmt: skip
-            entry = calibrate_entry(model, batch_size, steps=steps)
             return Calibration(transfer_host(True), [entry], this_machine())
-        return _calibrate_shared(model, path, batch_size, image, classes, steps)
+        return _calibrate_shared(entry, path)
 
 
 def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
@@ -100,25 +98,23 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
     cluster), how many single-process steps this host runs side by side and Stanza's phases
     under Horovod."""
     net = load_source(model, num_classes, image_size)
+    entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
     if not shared_host:
-        entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
         return Calibration(transfer_host(False), [entry], this_machine())
-    return _calibrate_shared(net, model, batch_size, image_size, num_classes, steps, name=model)
+    return _calibrate_shared(entry, model)
 
 
-def _calibrate_shared(net, source: str, batch_size: int, image_size: int, num_classes: int,
-                      steps: int, name: str | None = None) -> Calibration:  # fmt: skip
-    """The shared host's calibration of ``net``, whose helper processes (capacity, Stanza's
-    phases) load it from ``source`` (:func:`load_source`); the entry is named ``name`` (the
-    model's own name by default)."""
-    entry = calibrate_entry(net, batch_size, steps=steps)
-    capacities = measure_host_capacities(source, batch_size, image_size, num_classes)
+def _calibrate_shared(entry: Entry, source: str) -> Calibration:
+    """The shared host's calibration: ``entry`` (its single-process times) with the host's
+    capacity and Stanza's phases, measured by helper processes that load the model from
+    ``source`` (:func:`load_source`: a zoo name or a saved ``.keras`` path)."""
+    workload = (entry.batch_size, entry.image_size, entry.num_classes)
+    capacities = measure_host_capacities(source, *workload)
     capacity = dict(capacities).get(HOST_CAPACITY_PROCESSES, capacities[0][1])
-    entry = replace(entry, model=name or entry.model, capacity=capacity,
-                    capacities=[list(c) for c in capacities])  # fmt: skip
+    entry = replace(entry, capacity=capacity, capacities=[list(c) for c in capacities])
     if entry.head_s is not None:  # Stanza's phases beside waiting ranks
         try:
-            b = measure_beside(source, batch_size, image_size, num_classes)
+            b = measure_beside(source, *workload)
             entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
         except AllreduceProbeError as e:
             warnings.warn(f"Stanza's phases under Horovod not measured ({e}); its "
