@@ -13,7 +13,8 @@ FILES="$R/bench_sweep_1gbit.json $R/bench_sweep_10gbit.json $R/bench_horovod_1gb
        $R/bench_horovod_10gbit.json $R/bench_vgg11_target.json $R/main_job.json
        $R/bench_stanza_1gbit.json $R/bench_stanza_10gbit.json $R/main_job_with_stanza.json"
 # Records that carry their own calibration (python -m ralp.bench --calibrate, the
-# plan-steady, plan-stanza and plan-steady8 parts of run_bench_recorded.sh) are predicted from it; the rest from CAL.
+# plan-steady, plan-steady8 and plan-stanza parts of run_bench_recorded.sh) are predicted
+# from it; the rest from CAL.
 STEADY="$R/bench_plan_steady_1gbit.json $R/bench_plan_steady_10gbit.json
         $R/bench_plan_stanza_1gbit.json $R/bench_plan_stanza_10gbit.json
         $R/bench_plan_steady8_10gbit.json"

@@ -230,7 +230,8 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     (round-robin placement, so ps:0 carries the most: the byte model's ``ps_tx``/``ps_rx``),
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
     (one shared CPU queue on a shared host, else a per-worker delay) and the busiest PS
-    link, its two directions in turn (:func:`_link_stations`). Assumption: the PS's own update work is part of ``compute.full_s``."""
+    link, its two directions in turn (:func:`_link_stations`). Assumption: the PS's own
+    update work is part of ``compute.full_s``."""
     if host.shared:
         cpu = _shared_cpu(compute.full_s, links, workers, host)
     else:
