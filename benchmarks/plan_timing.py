@@ -26,12 +26,12 @@ def main() -> None:
     args = p.parse_args()
     import tensorflow  # noqa: F401  - imported before timing: start-up is not planning
 
-    from ralp.cluster.units import parse_bandwidth
     from ralp.models import build_model
     from ralp.planner.calibration import Calibration
     from ralp.planner.recommend import recommend
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
+    from ralp.units import parse_bandwidth
 
     cal = Calibration.load(args.compute_profile)
     devices, bits = [4, 8, 16, 32, 64, 128], [parse_bandwidth(b) for b in ("10gbit", "25gbit")]

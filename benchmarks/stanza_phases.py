@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT))
 
 def run_one(model: str, args, workdir: Path) -> dict:
     from ralp.audit.stanza_phases import median_phases, read_events, stanza_phases
-    from ralp.cluster.units import parse_bandwidth
     from ralp.planner.cli import _zoo_workload
     from ralp.planner.model import stanza_phase_times
     from ralp.planner.modes import resources
     from ralp.planner.validate import own_calibration
+    from ralp.units import parse_bandwidth
 
     timeline, out = workdir / f"{model}.timeline.json", workdir / f"{model}.json"
     command = [sys.executable, "-m", "ralp.bench", "--backend", "netns", "--bandwidth",

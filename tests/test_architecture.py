@@ -14,10 +14,12 @@ MAX_LINES = 450
 # Layers, lowest first. A module may import its own layer-room (subpackage) and lower layers
 # only; rooms of one layer never import each other.
 LAYERS: list[set[str]] = [
-    {"_text", "_cli", "_compat", "defaults"},  # foundation: no ralp imports at all
+    {"_text", "_cli", "_compat", "defaults", "errors"},  # foundation: no ralp imports at all
+    {"units"},  # link rates and delays as users write them
     {"models"},  # the zoo
     {"profiler"},  # profile
-    {"placement", "cluster"},  # plan and place; clusters (specs, processes, simulated links)
+    {"emulation"},  # the simulated cluster's network (namespaces, links) and devices (budgets)
+    {"placement", "cluster"},  # plan and place; clusters (specs, task processes)
     {"ps_strategy", "horovod"},  # run
     {"planner"},  # predict every mode's throughput from calibration + byte model; choose
     {"audit"},  # measure: where a real step's ops ran

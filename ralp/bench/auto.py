@@ -16,12 +16,12 @@ from dataclasses import replace
 
 from ralp.bench.config import ChooseMode
 from ralp.bench.runspec import BenchError
-from ralp.cluster.units import parse_bandwidth
 from ralp.planner.auto import choose, describe
 from ralp.planner.calibration import Calibration
 from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
 from ralp.planner.recommend import recommend
 from ralp.planner.workload import Workload
+from ralp.units import parse_bandwidth
 
 
 def offered_modes(horovod_missing: str | None) -> tuple[str, ...]:

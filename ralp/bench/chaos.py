@@ -133,7 +133,7 @@ def left_running(cluster) -> list[str]:
     left = [f"pid {pid}" for pid in cluster.started_pids if _alive(pid)]
     namespaces = getattr(cluster, "namespaces", [])
     if namespaces:
-        from ralp.cluster.iproute import run_command
+        from ralp.emulation.iproute import run_command
 
         listed = run_command("ip netns list")
         left += [f"netns {ns}" for ns in namespaces if ns in listed.split()]

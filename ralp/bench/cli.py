@@ -108,6 +108,14 @@ def _parser() -> argparse.ArgumentParser:
                    "run, calibrate it here as python -m ralp.plan --calibrate --shared-host "
                    "does, and keep that in its records (python -m ralp.plan --validate then "
                    "predicts each record from the calibration taken beside it)")  # fmt: skip
+    p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
+                   "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
+                   "'auto' (default: the host's CPUs less a reserve for the coordinator and the "
+                   "kernel's network work, over N) or 'shared' (no budget: tasks share the "
+                   "host's CPUs)")  # fmt: skip
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
+                   "matrix R times, the order rotated each round; the table gives each "
+                   "setting's median and min-max over the rounds (default 1)")  # fmt: skip
     p.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
                    "shared bottleneck link (netns); see --scenarios")  # fmt: skip
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
@@ -144,6 +152,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         compute_reference=args.compute_reference, jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,
         compute_profile=args.compute_profile, calibrate=args.calibrate,
+        device_cpus=listed(args.device_cpus), repeat=args.repeat,
     )  # fmt: skip
 
 
@@ -205,6 +214,8 @@ def _run(request: BenchRequest, args) -> int:
                          "ralp.plan --calibrate, and --jobs runs are not predicted")  # fmt: skip
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
+    if backend != "tf-config" and not request.jobs:
+        print(_budget_line(runs))
     for run in runs:
         if run.auto:
             print(f"{run.model} N={run.devices}: {run.auto['why']}")
@@ -220,7 +231,8 @@ def _run(request: BenchRequest, args) -> int:
 
             run_all(runs, launcher, compute_reference=request.compute_reference,
                     calibrations=Calibrations() if request.calibrate else None,
-                    progress=not args.quiet, on_record=records.append)  # fmt: skip
+                    progress=not args.quiet, on_record=records.append,
+                    repeat=request.repeat)  # fmt: skip
     finally:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
@@ -228,6 +240,20 @@ def _run(request: BenchRequest, args) -> int:
             for path in report.write_outputs(records, args.out, args.csv, args.plot):
                 print(f"wrote {path}")
     return 1 if any(r.get("error") for r in records) else 0
+
+
+def _budget_line(runs) -> str:
+    """One line: what each simulated device computes with (or why the host is shared)."""
+    from ralp.emulation.budget import budget_for
+
+    seen = {}
+    for run in runs:
+        budget = budget_for(run.device_cpus, run.devices)
+        if budget.fallback:
+            return f"devices: shared CPUs, no budgets ({budget.fallback})"
+        seen.setdefault(f"N={run.devices}", []).append(budget.describe())
+    parts = [f"{n}: {', '.join(dict.fromkeys(texts))}" for n, texts in seen.items()]
+    return "devices: " + "; ".join(parts)
 
 
 def _print_records(records: list[dict]) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ralp.bench.runspec import (
+    AUTO_CPUS,
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
     HOROVOD_MODES,
@@ -83,6 +84,8 @@ class BenchRequest:
     scenarios: tuple[str, ...] | None = None
     compute_profile: str | None = None  # mode auto: the planner's calibration JSON
     calibrate: bool = False  # calibrate each workload before its runs (ralp.bench.calibrated)
+    device_cpus: tuple[str, ...] | None = None  # CPUs per simulated device, each a run
+    repeat: int = 1  # rounds of the whole matrix, the order rotated each round
 
     @property
     def is_default_comparison(self) -> bool:
@@ -163,17 +166,37 @@ class BenchRequest:
         runs = []
         for model in self.model_names():
             for n in self.devices or DEFAULT_COMPARISON.devices:
-                for mode in modes:
-                    if mode == AUTO:
-                        runs.append(self._auto_run(model, n, choose))
-                        continue
-                    ps_mode = mode not in HOROVOD_MODES
-                    syncs = list(self.sync) if self.sync and ps_mode else [None]
-                    pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
-                    for sync in syncs:
-                        for pull in pulls:
-                            runs.append(self._run(model, mode, n, sync, pull, assign))
+                for cpus in self.cpu_budgets(n):
+                    for mode in modes:
+                        runs += self._mode_runs(model, mode, n, cpus, choose, assign)
         return runs
+
+    def _mode_runs(self, model: str, mode: str, n: int, cpus: str, choose, assign) -> list:
+        if mode == AUTO:
+            return [replace(self._auto_run(model, n, choose), device_cpus=cpus)]
+        ps_mode = mode not in HOROVOD_MODES
+        syncs = list(self.sync) if self.sync and ps_mode else [None]
+        pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
+        return [replace(self._run(model, mode, n, sync, pull, assign), device_cpus=cpus)
+                for sync in syncs for pull in pulls]  # fmt: skip
+
+    def cpu_budgets(self, devices: int) -> list[str]:
+        """The ``--device-cpus`` values (default: the measured default budget), each checked
+        against this host for ``devices`` devices; a real cluster has no budgets."""
+        from ralp.emulation.budget import device_cpus
+
+        asked = list(self.device_cpus or [AUTO_CPUS])
+        if self.backend == "tf-config":
+            if self.device_cpus:
+                raise BenchError("--device-cpus budgets a simulated cluster's devices; a real "
+                                 "cluster's (tf-config) are its own")  # fmt: skip
+            return asked
+        for value in asked:
+            try:
+                device_cpus(value, devices)
+            except ClusterError as e:
+                raise BenchError(str(e)) from None
+        return asked
 
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
              pull_schedule: str = "default", assign: ChooseMode | None = None) -> RunSpec:  # fmt: skip
@@ -206,7 +229,7 @@ class BenchRequest:
         """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""
         if self.backend != "auto":
             return self.backend, None
-        from ralp.cluster.iproute import netns_unavailable_reason
+        from ralp.emulation.iproute import netns_unavailable_reason
 
         reason = netns_unavailable_reason()
         return ("local", reason) if reason else ("netns", None)

@@ -58,8 +58,8 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     """Run the scenario's jobs at once on one fabric with a shared trunk; one record each."""
     from tqdm import tqdm
 
-    from ralp.cluster.fabric import NetnsFabric
     from ralp.cluster.netns_cluster import NetnsCluster
+    from ralp.emulation.fabric import NetnsFabric
 
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
                          trunk_bandwidth=launcher.bandwidth)  # fmt: skip

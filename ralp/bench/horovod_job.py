@@ -27,7 +27,8 @@ from ralp.horovod.messages import emit
 CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate is measured
 
 
-def horovod_bench_job(run, read_links=None, started: float | None = None) -> dict | None:
+def horovod_bench_job(run, read_links=None, started: float | None = None,
+                      read_cpu=None) -> dict | None:  # fmt: skip
     """Measure ``run`` (a RunSpec in mode ``horovod`` or ``stanza``) on this Horovod job;
     rank 0 returns the run's figures, other ranks None."""
     from ralp.bench.job import SetupClock, dataset_fn_for
@@ -37,7 +38,13 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
     import keras
     import tensorflow as tf
 
-    from ralp.bench.measure import PROGRESS_EVERY, control_plane_figures, link_figures, timing
+    from ralp.bench.measure import (
+        PROGRESS_EVERY,
+        control_plane_figures,
+        cpu_window,
+        link_figures,
+        timing,
+    )
     from ralp.models import build_model
 
     stanza = run.mode == "stanza"
@@ -64,6 +71,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
 
     say("phase", "measuring")
     before = dict(read_links()) if read_links and rank == 0 else None
+    cpu_before = read_cpu() if read_cpu and rank == 0 else None
     start = time.perf_counter()
 
     def on_step(k: int, _loss) -> None:
@@ -72,6 +80,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
 
     history = trainer.fit(batches, run.steps, on_step=on_step)
     trainer.barrier()
+    cpu_after = read_cpu() if read_cpu and rank == 0 else None
     after = dict(read_links()) if read_links and rank == 0 else None
     if read_links:
         # Horovod's background thread coordinates every cycle, tensors or not: a
@@ -97,6 +106,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None) -> dic
         "final_loss": final_loss,
         **link_figures(before, after, steps),
         **(control_plane_figures(after, idle, CONTROL_WINDOW_S) if read_links else {}),
+        **cpu_window(cpu_before, cpu_after),
     }
 
 
@@ -134,13 +144,16 @@ def _prediction(run, model, stanza_trainer) -> dict:
             "ps_bytes_per_step_predicted": float(fc_bytes)}  # fmt: skip
 
 
-def rank_command(run, links=None, started: float | None = None) -> list[str]:
-    """The command every rank runs for ``run``; ``links`` a TaskLinks on the netns backend."""
+def rank_command(run, links=None, started: float | None = None, cpu=None) -> list[str]:
+    """The command every rank runs for ``run``; ``links`` a TaskLinks on the netns backend,
+    ``cpu`` a DeviceMeter where the ranks have device budgets."""
     command = [sys.executable, "-m", "ralp.bench.horovod_job",
                "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]  # fmt: skip
     if links is not None:
         fields = {"switch_namespace": links.switch_namespace, "hosts": [list(h) for h in links.hosts]}
         command += ["--links", json.dumps(fields, separators=(",", ":"))]
+    if cpu is not None:
+        command += ["--cpu", cpu.to_json()]
     if started is not None:
         command += ["--started", repr(started)]
     return command
@@ -151,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="the RunSpec as JSON")
     parser.add_argument("--links", help="netns link counters: TaskLinks fields as JSON")
     parser.add_argument("--started", type=float, help="time.time() when the run was launched")
+    parser.add_argument("--cpu", help="the device groups' CPU counters: a DeviceMeter as JSON")
     args = parser.parse_args(argv)
+    from ralp.emulation.devices import DeviceMeter, join_rank_group
+
+    join_rank_group()  # before anything of the job: its work runs inside the device's budget
 
     from ralp._cli import quiet_tensorflow
     from ralp.bench.runspec import RunSpec
@@ -160,13 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     run = RunSpec(**json.loads(args.spec))
     read_links = None
     if args.links:
-        from ralp.cluster.counters import TaskLinks
+        from ralp.emulation.counters import TaskLinks
 
         fields = json.loads(args.links)
         read_links = TaskLinks(fields["switch_namespace"],
                                tuple(tuple(pair) for pair in fields["hosts"]))  # fmt: skip
     try:
-        figures = horovod_bench_job(run, read_links, args.started)
+        read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
+        figures = horovod_bench_job(run, read_links, args.started, read_cpu)
     except Exception as e:  # the bench shows this line; the traceback goes to stderr
         import traceback
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralp.bench.measure import PROGRESS_EVERY, link_figures, sync_figures, timing
+from ralp.bench.measure import PROGRESS_EVERY, cpu_window, link_figures, sync_figures, timing
 from ralp.bench.runspec import RunSpec
 from ralp.profiler.links import LinkBytes
 
@@ -39,7 +39,7 @@ class SetupClock:
 
 def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
               barrier: Barrier | None = None, started: float | None = None,
-              profiler_address: str | None = None) -> dict:  # fmt: skip
+              profiler_address: str | None = None, read_cpu=None) -> dict:  # fmt: skip
     """Measure ``run`` on the cluster at ``cluster_spec``; returns the run's figures.
 
     ``started`` (``time.time()``) is when the coordinator process was asked for: the time
@@ -47,7 +47,9 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
 
     With a ``barrier`` (several jobs sharing a network), the measured steps start when every
     job has warmed up, and this job keeps training after them until every job has measured,
-    so each job's figures are taken under the others' load.
+    so each job's figures are taken under the others' load. ``read_cpu`` (a
+    :class:`~ralp.emulation.devices.DeviceMeter`) reads the device groups' CPU counters at the
+    measured window's edges, as ``read_links`` reads the links'.
     """
     clock = SetupClock(started)
     clock.lap("coordinator_start")
@@ -93,6 +95,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         barrier.wait("go")
     report_progress(("phase", "measuring"))
     before = dict(read_links()) if read_links else None
+    cpu_before = read_cpu() if read_cpu else None
     start = time.perf_counter()
     history = trainer.fit(
         dataset_fn=dataset_fn,
@@ -102,6 +105,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         callbacks=[_ProgressCallback(report_progress)],
     )
     wall = time.perf_counter() - start
+    cpu_after = read_cpu() if read_cpu else None
     after = dict(read_links()) if read_links else None
     if barrier is not None:
         barrier.arrive("done")
@@ -131,6 +135,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         **traced,
         **sync_figures(history),
         **link_figures(before, after, steps),
+        **cpu_window(cpu_before, cpu_after),
     }
 
 

@@ -25,9 +25,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ralp.bench.runspec import BACKENDS, HOROVOD_MODES, BenchError
+from ralp.bench.runspec import AUTO_CPUS, BACKENDS, HOROVOD_MODES, BenchError
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
+from ralp.emulation.budget import Budget, budget_for
+from ralp.emulation.devices import DeviceGroup, DeviceMeter
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.profiler.links import LinkBytes
 
@@ -44,6 +46,12 @@ class ClusterHandle:
     cluster: object | None = None  # the LocalCluster / NetnsCluster, when we started one
     start_s: float = 0.0  # seconds it took to start (namespaces, servers ready)
     profiler_address: str | None = None  # worker 0's tf.profiler service, when asked for
+    budget: Budget | None = None  # the devices' CPU budget (None: a real cluster)
+    chief_group: DeviceGroup | None = None  # where the coordinator's CPU is counted
+    read_cpu: DeviceMeter | None = None  # the tasks' and the coordinator's CPU counters
+
+
+CHIEF = "chief"  # the coordinator's control group (it only counts: no limit)
 
 
 @dataclass(frozen=True)
@@ -87,8 +95,8 @@ class Launcher:
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "
                              "TF_CONFIG (task type 'chief') or pass --cluster FILE")  # fmt: skip
         if self.backend == "netns":
-            from ralp.cluster.iproute import netns_unavailable_reason
-            from ralp.cluster.units import parse_bandwidth
+            from ralp.emulation.iproute import netns_unavailable_reason
+            from ralp.units import parse_bandwidth
 
             reason = netns_unavailable_reason()
             if reason:
@@ -96,14 +104,27 @@ class Launcher:
             if self.bandwidth:
                 parse_bandwidth(self.bandwidth)
             if self.latency:  # a throwaway host: does this kernel emulate delay (netem)?
-                from ralp.cluster.fabric import NetnsFabric
+                from ralp.emulation.fabric import NetnsFabric
 
                 with NetnsFabric(None, self.latency, prefix=f"rlp{os.getpid()}-probe") as fabric:
                     fabric.add_host("probe")
 
+    def budget(self, device_cpus: str = AUTO_CPUS, devices: int = 1) -> Budget | None:
+        """The CPU budget of a run's devices (:mod:`ralp.emulation.budget`); None on a real
+        cluster, whose devices are real."""
+        if self.backend == "tf-config":
+            return None
+        try:
+            return budget_for(device_cpus, devices)
+        except ClusterError as e:
+            raise BenchError(str(e)) from None
+
     @contextlib.contextmanager
-    def cluster(self, workers: int, ps: int, trace: bool = False) -> Iterator[ClusterHandle]:
-        """A fresh cluster; with ``trace``, worker 0 serves tf.profiler (``profiler_address``)."""
+    def cluster(self, workers: int, ps: int, trace: bool = False,
+                budget: Budget | None = None) -> Iterator[ClusterHandle]:  # fmt: skip
+        """A fresh cluster; with ``trace``, worker 0 serves tf.profiler (``profiler_address``);
+        with a ``budget``, every task in a control group of its own (its device) and the
+        coordinator in one that only counts (``chief_group``; ``read_cpu`` reads them all)."""
         if self.backend == "tf-config":
             if trace:
                 raise BenchError("--trace-pulls starts the profiler in the cluster's tasks: "
@@ -118,23 +139,37 @@ class Launcher:
 
             port = free_ports(1)[0] if self.backend == "local" else PROFILER_PORT
             task_env.setdefault("worker:0", {})[PROFILER_PORT_ENV] = str(port)
-        start = time.time()
-        if self.backend == "local":
-            with LocalCluster(workers, ps, task_env=task_env, device_type=self.device_type,
-                              restart_lost=self.restart_lost) as c:  # fmt: skip
-                yield ClusterHandle(c.spec, cluster=c, start_s=round(time.time() - start, 3),
-                                    profiler_address=_profiler(c.spec, port))  # fmt: skip
-        else:
-            from ralp.cluster.netns_cluster import NetnsCluster
+        hosts = {**{f"worker:{i}": f"w{i}" for i in range(workers)},
+                 **{f"ps:{i}": f"ps{i}" for i in range(ps)}}  # fmt: skip
+        groups_of = budget.groups(list(hosts.values()), [CHIEF]) if budget else None
+        with groups_of or contextlib.nullcontext() as groups:
+            task_groups, counted = {}, {}
+            if groups is not None:
+                task_groups = {task: groups.group(host) for task, host in hosts.items()}
+                for task in hosts:
+                    task_env[task] = {**budget.task_env(), **task_env.get(task, {})}
+                counted = {"chief_group": groups.group(CHIEF),
+                           "read_cpu": groups.meter({**hosts, "chief:0": CHIEF})}  # fmt: skip
+            start = time.time()
+            if self.backend == "local":
+                cluster = LocalCluster(workers, ps, task_env=task_env, task_groups=task_groups,
+                                       device_type=self.device_type,
+                                       restart_lost=self.restart_lost)  # fmt: skip
+            else:
+                from ralp.cluster.netns_cluster import NetnsCluster
 
-            cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
-                                   device_type=self.device_type, task_env=task_env,
-                                   restart_lost=self.restart_lost)  # fmt: skip
+                cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
+                                       device_type=self.device_type, task_env=task_env,
+                                       task_groups=task_groups,
+                                       restart_lost=self.restart_lost)  # fmt: skip
             with cluster:
-                yield ClusterHandle(cluster.spec, netns=cluster.chief_namespace,
-                                    read_links=cluster.link_reader(), cluster=cluster,
+                netns = {}
+                if self.backend == "netns":
+                    netns = {"netns": cluster.chief_namespace, "read_links": cluster.link_reader()}
+                yield ClusterHandle(cluster.spec, cluster=cluster, budget=budget,
                                     start_s=round(time.time() - start, 3),
-                                    profiler_address=_profiler(cluster.spec, port))  # fmt: skip
+                                    profiler_address=_profiler(cluster.spec, port),
+                                    **netns, **counted)  # fmt: skip
 
     def _subset(self, workers: int, ps: int) -> ClusterSpec:
         spec = self.cluster_spec

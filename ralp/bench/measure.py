@@ -98,3 +98,11 @@ def _std(values: list[float]) -> float:
         return 0.0
     mean = sum(values) / len(values)
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def cpu_window(before, after) -> dict:
+    """The device groups' CPU counters at the measured window's edges (``CpuSnapshot``s), as
+    plain JSON for the record's producer; the launcher turns them into the ``cpu`` field."""
+    if before is None or after is None:
+        return {}
+    return {"cpu_window": [before.to_dict(), after.to_dict()]}

@@ -7,10 +7,10 @@ labels); :func:`plot` saves it. matplotlib is imported only here, and only when 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from statistics import fmean
+from statistics import median
 
 from ralp._text import human_bytes
-from ralp.bench.records import BASELINE_MODE, add_speedups, consolidated, succeeded
+from ralp.bench.records import BASELINE_MODE, add_speedups, consolidated, cpus_label, succeeded
 
 MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horovod": "#2ca02c",
@@ -23,11 +23,18 @@ def _modes(records: Iterable[dict]) -> list[str]:
 
 
 def _plot_groups(records: Sequence[dict]) -> list[tuple]:
-    """The x positions: (model, devices, bandwidth), models in order of appearance, then N."""
+    """The x positions: (model, devices, bandwidth, CPUs), models in order of appearance,
+    then N, then bandwidths and CPU budgets in order of appearance."""
     first = {m: k for k, m in enumerate(dict.fromkeys(r["model"] for r in records))}
     bandwidths = list(dict.fromkeys(r.get("bandwidth") for r in records))
+    budgets = list(dict.fromkeys(_cpus(r) for r in records))
     keys = {_bar_key(r) for r in records}
-    return sorted(keys, key=lambda k: (first[k[0]], k[1], bandwidths.index(k[2])))
+    return sorted(keys, key=lambda k: (first[k[0]], k[1], bandwidths.index(k[2]),
+                                       budgets.index(k[3])))  # fmt: skip
+
+
+def _cpus(r: dict) -> str:
+    return cpus_label(r) or "-"
 
 
 def _group_positions(groups: list[tuple]) -> list[float]:
@@ -40,18 +47,25 @@ def _group_positions(groups: list[tuple]) -> list[float]:
     return positions
 
 
-def _group_tick(key: tuple, show_bandwidth: bool) -> str:
-    model, devices, bandwidth = key
-    return f"{model}\nN={devices}" + (f"\n{bandwidth or 'unshaped'}" if show_bandwidth else "")
+def _group_tick(key: tuple, show_bandwidth: bool, show_cpus: bool = False) -> str:
+    model, devices, bandwidth, cpus = key
+    tick = f"{model}\nN={devices}" + (f"\n{bandwidth or 'unshaped'}" if show_bandwidth else "")
+    return tick + (f"\n{cpus.replace(' CPU/device', ' CPU')}" if show_cpus else "")
 
 
-def _mean_of(records: Iterable[dict], field: str) -> float | None:
+def _median_of(records: Iterable[dict], field: str) -> float | None:
+    """The median over a bar's records (its rounds): the figure the table gives too."""
     values = [r[field] for r in records if r.get(field) is not None]
-    return fmean(values) if values else None
+    return median(values) if values else None
+
+
+def _range_of(records: Iterable[dict], field: str) -> tuple[float, float] | None:
+    values = [r[field] for r in records if r.get(field) is not None]
+    return (min(values), max(values)) if len(values) > 1 else None
 
 
 def _bar_key(r: dict) -> tuple:
-    return r["model"], r["devices"], r.get("bandwidth")
+    return r["model"], r["devices"], r.get("bandwidth"), _cpus(r)
 
 
 def _cells(records: Sequence[dict]) -> dict[tuple, list[dict]]:
@@ -77,17 +91,23 @@ def _bar_offsets(n: int) -> tuple[float, list[float]]:
 def _draw_speedups(ax, groups, positions, modes, cells, colors) -> None:
     width, offsets = _bar_offsets(len(modes))
     for mode, dx in zip(modes, offsets, strict=True):
-        xs, ys = [], []
+        xs, ys, spans = [], [], []
         for x, key in zip(positions, groups, strict=True):
-            value = _mean_of(cells.get((key, mode), []), "speedup_vs_ps")
+            value = _median_of(cells.get((key, mode), []), "speedup_vs_ps")
             if value is not None:
                 xs.append(x + dx)
                 ys.append(value)
+                spans.append(_range_of(cells.get((key, mode), []), "speedup_vs_ps") or (value, value))
         bars = ax.bar(xs, ys, width, color=colors[mode], edgecolor="black", linewidth=0.4)
+        if any(lo != hi for lo, hi in spans):  # repeats: their min-max
+            below = [y - lo for y, (lo, _) in zip(ys, spans, strict=True)]
+            above = [hi - y for y, (_, hi) in zip(ys, spans, strict=True)]
+            ax.errorbar(xs, ys, yerr=[below, above], fmt="none", ecolor="black",
+                        elinewidth=0.8, capsize=2)  # fmt: skip
         if mode != BASELINE_MODE:  # its bars are 1.00 by definition; labels would crowd
             ax.bar_label(bars, labels=[f"{y:.2f}" for y in ys], fontsize=7, padding=1)
     for x, key in zip(positions, groups, strict=True):
-        if not any(_mean_of(cells.get((key, m), []), "speedup_vs_ps") for m in modes):
+        if not any(_median_of(cells.get((key, m), []), "speedup_vs_ps") for m in modes):
             ax.text(x, 1.02, "no ps run", ha="center", va="bottom", fontsize=8, color="dimgray")
     ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
     ax.set_ylabel("images/s relative to plain PS")
@@ -108,10 +128,10 @@ def _mark_failed(ax, groups, positions, modes, failed: Sequence[dict]) -> None:
 
 def _bytes_source(cells_of_bar: list[dict]) -> tuple[float | None, bool]:
     """Measured bytes where any repeat measured them, else predicted; and which it is."""
-    measured = _mean_of(cells_of_bar, "bytes_per_step_measured")
+    measured = _median_of(cells_of_bar, "bytes_per_step_measured")
     if measured is not None:
         return measured, True
-    return _mean_of(cells_of_bar, "bytes_per_step_predicted"), False
+    return _median_of(cells_of_bar, "bytes_per_step_predicted"), False
 
 
 def _draw_bytes(ax, groups, positions, modes, cells, colors) -> tuple[bool, bool]:
@@ -132,7 +152,7 @@ def _draw_bytes(ax, groups, positions, modes, cells, colors) -> tuple[bool, bool
             drawn.append(value)
             ax.bar(x + dx, value, width, color=colors[mode], edgecolor="black", linewidth=0.4,
                    hatch=None if measured else "///")  # fmt: skip
-            predicted = _mean_of(bar, "bytes_per_step_predicted")
+            predicted = _median_of(bar, "bytes_per_step_predicted")
             if measured and predicted:  # the model's figure, to read meas/pred at a glance
                 ax.plot([x + dx - width / 2, x + dx + width / 2], [predicted] * 2,
                         color="black", linewidth=1.5)  # fmt: skip
@@ -190,7 +210,8 @@ def build_figure(records: Sequence[dict]):
             ax.set_axis_off()
         return fig
     show_bandwidth = len({k[2] for k in groups}) > 1
-    ticks = [_group_tick(k, show_bandwidth) for k in groups]
+    show_cpus = len({k[3] for k in groups}) > 1
+    ticks = [_group_tick(k, show_bandwidth, show_cpus) for k in groups]
     positions = _group_positions(groups)
     _draw_speedups(ax_a, groups, positions, modes, cells, colors)
     measured, predicted = _draw_bytes(ax_b, groups, positions, modes, cells, colors)

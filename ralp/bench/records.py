@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 # The run's identity (RunSpec fields and where it ran), then its figures.
 SPEC_KEYS: tuple[str, ...] = (
-    "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "job",
+    "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "device_cpus", "job",
     "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "pull_schedule",
     "steps", "warmup",
 )  # fmt: skip
@@ -23,7 +23,7 @@ FIGURE_KEYS: tuple[str, ...] = (
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
     "compute_step_time_s", "network_step_time_s", "bound_ratio", "sync_max_gap", "sync_waiting_s",
-    "speedup_vs_ps", "speedup_vs_horovod", "error",
+    "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up", "error",
 )  # fmt: skip
 RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
 # Further fields, after the schema's in CSV: what a job reports beyond the table's figures.
@@ -33,17 +33,18 @@ EXTRA_KEYS: tuple[str, ...] = (
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
-    "ps_control_bytes_per_s", "auto", "calibration",
+    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round",
 )  # fmt: skip
 
 BASELINE_MODE = "ps"
 # Fields a record must share with a plain-PS record to be compared with it: the same workload
 # on the same network. Consolidation jobs (``job`` set) are compared only with each other.
 SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
-               "slow_worker")  # fmt: skip
+               "slow_worker", "device_cpus", "round")  # fmt: skip
 # Fields a compute-only reference run (unshaped loopback) shares with the run it serves.
 REFERENCE_KEY = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
-                 "num_classes", "data", "sync", "slow_worker", "pull_schedule")  # fmt: skip
+                 "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
+                 "round")  # fmt: skip
 
 
 class RecordError(ValueError):
@@ -121,6 +122,16 @@ def add_speedups(records: list[dict]) -> list[dict]:
             ref = baseline.get(_speedup_key(r))
             r[key] = r["images_per_sec"] / ref if ref and succeeded(r) else None
     return records
+
+
+def cpus_label(r: dict) -> str:
+    """What a record's devices computed with: '0.425 CPU/device', 'shared CPUs', or ''."""
+    cpu = r.get("cpu") or {}
+    if cpu.get("fallback"):
+        return "shared CPUs (no budgets)"
+    if cpu.get("budget_cpus") is not None:
+        return f"{cpu['budget_cpus']:g} CPU/device"
+    return "shared CPUs" if r.get("device_cpus") == "shared" else ""
 
 
 def short_error(error: BaseException | str) -> str:

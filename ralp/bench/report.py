@@ -15,7 +15,8 @@ from pathlib import Path
 from statistics import fmean
 
 from ralp._text import human_bytes, text_grid
-from ralp.bench.records import EXTRA_KEYS, RECORD_KEYS, consolidated, succeeded
+from ralp.bench.records import EXTRA_KEYS, RECORD_KEYS, consolidated, cpus_label, succeeded
+from ralp.bench.rounds import repeated, summarize
 
 MAX_WIDTH = 120
 
@@ -53,7 +54,30 @@ def _mode_cell(r: dict) -> str:
     mode = f"{mode} {r['sync']}" if r.get("sync") else mode
     if r.get("pull_schedule") not in (None, "default"):
         mode += f" {r['pull_schedule']}"
+    if _flagged(r):
+        mode += " !"
+    if r.get("failed"):
+        mode += f" ({r['failed']}/{r['rounds']} failed)"
     return mode if r.get("job") is None else f"{mode} j{r['job']}"
+
+
+def _flagged(r: dict) -> bool:
+    """The host could not keep up with the devices' budgets (in some round of a summary)."""
+    return bool(r.get("flagged")) or r.get("host_kept_up") is False
+
+
+FLAG_NOTE = ("! the host could not keep up: the devices' budgets plus the CPU spent outside "
+             "them reached its CPUs, so some device got less than its budget; read with care")  # fmt: skip
+
+
+def _with_spread(r: dict, field: str, spec: str) -> str:
+    """A median with its min-max over rounds (a summary), else the value."""
+    value, rounds = r.get(field), r.get(f"{field}_spread")
+    if value is None:
+        return "-"
+    if not rounds or rounds["min"] == rounds["max"]:
+        return format(value, spec)
+    return f"{value:{spec}} [{rounds['min']:{spec}}-{rounds['max']:{spec}}]"
 
 
 TABLE_HEADER = ["model", "N", "mode", "W+PS", "img/s", "vs PS", "step s", "B/step meas",
@@ -69,10 +93,12 @@ def _id_cells(r: dict) -> list[str]:
 
 
 def _table_row(r: dict, with_horovod: bool = False) -> list[str]:
+    rate = (_with_spread(r, "images_per_sec", ".1f") if "rounds" in r
+            else _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"))  # fmt: skip
     row = [
         *_id_cells(r),
-        _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"),
-        _num(r.get("speedup_vs_ps"), ".2f"),
+        rate,
+        _with_spread(r, "speedup_vs_ps", ".2f"),
         _mean_std(r.get("step_time_s"), r.get("step_time_std_s"), ".3f"),
         _bytes(r.get("bytes_per_step_measured")),
         _bytes(r.get("bytes_per_step_predicted")),
@@ -80,7 +106,7 @@ def _table_row(r: dict, with_horovod: bool = False) -> list[str]:
         _bound(r),
     ]
     if with_horovod:
-        row.insert(HOROVOD_COLUMN, _num(r.get("speedup_vs_horovod"), ".2f"))
+        row.insert(HOROVOD_COLUMN, _with_spread(r, "speedup_vs_horovod", ".2f"))
     return row
 
 
@@ -97,13 +123,17 @@ def _group_label(r: dict) -> str:
     label = f"{r.get('model')}  {r.get('backend')}"
     if r.get("bandwidth"):
         label += f" @ {r['bandwidth']}"
+    cpus = cpus_label(r)
+    if cpus:
+        label += f", {cpus}"
     if r.get("scenario"):
         label += f"  scenario {r['scenario']}"
     return label
 
 
 def _group_key(r: dict) -> tuple:
-    return r.get("model"), r.get("backend"), r.get("bandwidth"), r.get("scenario")
+    return (r.get("model"), r.get("backend"), r.get("bandwidth"), r.get("device_cpus"),
+            r.get("scenario"))  # fmt: skip
 
 
 def _error_line(id_cells: list[str], message: str, width: int) -> str:
@@ -117,6 +147,8 @@ def to_table(records: Sequence[dict]) -> str:
 
     if not records:
         return "(no records)"
+    if repeated(records):
+        records = summarize(records)
     with_horovod = any(r.get("mode") == "horovod" for r in records)
     header = list(TABLE_HEADER)
     if with_horovod:
@@ -138,6 +170,12 @@ def to_table(records: Sequence[dict]) -> str:
             out.append(_error_line(row[:_ID_COLUMNS], str(r["error"]), max(rule_width, MAX_WIDTH)))
         else:
             out.append(next(ok_lines))
+    if any("rounds" in r for r in records):
+        rounds = sorted({r["rounds"] for r in records})
+        out.append(f"medians over {'/'.join(map(str, rounds))} rounds [min-max]; ratios: "
+                   "median of the per-round ratios")  # fmt: skip
+    if any(_flagged(r) for r in records):
+        out.append(FLAG_NOTE)
     return "\n".join(out)
 
 

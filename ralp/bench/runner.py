@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ralp.bench.calibrated import Calibrations
 from ralp.bench.horovod_job import rank_command
@@ -25,15 +26,18 @@ from ralp.bench.records import (
 from ralp.bench.runspec import HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
-from ralp.horovod.launch import HorovodRunError, launch
+from ralp.emulation.budget import fidelity
+from ralp.emulation.devices import CpuSnapshot
+from ralp.horovod.launch import DRIVER, HorovodRunError, launch
 
 RUN_TIMEOUT_S = 3600.0
+T = TypeVar("T")
 
 
 def bits_per_second(bandwidth: str | None) -> float | None:
     if not bandwidth:
         return None
-    from ralp.cluster.units import parse_bandwidth
+    from ralp.units import parse_bandwidth
 
     return float(parse_bandwidth(bandwidth))
 
@@ -42,26 +46,33 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
     """One run on a fresh cluster; a record (with ``error`` set if it failed)."""
     where = {"backend": launcher.backend, "bandwidth": launcher.bandwidth, "job": None}
     try:
+        budget = launcher.budget(run.device_cpus, run.devices)
         if run.mode in HOROVOD_MODES:  # stanza: ``ps`` counts its FC ranks
             started = time.time()
             figures = launch(
-                lambda links: rank_command(run, links, started), run.workers, launcher.backend,
-                bandwidth=launcher.bandwidth, latency=launcher.latency,
+                lambda links, cpu: rank_command(run, links, started, cpu), run.workers,
+                launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
                 hostfile=launcher.hostfile, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
-                fc_ranks=run.ps,
+                fc_ranks=run.ps, budget=budget,
             )  # fmt: skip
+            counted_apart = (DRIVER,)
         else:
-            with launcher.cluster(run.workers, run.ps, trace=run.trace_pulls) as handle:
+            with launcher.cluster(run.workers, run.ps, run.trace_pulls, budget) as handle:
                 figures = run_in_fresh_process(
                     bench_job, handle.spec, run, handle.read_links, started=time.time(),
-                    profiler_address=handle.profiler_address,
-                    netns=handle.netns, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
-                    env={"CUDA_VISIBLE_DEVICES": "-1"},  # the coordinator computes nothing
+                    profiler_address=handle.profiler_address, read_cpu=handle.read_cpu,
+                    netns=handle.netns, group=handle.chief_group, on_progress=on_progress,
+                    timeout=RUN_TIMEOUT_S, env={"CUDA_VISIBLE_DEVICES": "-1"},  # computes nothing
                 )  # fmt: skip
                 figures["setup"] = {"cluster_start": handle.start_s, **figures["setup"]}
+            counted_apart = ("chief:0",)
     except (ChildError, ClusterError, HorovodRunError) as e:
         return make_record(run.to_dict(), where, error=short_error(e))
     figures["setup_s"] = round(sum(figures["setup"].values()), 3)
+    if budget is not None:
+        window = [CpuSnapshot.from_dict(s) for s in figures.pop("cpu_window", [None, None]) if s]
+        figures["cpu"] = fidelity(budget, *(window or [None, None]), unbudgeted=counted_apart)
+        figures["host_kept_up"] = figures["cpu"]["kept_up"]
     record = make_record(run.to_dict(), where, figures)
     record.update(derived_figures(record, bits_per_second(launcher.bandwidth)))
     return record
@@ -75,23 +86,27 @@ def run_all(
     calibrations: Calibrations | None = None,
     progress: bool = True,
     on_record: Callable[[dict], None] | None = None,
+    repeat: int = 1,
 ) -> list[dict]:
     """Measure every run in order, with a progress bar over all measured steps.
     ``calibrations``: calibrate each workload before its first run (:mod:`ralp.bench.calibrated`)
-    and keep it in the workload's records."""
+    and keep it in the workload's records. ``repeat``: the whole matrix that many rounds, the
+    order rotated by one each round (:func:`rounds`); each record keeps its ``round``."""
     from tqdm import tqdm
 
     plan = [(run, launcher) for run in runs]
     if compute_reference and launcher.backend == "netns":
         local = Launcher("local", device_type=launcher.device_type)
         plan += [(run, local) for run in runs]
-    total = sum(run.measured_steps for run, _ in plan)
+    plan = rounds(plan, repeat)
+    total = sum(run.measured_steps for _, (run, _) in plan)
     bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True)
     records, references = [], {}
     try:
-        for run, where in plan:
+        for round_index, (run, where) in plan:
             done_before = bar.n
-            bar.set_description(f"{run.label} [{where.backend}]")
+            counter = f"round {round_index + 1}/{repeat} " if repeat > 1 else ""
+            bar.set_description(f"{counter}{run.label} [{where.backend}]")
 
             def on_progress(message, base=done_before):
                 kind, value = message
@@ -105,6 +120,7 @@ def run_all(
                 bar.set_postfix_str("calibrating the workload")
                 calibration = calibrations.for_run(run)
             record = measure(run, where, on_progress)
+            record["round"] = round_index
             bar.update(done_before + run.measured_steps - bar.n)
             if where is launcher:
                 if calibrations is not None:
@@ -118,3 +134,13 @@ def run_all(
         bar.close()
     add_compute_reference(records, references)
     return records
+
+
+def rounds(items: Sequence[T], repeat: int) -> list[tuple[int, T]]:
+    """``items`` ``repeat`` times as (round, item), each round's order rotated by one more
+    (A B C D, then B C D A, ...), so no item always runs first, last or after the same one
+    while the machine drifts."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    n = len(items)
+    return [(r, items[(r + k) % n]) for r in range(repeat) for k in range(n)]

@@ -20,6 +20,7 @@ DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
 DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
+AUTO_CPUS, SHARED_CPUS = "auto", "shared"  # --device-cpus: the default budget; no budget
 
 
 class BenchError(ValueError):
@@ -63,6 +64,9 @@ class RunSpec:
     slow_worker: str | None = None  # "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed
     pull_schedule: str = "default"  # ps/ralp modes: how workers pull (default, layer, ibatch)
     trace_pulls: bool = False  # trace worker 0 after measuring: pull time hidden by compute
+    # CPUs per simulated device, as asked: "auto" (the host's CPUs less a reserve, over N),
+    # "shared" (no budget) or a number (ralp.emulation.budget)
+    device_cpus: str = AUTO_CPUS
     # --modes auto: the planner's choice that made this run's mode, and why (AutoChoice's
     # to_dict: chosen, every candidate's predicted images/s, the calibration); None otherwise
     auto: dict | None = field(default=None, compare=False)
@@ -93,6 +97,7 @@ class RunSpec:
             self._check_pulls()
         if self.sync is not None or self.slow_worker is not None:
             self._check_sync()
+        self._check_device_cpus()
         if self.data not in DATA:
             raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
         if self.data == "digits" and self.num_classes != 10:
@@ -114,6 +119,21 @@ class RunSpec:
                              f"(its strides and pools), got {image}")  # fmt: skip
         object.__setattr__(self, "image_size", image)
         object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
+
+    def _check_device_cpus(self) -> None:
+        """One spelling: 'auto', 'shared' or a positive number of CPUs ('0.45')."""
+        text = str(self.device_cpus).strip().lower()
+        if text not in (AUTO_CPUS, SHARED_CPUS):
+            try:
+                cpus = float(text)
+            except ValueError:
+                cpus = float("nan")
+            if not cpus > 0 or cpus == float("inf"):
+                raise BenchError(f"--device-cpus {self.device_cpus!r}: give CPUs per device "
+                                 f"(a positive number such as 0.45), {AUTO_CPUS!r} or "
+                                 f"{SHARED_CPUS!r}")  # fmt: skip
+            text = f"{cpus:g}"
+        object.__setattr__(self, "device_cpus", text)
 
     def _check_stanza(self) -> None:
         if self.ps < 1 or self.ps > self.workers:
@@ -175,7 +195,9 @@ class RunSpec:
         sync = f" {self.sync}" if self.sync else ""
         pulls = f" {self.pull_schedule}" if self.pull_schedule != "default" else ""
         mode = f"auto->{self.mode}" if self.auto else self.mode
-        return f"{self.model} {mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
+        cpus = f" cpus={self.device_cpus}" if self.device_cpus != AUTO_CPUS else ""
+        return (f"{self.model} {mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
+                f"{cpus}")  # fmt: skip
 
     def to_dict(self) -> dict:
         """The spec's fields (``auto`` only for a run mode auto chose: records stay as they were)."""

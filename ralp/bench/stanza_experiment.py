@@ -105,7 +105,7 @@ def _rank_main(argv: Sequence[str]) -> int:
     spec = json.loads(argv[0])
     read_links = None
     if len(argv) > 1:  # netns: the link counters' fields
-        from ralp.cluster.counters import TaskLinks
+        from ralp.emulation.counters import TaskLinks
 
         fields = json.loads(argv[1])
         read_links = TaskLinks(fields["switch_namespace"],
@@ -273,8 +273,8 @@ def _run(args) -> list[dict]:
 
     from ralp.bench.records import make_stanza_result, short_error
     from ralp.cluster.fresh_process import ChildError
-    from ralp.cluster.iproute import netns_unavailable_reason
     from ralp.cluster.spec import ClusterError
+    from ralp.emulation.iproute import netns_unavailable_reason
     from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason
 
     for reason in (netns_unavailable_reason(), horovod_unavailable_reason()):

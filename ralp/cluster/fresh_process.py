@@ -38,13 +38,15 @@ class ChildError(RuntimeError):
         self.child_type = child_type
 
 
-def _child(conn, call: bytes, env: dict[str, str], netns: str | None) -> None:
+def _child(conn, call: bytes, env: dict[str, str], netns: str | None, group) -> None:
     global _progress_conn
     _progress_conn = conn
+    if group is not None:  # first: everything the child does is counted in its group
+        group.join()
     os.environ.update(env)
     try:
         if netns is not None:  # before TensorFlow starts any thread or socket
-            from ralp.cluster.iproute import enter_namespace
+            from ralp.emulation.iproute import enter_namespace
 
             enter_namespace(netns)
         from ralp._cli import quiet_tensorflow
@@ -68,12 +70,15 @@ def run_in_fresh_process(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     netns: str | None = None,
+    group=None,
     on_progress: Callable[[Any], None] | None = None,
     **kwargs: Any,
 ) -> Any:
     """``fn(*args, **kwargs)`` in a new process; its return value must be picklable.
 
     ``netns``: run the child inside that network namespace (a simulated cluster's chief).
+    ``group``: a :class:`~ralp.emulation.devices.DeviceGroup` the child joins first (the
+    simulated cluster counts its coordinator's CPU there).
     ``on_progress`` receives what the child passes to :func:`report_progress`.
 
     Raises :class:`ChildError` if ``fn`` raises (same message, the child's traceback
@@ -84,7 +89,7 @@ def run_in_fresh_process(
     ctx = context(env)
     parent, child = ctx.Pipe(duplex=False)
     call = pickle.dumps((fn, args, kwargs))
-    process = ctx.Process(target=_child, args=(child, call, env, netns), daemon=True)
+    process = ctx.Process(target=_child, args=(child, call, env, netns, group), daemon=True)
     process.start()
     child.close()
     deadline = None if timeout is None else time.monotonic() + timeout

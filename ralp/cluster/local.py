@@ -6,7 +6,8 @@ starting one does not import TensorFlow again) on loopback ports that are free, 
 each serves, and stops them (by process id, never by name) when the ``with`` block ends, also
 on exceptions and Ctrl-C. Each task also watches the launching process and exits if it
 disappears, so a killed run leaves nothing behind. A task may run inside a network namespace
-(``task_netns``): the simulated cluster's tasks do.
+(``task_netns``) and in a device's control group (``task_groups``, its CPU budget): the
+simulated cluster's tasks do.
 
 A lost task can be started again at its address (``restart_task``), and with
 ``restart_lost=True`` the cluster does that by itself, as a supervisor such as Kubernetes
@@ -59,6 +60,7 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         task_env: Mapping[str, Mapping[str, str]] | None = None,
         task_netns: Mapping[str, str] | None = None,
+        task_groups: Mapping[str, object] | None = None,
         device_type: str = "cpu",
         restart_lost: bool = False,
         restart_delay: float = 0.0,
@@ -78,6 +80,8 @@ class LocalCluster:
         self.env = dict(env or {})
         self.task_env = {k: dict(v) for k, v in (task_env or {}).items()}  # "worker:0" -> env
         self.task_netns = dict(task_netns or {})  # "ps:0" -> the network namespace it runs in
+        # "ps:0" -> its device's control group (ralp.emulation.devices.DeviceGroup): its budget
+        self.task_groups = dict(task_groups or {})
         self.device_type = device_type  # gpu: each task may use the GPUs its env lets it see
         self._tasks: list[_Task] = []
         self.restarts: dict[str, int] = {}  # "ps:0" -> how many times it was restarted
@@ -130,7 +134,7 @@ class LocalCluster:
         process = ctx.Process(
             target=serve_task, name=f"ralp-{job}{index}", daemon=True,
             args=(self.spec, job, index, self.device_type, os.getpid(), str(log), env,
-                  self.task_netns.get(task)),
+                  self.task_netns.get(task), self.task_groups.get(task)),
         )  # fmt: skip
         process.start()
         self.started_pids.append(process.pid)

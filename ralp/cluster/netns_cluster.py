@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ralp.cluster.counters import TaskLinks
-from ralp.cluster.fabric import PORT, Host, NetnsFabric
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.emulation.counters import TaskLinks
+from ralp.emulation.fabric import PORT, Host, NetnsFabric
 from ralp.profiler.links import LinkBytes
 
 
@@ -31,6 +31,7 @@ class NetnsCluster:
         host_prefix: str = "",
         device_type: str = "cpu",
         task_env: dict[str, dict[str, str]] | None = None,
+        task_groups: dict[str, object] | None = None,
         start_timeout: float = 120.0,
         restart_lost: bool = False,
         restart_delay: float = 0.0,
@@ -43,6 +44,7 @@ class NetnsCluster:
         self.host_prefix = host_prefix
         self.device_type = device_type
         self.task_env = task_env or {}  # "worker:0" -> extra environment (e.g. its GPU)
+        self.task_groups = task_groups or {}  # "worker:0" -> its device's control group
         self.start_timeout = start_timeout
         self.restart_lost, self.restart_delay = restart_lost, restart_delay  # see LocalCluster
         self._hosts: dict[str, Host] = {}  # "worker:0" -> host
@@ -73,6 +75,7 @@ class NetnsCluster:
                 task_netns=namespaces,
                 device_type=self.device_type,
                 task_env=self.task_env,
+                task_groups=self.task_groups,
                 restart_lost=self.restart_lost,
                 restart_delay=self.restart_delay,
             )

@@ -59,9 +59,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve_task(spec, job: str, index: int, device_type: str, parent_pid: int, log_path: str,
-               env: dict[str, str], netns: str | None = None) -> None:  # fmt: skip
+               env: dict[str, str], netns: str | None = None, group=None) -> None:  # fmt: skip
     """A task of :class:`~ralp.cluster.local.LocalCluster`, in a process fresh from the zygote:
-    output to ``log_path``, ``env`` applied, inside network namespace ``netns`` if given."""
+    in its device's control group ``group`` (a :class:`~ralp.emulation.devices.DeviceGroup`)
+    if given, output to ``log_path``, ``env`` applied, inside network namespace ``netns`` if
+    given."""
+    if group is not None:  # first: all the task's work runs inside its device's budget
+        group.join()
     _name_process(f"ralp-{job}{index}")  # what ps and top show for it
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
@@ -72,7 +76,7 @@ def serve_task(spec, job: str, index: int, device_type: str, parent_pid: int, lo
     os.environ.update(env)
     os.environ["TF_CONFIG"] = spec.tf_config(job, index)
     if netns is not None:  # before any socket: the server listens inside the namespace
-        from ralp.cluster.iproute import enter_namespace
+        from ralp.emulation.iproute import enter_namespace
 
         enter_namespace(netns)
     sys.exit(serve(spec, job, index, device_type, parent_pid))

@@ -11,15 +11,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ralp.errors import ClusterError
+
 JOBS = ("chief", "worker", "ps")
 # Jobs TF_CONFIG may name that take no part in PS training: Kubeflow's TFJob lists an
 # Evaluator replica in every task's cluster (it runs evaluation beside training).
 IGNORED_JOBS = ("evaluator",)
 _ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
-
-
-class ClusterError(RuntimeError):
-    """The cluster is misconfigured, did not start, or became unreachable."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -26,7 +27,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ralp.cluster.counters import TaskLinks
+from ralp.emulation.budget import Budget
+from ralp.emulation.counters import TaskLinks
+from ralp.emulation.devices import RANK_GROUPS_ENV, DeviceMeter
 from ralp.horovod.messages import parse_message
 
 STOP_GRACE_S = 10.0
@@ -65,7 +68,7 @@ def horovodrun_command(workers: int, rank_command: list[str], hostfile: str | No
 
 
 def launch(
-    rank_command: Callable[[TaskLinks | None], list[str]],
+    rank_command: Callable[[TaskLinks | None, DeviceMeter | None], list[str]],
     workers: int,
     backend: str,
     *,
@@ -75,61 +78,79 @@ def launch(
     on_progress: Callable | None = None,
     timeout: float = 3600.0,
     fc_ranks: int = 0,
+    budget: Budget | None = None,
 ) -> dict:
     """Run a Horovod job of ``workers`` + ``fc_ranks`` ranks on ``backend`` and return rank
     0's ``record``.
 
-    ``rank_command(links)`` is the command every rank runs; ``links`` reads the ranks' link
-    counters on the netns backend (None elsewhere): ``worker:k`` for the first ``workers``
-    ranks, ``ps:g`` for the last ``fc_ranks`` (Stanza's FC ranks). Raises
-    :class:`HorovodRunError`.
+    ``rank_command(links, cpu)`` is the command every rank runs; ``links`` reads the ranks'
+    link counters on the netns backend (None elsewhere): ``worker:k`` for the first
+    ``workers`` ranks, ``ps:g`` for the last ``fc_ranks`` (Stanza's FC ranks). With a
+    ``budget`` (local and netns), every rank runs in a control group of its own
+    (:mod:`ralp.emulation.devices`), joined before it runs anything of the job, and the
+    launcher in one that only counts; ``cpu`` reads their counters (the same task names, and
+    ``driver``). Raises :class:`HorovodRunError`.
     """
     reason = horovod_unavailable_reason()
     if reason:
         raise HorovodRunError(reason)
-    if backend == "netns":
-        names = [f"worker:{k}" for k in range(workers)] + [f"ps:{g}" for g in range(fc_ranks)]
-        return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout)
-    ranks = workers + fc_ranks
-    if backend == "local":
-        command = horovodrun_command(ranks, rank_command(None))
-    elif backend == "tf-config":
-        if not hostfile:
-            raise HorovodRunError("Horovod on a real cluster needs its hosts: pass "
-                                  "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")  # fmt: skip
-        command = horovodrun_command(ranks, rank_command(None), hostfile)
-    else:
+    if backend not in ("netns", "local", "tf-config"):
         raise HorovodRunError(f"Horovod cannot run on backend {backend!r}")
-    return run_and_collect(command, on_progress, timeout)
+    if backend == "tf-config" and not hostfile:
+        raise HorovodRunError("Horovod on a real cluster needs its hosts: pass "
+                              "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")  # fmt: skip
+    names = [f"worker:{k}" for k in range(workers)] + [f"ps:{g}" for g in range(fc_ranks)]
+    hosts = [f"w{k}" for k in range(len(names))]  # the ranks' hosts and device groups
+    groups_of = budget.groups(hosts, [DRIVER]) if budget and backend != "tf-config" else None
+    with groups_of or contextlib.nullcontext() as groups:
+        env, wrap, meter = dict(os.environ), (lambda command: command), None
+        if groups is not None:
+            env.update(budget.task_env())
+            env[RANK_GROUPS_ENV] = json.dumps([list(groups.group(h).dirs) for h in hosts])
+            wrap = groups.group(DRIVER).joined_command
+            meter = groups.meter({**dict(zip(names, hosts, strict=True)), DRIVER: DRIVER})
+        if backend == "netns":
+            return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout,
+                                 env, wrap, meter)  # fmt: skip
+        command = horovodrun_command(len(names), rank_command(None, meter), hostfile)
+        return run_and_collect(wrap(command), on_progress, timeout, env)
 
 
-def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, timeout) -> dict:
-    from ralp.cluster.fabric import NetnsFabric
+DRIVER = "driver"  # the launcher's host and control group (it only counts, unlimited)
+
+
+def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, timeout, env,
+                  wrap, meter) -> dict:  # fmt: skip
+    from ralp.emulation.fabric import NetnsFabric
 
     prefix = f"rlp{os.getpid()}h"
     with NetnsFabric(bandwidth, latency, prefix=prefix) as fabric:
-        driver = fabric.add_host("driver")
+        driver = fabric.add_host(DRIVER)
         hosts = [fabric.add_host(f"w{k}") for k in range(len(link_names))]
         links = TaskLinks(fabric.switch_namespace,
                           tuple((name, h.name) for name, h in zip(link_names, hosts, strict=True)))  # fmt: skip
-        command = ["ip", "netns", "exec", driver.namespace, sys.executable, "-m",
-                   "ralp.horovod.netns_gloo", "--iface", "eth0", "--driver-ip", driver.address,
-                   "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
-                   "--", *rank_command(links)]  # fmt: skip
+        # The driver enters its namespace itself: `ip netns exec` would also remount /sys,
+        # hiding the control groups its forked ranks join.
+        command = wrap([sys.executable, "-m", "ralp.horovod.netns_gloo",
+                        "--netns", driver.namespace, "--iface", "eth0",
+                        "--driver-ip", driver.address,
+                        "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
+                        "--", *rank_command(links, meter)])  # fmt: skip
         try:
-            return run_and_collect(command, on_progress, timeout)
+            return run_and_collect(command, on_progress, timeout, env)
         finally:
             # Anything still inside the run's namespaces was started by this run: stop it by
             # pid before the namespaces go (a process would keep a deleted namespace alive).
             _kill_pids(_namespace_pids([driver.namespace, *(h.namespace for h in hosts)]))
 
 
-def run_and_collect(command: list[str], on_progress: Callable | None, timeout: float) -> dict:
+def run_and_collect(command: list[str], on_progress: Callable | None, timeout: float,
+                    env: dict[str, str] | None = None) -> dict:  # fmt: skip
     """Run a Horovod launcher command; forward progress; return rank 0's record."""
     tail: collections.deque[str] = collections.deque(maxlen=60)
     record = error = None
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, start_new_session=True)  # fmt: skip
+                               text=True, bufsize=1, start_new_session=True, env=env)  # fmt: skip
     # A job that hangs prints nothing: a timer stops it, which ends the output loop.
     timed_out = threading.Event()
 

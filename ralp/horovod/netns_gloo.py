@@ -1,6 +1,6 @@
 """``horovodrun --gloo`` for a simulated cluster: one Horovod host per network namespace.
 
-    ip netns exec DRIVER_NS python -m ralp.horovod.netns_gloo \\
+    python -m ralp.horovod.netns_gloo --netns DRIVER_NS \\
         --hosts 10.213.0.2=NS2,10.213.0.3=NS3 --iface eth0 --driver-ip 10.213.0.1 -- COMMAND...
 
 ``horovodrun`` reaches a remote host with ssh; in a simulated cluster every host is a network
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 from shlex import quote
@@ -30,6 +31,7 @@ def netns_exec_command(namespace_of: dict[str, str]):
     """
     from horovod.runner.common.util import safe_shell_exec
 
+    from ralp.emulation.devices import rank_group_command
     from ralp.horovod.prefork import rank_finished
 
     terminate_all = threading.Event()
@@ -37,7 +39,9 @@ def netns_exec_command(namespace_of: dict[str, str]):
     def exec_command(command: str, slot_info, events):
         namespace = namespace_of[slot_info.hostname]
         inner = f"cd {quote(os.getcwd())} >/dev/null 2>&1 ; {command}"
-        wrapped = f"ip netns exec {quote(namespace)} sh -c {quote(inner)}"
+        # The rank's device group is joined before `ip netns exec`, which remounts /sys.
+        wrapped = shlex.join(rank_group_command(slot_info.rank,
+                                              ["ip", "netns", "exec", namespace, "sh", "-c", inner]))  # fmt: skip
         try:
             code = safe_shell_exec.execute(wrapped, index=slot_info.rank,
                                            events=[*(events or []), terminate_all])  # fmt: skip
@@ -51,6 +55,7 @@ def netns_exec_command(namespace_of: dict[str, str]):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ralp.horovod.netns_gloo")
+    parser.add_argument("--netns", help="the network namespace this driver runs in")
     parser.add_argument("--hosts", required=True,
                         help="ADDRESS=NAMESPACE,... one Horovod slot per host, ranks in order")  # fmt: skip
     parser.add_argument("--iface", default="eth0", help="the hosts' interface for Gloo")
@@ -61,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("give the command to run after --")
     namespace_of = dict(pair.split("=", 1) for pair in args.hosts.split(","))
+    if args.netns:  # before any thread or socket (setns moves this thread only)
+        from ralp.emulation.iproute import enter_namespace
+
+        enter_namespace(args.netns)
 
     from horovod.runner.common.util.settings import Settings
     from horovod.runner.gloo_run import launch_gloo

@@ -150,10 +150,12 @@ def _run_rank(command_fd: int, stdout_fd: int, stderr_fd: int) -> None:
         call = json.loads(text)
         os.dup2(stdout_fd, 1)
         os.dup2(stderr_fd, 2)
-        from ralp.cluster.iproute import enter_namespace
+        from ralp.emulation.devices import join_rank_group
+        from ralp.emulation.iproute import enter_namespace
 
-        enter_namespace(call["namespace"])
         os.environ.update(call["env"])
+        join_rank_group()  # first: the rank's work runs inside its device's budget
+        enter_namespace(call["namespace"])
         os.chdir(call["cwd"])
         import runpy
 

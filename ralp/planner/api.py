@@ -14,7 +14,6 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
 from ralp.planner.beside import measure_beside
@@ -33,6 +32,7 @@ from ralp.planner.recommend import recommend as _recommend
 from ralp.planner.transfer import measure_transfer
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
+from ralp.units import parse_bandwidth
 
 
 def shape_facts(model) -> tuple[int, int]:

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.calibration import Calibration, this_machine
 from ralp.planner.model import Host
 from ralp.planner.modes import PlannerError
 from ralp.planner.predict import Prediction, predict_on
 from ralp.planner.workload import Workload
+from ralp.units import parse_bandwidth
 
 # ralp.wrap's modes on the user's cluster -> the planner's model of each on that shape (RALP
 # runs the same step whether the cluster was sized as RALP-H or RALP-N: one PS critical section).

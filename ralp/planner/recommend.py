@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ralp._cli import UsageError
-from ralp.cluster.units import parse_bandwidth
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
 from ralp.planner.predict import Prediction, predict, predict_stanza
 from ralp.planner.workload import Workload
+from ralp.units import parse_bandwidth
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from ralp.cluster.units import parse_bandwidth
 from ralp.planner.calibration import Calibration
 from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
+from ralp.units import parse_bandwidth
 
 # Candidate shared-host capacities (single-process steps run side by side): 0.5 .. 4.
 CAPACITY_GRID: tuple[float, ...] = tuple(0.5 + k / 20 for k in range(71))

@@ -7,7 +7,7 @@ def record(**overrides) -> dict:
     """A complete, successful record (every schema key), with ``overrides`` applied."""
     r = {
         "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
-        "backend": "netns", "bandwidth": "1gbit", "job": None,
+        "backend": "netns", "bandwidth": "1gbit", "device_cpus": "auto", "job": None,
         "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
         "sync": None, "slow_worker": None, "pull_schedule": "default",
         "steps": 20, "warmup": 3,
@@ -18,9 +18,9 @@ def record(**overrides) -> dict:
         "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
         "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
         "sync_max_gap": None, "sync_waiting_s": None,
-        "speedup_vs_ps": None, "speedup_vs_horovod": None, "error": None,
+        "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True, "error": None,
     }  # fmt: skip
-    assert set(overrides) <= set(r) | {"scenario"}, set(overrides) - set(r)
+    assert set(overrides) <= set(r) | {"scenario", "round", "cpu"}, set(overrides) - set(r)
     r.update(overrides)
     return r
 

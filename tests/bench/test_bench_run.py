@@ -14,7 +14,7 @@ from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runner import measure
 from ralp.bench.runspec import RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
-from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.emulation.iproute import netns_unavailable_reason
 
 NETNS = netns_unavailable_reason()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")

@@ -9,7 +9,7 @@ import pytest
 from ralp.bench.consolidate import scenario_runs
 from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runspec import BenchError
-from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.emulation.iproute import netns_unavailable_reason
 
 NETNS = netns_unavailable_reason()
 

@@ -48,13 +48,16 @@ def test_derived_figures_and_bound_ratio():
     assert d["network_step_time_s"] == pytest.approx(0.1)
     record.update(d)
     ref = {**record, "step_time_s": 0.5}
-    # the reference is matched on the workload: model, mode, sizes, data, sync settings and
-    # how the workers pull (another pull schedule is another run)
-    key = tuple(ref.get(k) for k in ("model", "mode", "devices", "workers", "ps", "batch_size",
-                                     "image_size", "num_classes", "data", "sync",
-                                     "slow_worker", "pull_schedule"))  # fmt: skip
-    add_compute_reference([record], {key[:-1] + ("ibatch",): ref})
-    assert "compute_step_time_s" not in record
+    # the reference is matched on the workload: model, mode, sizes, data, sync settings,
+    # how the workers pull (another pull schedule is another run), the devices' CPU budget
+    # and the round of a repeated matrix
+    fields = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
+              "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
+              "round")  # fmt: skip
+    key = tuple(ref.get(k) for k in fields)
+    for other in ({"pull_schedule": "ibatch"}, {"device_cpus": "shared"}, {"round": 1}):
+        add_compute_reference([record], {tuple({**ref, **other}.get(k) for k in fields): ref})
+        assert "compute_step_time_s" not in record
     add_compute_reference([record], {key: ref})
     assert record["compute_step_time_s"] == 0.5
     assert record["bound_ratio"] == pytest.approx(2.0 / 0.5)

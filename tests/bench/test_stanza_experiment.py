@@ -9,7 +9,7 @@ import pytest
 
 from ralp.bench.records import STANZA_RESULT_KEYS, RecordError, make_stanza_result
 from ralp.bench.stanza_experiment import _figures, table
-from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from ralp.cluster import iproute
-from ralp.cluster.fabric import NetnsFabric
-from ralp.cluster.iproute import enter_namespace, netns_unavailable_reason
 from ralp.cluster.netns_cluster import NetnsCluster
 from ralp.cluster.spec import ClusterError
-from ralp.cluster.units import parse_bandwidth, parse_latency
+from ralp.emulation import iproute
+from ralp.emulation.fabric import NetnsFabric
+from ralp.emulation.iproute import enter_namespace, netns_unavailable_reason
+from ralp.units import parse_bandwidth, parse_latency
 
 REASON = netns_unavailable_reason()
 needs_netns = pytest.mark.skipif(REASON is not None, reason=f"netns backend unavailable: {REASON}")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ralp.bench.records import RECORD_KEYS
-from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import (
     HorovodRunError,
     _last_error_line,

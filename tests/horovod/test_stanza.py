@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ralp.cluster.iproute import netns_unavailable_reason
+from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
 from ralp.horovod.stanza import StanzaError, StanzaLayout

@@ -7,7 +7,6 @@ import pytest
 
 import ralp
 from ralp.cluster.spec import ClusterSpec
-from ralp.cluster.units import parse_bandwidth
 from ralp.models import build_model
 from ralp.placement.choose import choose_plan
 from ralp.planner import model as pm
@@ -16,6 +15,7 @@ from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.model import Host
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
+from ralp.units import parse_bandwidth
 
 BATCH, IMAGE, CLASSES = 8, 32, 1000
 # Two workers and a PS on three other machines: a real cluster, no shared host.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ralp.cluster.spec import ClusterError
+from ralp.errors import ClusterError
 
 _BANDWIDTH = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(bit|kbit|mbit|gbit|tbit)$")
 _LATENCY = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(s|ms|us)$")

@@ -21,18 +21,18 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from ralp.cluster.counters import interface_bytes, read_link_bytes
-from ralp.cluster.iproute import (
+from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.emulation.counters import interface_bytes, read_link_bytes
+from ralp.emulation.iproute import (
     NETNS_DIR,
     delete_namespaces,
     netns_unavailable_reason,
     run_command,
     sweep_stale,
 )
-from ralp.cluster.spec import ClusterError
-from ralp.cluster.units import parse_bandwidth, parse_latency
-from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.errors import ClusterError
 from ralp.profiler.links import LinkBytes
+from ralp.units import parse_bandwidth, parse_latency
 
 SUBNET = "10.213.0.0/16"  # hosts get 10.213.<a>.<b>; /16 so many jobs fit
 PORT = 2222  # every task uses the same port (each netns has its own port space)

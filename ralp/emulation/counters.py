@@ -1,6 +1,6 @@
 """Link byte counters of a simulated cluster: what each task's link really carried.
 
-Counters are read from the switch-side veth ends of a :class:`~ralp.cluster.fabric.NetnsFabric`
+Counters are read from the switch-side veth ends of a :class:`~ralp.emulation.fabric.NetnsFabric`
 (one ``ip -s -j link show`` for all of them). A veth's rx counter *is* its peer's tx counter,
 so switch-side rx == host tx to the byte. Nothing here imports TensorFlow: the bench reads
 counters from processes that must not load it just for that.
@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ralp.cluster.iproute import run_command
+from ralp.emulation.iproute import run_command
 from ralp.profiler.links import LinkBytes
 
 
 def read_link_bytes(switch_namespace: str, names: list[str]) -> dict[str, LinkBytes]:
     """Host name -> bytes its link carried so far (tx = sent by the host), read from the
-    switch-side veth ends in one call (see :meth:`ralp.cluster.fabric.NetnsFabric.link_bytes`)."""
+    switch-side veth ends in one call (see :meth:`ralp.emulation.fabric.NetnsFabric.link_bytes`)."""
     if not names:
         return {}
     counters = interface_bytes(switch_namespace, *names)

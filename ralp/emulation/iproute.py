@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 
-from ralp.cluster.spec import ClusterError
+from ralp.errors import ClusterError
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"  # where `ip netns` keeps its named namespaces

@@ -1,0 +1,38 @@
+"""Fixtures of the simulated devices' tests."""
+
+import os
+import subprocess
+
+import pytest
+
+
+@pytest.fixture
+def read_only_cgroup_root(tmp_path):
+    """A directory laid out as a cgroup v1 root with a cpu controller, mounted read-only: a
+    cgroup root that cannot be written, as for a user who is not root. Skipped where this
+    process cannot make a read-only bind mount (not root)."""
+    root = tmp_path / "cgroup"
+    for controller, stat in (("cpu", "cpu.cfs_quota_us"), ("cpuacct", "cpuacct.usage")):
+        (root / controller).mkdir(parents=True)
+        (root / controller / stat).write_text("-1\n")
+    bind = subprocess.run(["mount", "--bind", str(root), str(root)], capture_output=True, text=True)
+    if bind.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (not root?): {bind.stderr.strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(root)], capture_output=True,
+                            text=True)  # fmt: skip
+        if ro.returncode != 0:
+            pytest.skip(f"cannot remount read-only here: {ro.stderr.strip()}")
+        assert not os.access(root / "cpu", os.W_OK) or _mkdir_fails(root / "cpu")
+        yield str(root)
+    finally:
+        subprocess.run(["umount", str(root)], capture_output=True)
+
+
+def _mkdir_fails(path) -> bool:
+    try:
+        os.mkdir(path / "probe")
+    except OSError:
+        return True
+    os.rmdir(path / "probe")
+    return False
