@@ -214,8 +214,12 @@ def _run(request: BenchRequest, args) -> int:
                          "ralp.plan --calibrate, and --jobs runs are not predicted")  # fmt: skip
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
-    if backend != "tf-config" and not request.jobs:
-        print(_budget_line(runs))
+    if backend != "tf-config":
+        jobs = request.jobs or 0
+        settings = [(run.device_cpus, run.devices) for run in runs] or [
+            (cpus, n * jobs) for n in (request.devices or (4,))[:1]
+            for cpus in request.cpu_budgets(n * jobs)]  # fmt: skip
+        print(_budget_line(settings))
     for run in runs:
         if run.auto:
             print(f"{run.model} N={run.devices}: {run.auto['why']}")
@@ -242,16 +246,17 @@ def _run(request: BenchRequest, args) -> int:
     return 1 if any(r.get("error") for r in records) else 0
 
 
-def _budget_line(runs) -> str:
-    """One line: what each simulated device computes with (or why the host is shared)."""
+def _budget_line(settings: list[tuple[str, int]]) -> str:
+    """One line: what each simulated device computes with (or why the host is shared), for
+    each (``--device-cpus`` value, devices on the host)."""
     from ralp.emulation.budget import budget_for
 
     seen = {}
-    for run in runs:
-        budget = budget_for(run.device_cpus, run.devices)
+    for cpus, devices in settings:
+        budget = budget_for(cpus, devices)
         if budget.fallback:
             return f"devices: shared CPUs, no budgets ({budget.fallback})"
-        seen.setdefault(f"N={run.devices}", []).append(budget.describe())
+        seen.setdefault(f"N={devices}", []).append(budget.describe())
     parts = [f"{n}: {', '.join(dict.fromkeys(texts))}" for n, texts in seen.items()]
     return "devices: " + "; ".join(parts)
 

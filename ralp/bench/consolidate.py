@@ -20,6 +20,7 @@ job gets ``--devices`` devices, default 4):
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 import time
@@ -28,11 +29,12 @@ from pathlib import Path
 
 from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
 from ralp.bench.job import Barrier, bench_job
-from ralp.bench.launcher import Launcher
+from ralp.bench.launcher import Launcher, task_hosts
 from ralp.bench.records import derived_figures, make_record, short_error
 from ralp.bench.runner import RUN_TIMEOUT_S
 from ralp.bench.runspec import BenchError, RunSpec
 from ralp.cluster.fresh_process import run_in_fresh_process
+from ralp.emulation.budget import fidelity
 
 
 def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
@@ -63,12 +65,25 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
 
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
                          trunk_bandwidth=launcher.bandwidth)  # fmt: skip
+    # Every device of every job gets its budget: the host's CPUs shared by all of them.
+    budget = launcher.budget(runs[0].device_cpus, sum(run.devices for run in runs))
+    hosts = {(k, task): f"j{k}-{host}" for k, run in enumerate(runs)
+             for task, host in task_hosts(run.workers, run.ps).items()}  # fmt: skip
+    chiefs = [f"j{k}-chief" for k in range(len(runs))]
+    groups_of = budget.groups(list(hosts.values()), chiefs) if budget else None
     results: list[dict | Exception | None] = [None] * len(runs)
     bar = tqdm(total=sum(r.measured_steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
                disable=not progress, dynamic_ncols=True)  # fmt: skip
     lock = threading.Lock()
     done = [0] * len(runs)
-    with fabric, tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates:
+    with (groups_of or contextlib.nullcontext() as groups, fabric,
+          tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates):  # fmt: skip
+        def placed(k: int) -> dict:  # job k's tasks' device groups and thread pools
+            if groups is None:
+                return {}
+            mine = {task: groups.group(h) for (j, task), h in hosts.items() if j == k}
+            return {"task_groups": mine, "task_env": {task: budget.task_env() for task in mine}}
+
         clusters = [
             NetnsCluster(
                 run.workers,
@@ -76,9 +91,14 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                 fabric=fabric,
                 host_prefix=f"j{k}-",
                 device_type=launcher.device_type,
+                **placed(k),
             )  # fmt: skip
             for k, run in enumerate(runs)
         ]
+        meter = None
+        if groups is not None:  # every job's tasks and coordinators, read at the gates
+            meter = groups.meter({**{f"j{k}-{task}": h for (k, task), h in hosts.items()},
+                                  **{name: name for name in chiefs}})  # fmt: skip
         try:
             for cluster in clusters:
                 cluster.start()
@@ -95,6 +115,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                     results[k] = run_in_fresh_process(
                         bench_job, clusters[k].spec, runs[k], clusters[k].link_reader(),
                         Barrier(gates, k), started=time.time(), netns=clusters[k].chief_namespace,
+                        group=groups.group(chiefs[k]) if groups else None,
                         on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                         env={"CUDA_VISIBLE_DEVICES": "-1"},
                     )  # fmt: skip
@@ -110,14 +131,15 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                        for k in range(len(runs))]  # fmt: skip
             for t in threads:
                 t.start()
-            trunk = _gate(gates, "ready", "go", len(runs), fabric)
-            trunk_end = _gate(gates, "done", "stop", len(runs), fabric)
+            trunk, cpu_start = _gate(gates, "ready", "go", len(runs), fabric, meter)
+            trunk_end, cpu_end = _gate(gates, "done", "stop", len(runs), fabric, meter)
             for t in threads:
                 t.join()
         finally:
             for cluster in clusters:
                 cluster.stop()
             bar.close()
+    cpu = fidelity(budget, cpu_start, cpu_end, unbudgeted=tuple(chiefs)) if budget else None
     trunk_bytes = None
     if trunk is not None and trunk_end is not None:
         trunk_bytes = (trunk_end.tx - trunk.tx) + (trunk_end.rx - trunk.rx)
@@ -127,6 +149,8 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                  "scenario": scenario, "trunk_bytes_measured": trunk_bytes}  # fmt: skip
         if isinstance(result, dict):
             result["setup_s"] = round(sum(result["setup"].values()), 3)
+            if cpu is not None:  # one window for all jobs: from the first go to the last stop
+                result.update(cpu=cpu, host_kept_up=cpu["kept_up"])
             record = make_record(run.to_dict(), where, result)
             # The bottleneck is the shared trunk, not one job's link: no per-job network time.
             record.update(derived_figures({**record, "busiest_link_bytes": None}, None))
@@ -136,13 +160,13 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     return records
 
 
-def _gate(gates: str, phase: str, gate: str, jobs: int, fabric):
-    """Wait until every job reached ``phase``, read the trunk counters, open ``gate``."""
+def _gate(gates: str, phase: str, gate: str, jobs: int, fabric, meter=None):
+    """Wait until every job reached ``phase``, read the trunk and CPU counters, open ``gate``."""
     while not all(Path(gates, f"{phase}-{k}").exists() for k in range(jobs)):
         time.sleep(0.05)
-    counters = fabric.trunk_bytes()
+    counters, cpu = fabric.trunk_bytes(), meter() if meter else None
     Path(gates, gate).touch()
-    return counters
+    return counters, cpu
 
 
 def run_consolidation(request: BenchRequest, launcher: Launcher, progress: bool = True,
@@ -155,9 +179,16 @@ def run_consolidation(request: BenchRequest, launcher: Launcher, progress: bool 
         raise BenchError("--jobs needs --bandwidth: the rate of the shared link")
     devices = (request.devices or DEFAULT_COMPARISON.devices)[0]
     models = request.model_names()
+    cpus = request.cpu_budgets(devices * request.jobs)  # every job's devices share the host
+    if len(cpus) > 1:
+        raise BenchError("--jobs runs every job on one budget: give one --device-cpus value")
+
+    def workload(model: str) -> dict:
+        return {**request.workload(model), "device_cpus": cpus[0]}
+
     records: list[dict] = []
     for scenario in request.scenarios or SCENARIOS:
-        runs = scenario_runs(scenario, request.jobs, models, devices, request.workload)
+        runs = scenario_runs(scenario, request.jobs, models, devices, workload)
         for record in run_scenario(scenario, runs, launcher, progress=progress):
             records.append(record)
             if on_record:

@@ -139,8 +139,7 @@ class Launcher:
 
             port = free_ports(1)[0] if self.backend == "local" else PROFILER_PORT
             task_env.setdefault("worker:0", {})[PROFILER_PORT_ENV] = str(port)
-        hosts = {**{f"worker:{i}": f"w{i}" for i in range(workers)},
-                 **{f"ps:{i}": f"ps{i}" for i in range(ps)}}  # fmt: skip
+        hosts = task_hosts(workers, ps)
         groups_of = budget.groups(list(hosts.values()), [CHIEF]) if budget else None
         with groups_of or contextlib.nullcontext() as groups:
             task_groups, counted = {}, {}
@@ -182,6 +181,12 @@ class Launcher:
             )
         # The coordinator may use any subset of the running servers (verified with TF 2.21).
         return ClusterSpec(spec.chief, spec.workers[:workers], spec.ps[:ps])
+
+
+def task_hosts(workers: int, ps: int) -> dict[str, str]:
+    """Task -> its host's (and device group's) name on a simulated cluster."""
+    return {**{f"worker:{i}": f"w{i}" for i in range(workers)},
+            **{f"ps:{i}": f"ps{i}" for i in range(ps)}}  # fmt: skip
 
 
 PROFILER_PORT = 6009  # worker 0's tf.profiler service in its own namespace (netns)

@@ -129,7 +129,7 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     such as the coordinator, counted there and shown apart) and stolen; and ``kept_up``:
     False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
-                 "host_cpus": budget.host_cpus, "threads": thread_counts(budget.cpus),
+                 "host_cpus": budget.host_cpus, "threads": _listed(thread_counts(budget.cpus)),
                  "fallback": budget.fallback}  # fmt: skip
     if before is None or after is None:
         return {**out, "kept_up": None}
@@ -171,3 +171,7 @@ def budget_for(asked: str | float | None, devices: int, *, counted: bool = True)
     if hierarchy is None:
         return Budget(None, host_cpus(), fallback=why)
     return Budget(cpus, host_cpus(), hierarchy)
+
+
+def _listed(counts: tuple[int, int] | None) -> list[int] | None:
+    return list(counts) if counts else None  # a record reads the same before and after JSON

@@ -14,9 +14,13 @@ from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runner import measure
 from ralp.bench.runspec import RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
+from ralp.defaults import DEVICE_RESERVE_CPUS
+from ralp.emulation.budget import thread_counts
+from ralp.emulation.devices import CGROUP_ROOT_ENV, find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 
 NETNS = netns_unavailable_reason()
+HIERARCHY, _ = find_hierarchy()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 REQUIRED = ("model", "mode", "devices", "workers", "ps", "backend", "bandwidth",
             "images_per_sec", "step_time_s", "bytes_per_step_measured",
@@ -34,10 +38,17 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     out = tmp_path / "r" / "results.json"
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "ralp-n",
                "--devices", "2", "--steps", "4", "--warmup", "1", "--num-classes", "10",
-               "--out", str(out), "--plot", str(tmp_path / "fig.png"), "--quiet")  # fmt: skip
+               "--repeat", "2", "--out", str(out), "--plot", str(tmp_path / "fig.png"),
+               "--quiet")  # fmt: skip
     assert p.returncode == 0, p.stderr
     records = json.loads(out.read_text())
-    assert [r["mode"] for r in records] == ["ps", "ralp-n"]
+    # two rounds, the second in the rotated order; every round kept
+    assert [(r["mode"], r["round"]) for r in records] == [
+        ("ps", 0), ("ralp-n", 0), ("ralp-n", 1), ("ps", 1)]  # fmt: skip
+    assert "medians over 2 rounds" in p.stdout
+    for r in records:
+        _check_budgeted(r, ["worker:0", "ps:0"], "chief:0")
+    records = records[:2]
     for r in records:
         assert tuple(r)[: len(RECORD_KEYS)] == RECORD_KEYS  # in the schema's order
         assert set(REQUIRED) <= set(r), set(REQUIRED) - set(r)
@@ -51,6 +62,50 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     assert (tmp_path / "r" / "results.csv").read_text().startswith("model,")
     assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "lenet" in p.stdout and "ralp-n" in p.stdout
+
+
+def _check_budgeted(r: dict, tasks: list[str], apart: str) -> None:
+    """A record of a run on budgeted devices (or, without cgroups here, on shared CPUs with
+    the reason) carries its budget and each task's CPU against it."""
+    cpu = r["cpu"]
+    if HIERARCHY is None:
+        assert cpu["fallback"] and r["host_kept_up"] is None
+        return
+    share = (cpu["host_cpus"] - DEVICE_RESERVE_CPUS) / r["devices"]
+    assert r["device_cpus"] == "auto" and cpu["budget_cpus"] == pytest.approx(share, abs=1e-3)
+    assert cpu["threads"] == list(thread_counts(share))
+    assert set(cpu["tasks"]) == {*tasks, apart}
+    for task in tasks:
+        row = cpu["tasks"][task]
+        assert 0 < row["used_cpus"] <= cpu["budget_cpus"] * 1.1, (task, row)
+        assert 0 <= row["throttled_share"] <= 1 and row["budget_use"] <= 1.1
+    assert "budget_use" not in cpu["tasks"][apart]  # the coordinator or driver only counts
+    assert cpu["unbudgeted_cpus"] >= 0 and cpu["steal_cpus"] >= 0
+    assert isinstance(r["host_kept_up"], bool) and r["host_kept_up"] == cpu["kept_up"]
+
+
+def _groups_left(pid: int) -> list[str]:
+    if HIERARCHY is None:
+        return []
+    return [name for root in HIERARCHY.roots for name in os.listdir(root)
+            if name.startswith(f"rlp{pid}-")]  # fmt: skip
+
+
+@pytest.mark.cluster
+def test_without_writable_cgroups_the_run_shares_the_cpus_and_says_so(tmp_path,
+                                                                       read_only_cgroup_root):  # fmt: skip
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "ralp.bench", "--backend", "local", "--models",
+                        "lenet", "--modes", "ps", "--devices", "2", "--steps", "2", "--warmup",
+                        "1", "--num-classes", "10", "--out", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, CGROUP_ROOT_ENV: read_only_cgroup_root})  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stdout.splitlines() if line.startswith("devices:")]
+    assert len(said) == 1 and "shared CPUs, no budgets (cannot create a control group" in said[0]
+    (record,) = json.loads(out.read_text())
+    assert "cannot create a control group" in record["cpu"]["fallback"]
+    assert record["host_kept_up"] is None and "tasks" not in record["cpu"]
 
 
 @pytest.mark.cluster
@@ -156,7 +211,8 @@ def test_calibrate_with_consolidation_jobs_is_refused_before_anything_starts():
 def _crash_ps(launcher: Launcher) -> tuple[str, dict]:
     """Run a bench job and kill the PS as soon as the measured steps start."""
     run = RunSpec.for_devices("lenet", "ralp-n", 3, **{**TINY, "steps": 100000})
-    with launcher.cluster(run.workers, run.ps) as handle:
+    budget = launcher.budget(run.device_cpus, run.devices)  # each task in its device's group
+    with launcher.cluster(run.workers, run.ps, budget=budget) as handle:
         cluster = handle.cluster
 
         def on_progress(message):
@@ -165,8 +221,8 @@ def _crash_ps(launcher: Launcher) -> tuple[str, dict]:
 
         with pytest.raises(ChildError) as err:
             run_in_fresh_process(bench_job, handle.spec, run, handle.read_links,
-                                 netns=handle.netns, on_progress=on_progress,
-                                 timeout=300)  # fmt: skip
+                                 netns=handle.netns, group=handle.chief_group,
+                                 on_progress=on_progress, timeout=300)  # fmt: skip
         pids = dict(cluster.pids)
     return str(err.value), pids
 
@@ -184,6 +240,7 @@ def test_a_task_crash_mid_run_is_an_error_and_everything_is_stopped():
     message, pids = _crash_ps(Launcher("local"))
     assert "parameter server lost" in message or "unreachable" in message
     assert pids and all(_gone(pid) for pid in pids.values())
+    assert _groups_left(os.getpid()) == []
 
 
 @needs_netns
@@ -195,6 +252,7 @@ def test_a_task_crash_on_netns_leaves_no_process_or_namespace():
     assert all(_gone(pid) for pid in pids.values())
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{os.getpid()}-" not in left
+    assert _groups_left(os.getpid()) == []
 
 
 @needs_netns
@@ -210,6 +268,8 @@ def test_measured_bytes_match_the_audit_prediction(mode):
     assert set(record["setup"]) == {"cluster_start", "coordinator_start", "build_model",
                                     "place", "warmup"}  # fmt: skip
     assert record["setup_s"] == pytest.approx(sum(record["setup"].values()), abs=0.01)
+    _check_budgeted(record, [f"worker:{i}" for i in range(run.workers)] + ["ps:0"], "chief:0")
+    assert _groups_left(os.getpid()) == []  # removed after a normal run
     audited = audit(AuditSettings("lenet", "ps" if mode == "ps" else "ralp", run.workers,
                                   run.ps, 28, 16, 10))  # fmt: skip
     predicted = audited["crossing_bytes_per_worker_batch"]
@@ -309,6 +369,7 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
         time.sleep(0.2)
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}-" not in listing
+    assert _groups_left(p.pid) == []
 
 
 def test_show_reprints_saved_results_without_running(tmp_path):

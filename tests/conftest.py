@@ -1,4 +1,4 @@
-"""Fixtures of the simulated devices' tests."""
+"""Fixtures shared by the test packages."""
 
 import os
 import subprocess
