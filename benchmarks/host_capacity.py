@@ -3,9 +3,9 @@
 For each model (batch 8, 75 px): 1, 2, 3 and 4 processes forked from the zygote build and warm
 up the model, wait on a barrier, and count their training steps over one 8 s window together
 (:func:`ralp.planner.capacity.run_together`); capacity = their total steps/s over one
-process's alone. Run under the CPU lock, nothing else heavy running:
+process's alone. Run on a quiet machine, nothing else heavy running:
 
-    flock /work/cpu.lock .venv/bin/python benchmarks/host_capacity.py vgg11 resnet50 alexnet
+    .venv/bin/python benchmarks/host_capacity.py vgg11 resnet50 alexnet
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Calibrate every workload of the recorded netns runs on this host (issue 14), for the
 # simulated cluster (--shared-host: each workload's compute, a transfer's cost, and the
-# host's capacity for it, measured with processes timing one window together). Run it under
-# the CPU lock, nothing else heavy running:
-#   flock /work/cpu.lock benchmarks/plan_calibrate.sh
+# host's capacity for it, measured with processes timing one window together). Run it on
+# a quiet machine, nothing else heavy running:
+#   benchmarks/plan_calibrate.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

@@ -6,7 +6,7 @@ user of ``ralp.wrap`` has done already; ``python -m ralp.plan --model`` does it)
 N = 4..128 at two bandwidths (the recommendation behind ``python -m ralp.plan ... --devices
 4 8 16 32 64 128``). Planning is the profile and the predictions. Run under the CPU lock:
 
-    flock /work/cpu.lock .venv/bin/python benchmarks/plan_timing.py \
+    .venv/bin/python benchmarks/plan_timing.py \
         --compute-profile benchmarks/results/plan_calibration.json
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The planner's validation against every recorded solo netns run (issue 14).
-# 1. Calibrate (this host, shared: the simulated cluster's tasks share its cores), under the
-#    CPU lock: flock /work/cpu.lock benchmarks/plan_calibrate.sh (every workload below).
+# 1. Calibrate (this host, shared: the simulated cluster's tasks share its cores), on a quiet
+#    machine: benchmarks/plan_calibrate.sh (every workload below).
 # 2. Predict every record, as calibrated and with the host capacity fitted on half.
 # 3. Predict the records calibrated beside their runs on their own.
 # 4. The spread of repeated settings (benchmarks/record_spread.py).

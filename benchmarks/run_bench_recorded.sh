@@ -22,6 +22,30 @@ parts=("$@")
 
 for part in "${parts[@]}"; do
   case "$part" in
+  device-compute)  # issue 25: one budgeted device's step, and the link rates for the papers'
+    # 50-90% network share of a plain PS step (how the zoo's link rates were chosen)
+    $PY benchmarks/device_compute.py --models vgg11 alexnet overfeat resnet50 inception3 \
+      --devices 4 8 --image-size 75 --batch-size 8 --out $R/device_compute.json ;;
+  devices-repeat-1gbit|devices-repeat-10gbit)  # issue 25 (a): repeatability, budgeted
+    # devices beside shared CPUs, 5 interleaved rounds
+    bw=${part#devices-repeat-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw --models alexnet vgg11 --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 20 \
+      --device-cpus auto shared --repeat 5 --quiet \
+      --out $R/devices_repeat_$bw.json --plot $R/devices_repeat_$bw.png || true ;;
+  devices-headline)  # issue 25: vgg11 at its benchmark size, N = 4, budgeted, at a rate that
+    # gives plain PS a network share inside the papers' 50-90% (benchmarks/device_compute.py)
+    $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 8 \
+      --modes ps ralp-n --devices 4 --steps 5 --repeat 3 --quiet \
+      --out $R/devices_headline_vgg11.json --plot $R/devices_headline_vgg11.png || true ;;
+  devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b): the zoo on budgeted devices
+    # beside shared CPUs, N = 4 and 8, 3 interleaved rounds; rates from device-compute
+    bw=${part#devices-zoo-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw \
+      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+      --modes ps ralp-h ralp-n horovod stanza --devices 4 8 --steps 6 --warmup 1 \
+      --device-cpus auto shared --repeat 3 --quiet \
+      --out $R/devices_zoo_$bw.json --plot $R/devices_zoo_$bw.png || true ;;
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 4 \
       --modes ps ralp-h ralp-n --devices 4 --steps 3 --warmup 1 --compute-reference --quiet \

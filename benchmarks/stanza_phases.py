@@ -5,7 +5,7 @@ cluster with Horovod's timeline on (``HOROVOD_TIMELINE``), its steps cut into ph
 (:mod:`ralp.audit.stanza_phases`), and beside them the planner's phases for the same record,
 from the calibration taken just before the run (:func:`ralp.planner.model.stanza_phase_times`).
 
-    flock /work/cpu.lock .venv/bin/python benchmarks/stanza_phases.py --models alexnet vgg11 \\
+    .venv/bin/python benchmarks/stanza_phases.py --models alexnet vgg11 \\
         --bandwidth 10gbit --out benchmarks/results/stanza_phases.json
 
 The measured heads' phase is the forward (with the update) plus the backward; the exchange is

@@ -4,7 +4,7 @@
 # Horovod 0.28.1 is the latest release and ships no wheel, and its sdist does not build against
 # TF 2.21 as is: horovod/tensorflow/xla_mpi_ops.cc needs XLA headers the TF wheel lacks. We drop
 # that one file from the build (it is only used with TF's XLA compilation of Horovod ops, which
-# ralp does not use) and build with Gloo as the controller. See shared BRIEF §8.
+# ralp does not use) and build with Gloo as the controller. See docs/install.md.
 #
 # A second, one-line fix: Horovod's Gloo context for a process set (the global set included,
 # which every allreduce uses) creates its device with an interface name it never copied from

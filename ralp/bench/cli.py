@@ -1,7 +1,7 @@
 """``python -m ralp.bench``: plain PS vs RALP, measured on a real or simulated cluster.
 
 With no arguments it runs a small comparison that shows the effect on a 2-core machine in a
-few minutes: scaled vgg11 (FC-heavy) and googlenet (its parameters in convolutions), plain PS,
+few minutes: scaled alexnet (FC-heavy) and googlenet (its parameters in convolutions), plain PS,
 RALP-N, Horovod and Stanza on 4 devices, on shaped simulated links (the netns backend) when
 this machine allows it, on loopback otherwise.
 """
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Benchmark plain parameter-server training against RALP layer placement "
         "(and the modes' resource configurations) on a cluster: images/s, step time, and "
         "bytes per step measured on each link and predicted by the profiler.",
-        epilog="Without arguments: a small default comparison (scaled vgg11 and googlenet, "
+        epilog="Without arguments: a small default comparison (scaled alexnet and googlenet, "
         "ps vs ralp-n vs horovod vs stanza, N=4, netns at 1gbit when run as root, else "
         "local).",
     )
@@ -95,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
                    "delay after each of its steps")  # fmt: skip
     p.add_argument("--pull-schedule", nargs="+", metavar="SCHEDULE",
                    help="PS modes: how workers pull their variables, each a run: default "
-                   "(ParameterServerStrategy's own), layer, ibatch (BRIEF §7)")  # fmt: skip
+                   "(ParameterServerStrategy's own), layer, ibatch (Wang et al.'s "
+                   "iBatch)")  # fmt: skip
     p.add_argument("--trace-pulls", action="store_true", help="PS modes: after measuring, "
                    "trace worker 0 for a few steps: the share of pull time hidden behind compute")  # fmt: skip
     p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "

@@ -1,4 +1,5 @@
-"""Workload consolidation (BRIEF §4): several jobs at once over one shared bottleneck link.
+"""Workload consolidation (as in the RALP paper, Park et al. 2019): several jobs at once over
+one shared bottleneck link.
 
 Topology (netns backend): every job's chief and workers sit on a "front" bridge, every PS
 task on a "back" bridge, and the two bridges are joined by one trunk shaped to

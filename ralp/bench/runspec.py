@@ -1,6 +1,7 @@
 """What one benchmark run is: the model, the mode and its resources, the workload.
 
-Modes and their resources (BRIEF §4): :mod:`ralp.planner.modes` (ps, ralp-h, ralp-n, horovod,
+Modes and their resources (RALP's configurations, Park et al. 2019): :mod:`ralp.planner.modes`
+(ps, ralp-h, ralp-n, horovod,
 stanza).
 
 In a ``stanza`` run, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
@@ -87,7 +88,7 @@ class RunSpec:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")  # fmt: skip
         if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
-            # BRIEF §4: several PS tasks for RALP (activations of many workers) is future work.
+            # The RALP paper leaves several PS tasks (activations of many workers) to future work.
             raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
         if self.steps < 1 or self.warmup < 0:
             raise BenchError(f"steps must be >= 1 and warmup >= 0, got {self.steps}, {self.warmup}")

@@ -1,7 +1,8 @@
 """Run a function in a fresh Python process and bring its result (or its error) back.
 
 ParameterServerStrategy connects the *process-global* eager context to the cluster, and
-in-process servers cannot be shut down (BRIEF §8). So every training job, audit and test
+in-process servers cannot be shut down (TensorFlow's PSS docs). So every training job, audit and
+test
 scenario that coordinates a cluster runs its coordinator in a process of its own, forked from
 the zygote (:mod:`ralp.cluster.zygote`: TensorFlow imported, nothing else started) and
 stopped by its process id.

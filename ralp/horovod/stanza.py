@@ -1,4 +1,4 @@
-"""Layer separation (Stanza, BRIEF §5) on Horovod: CONV ranks allreduce, FC ranks serve groups.
+"""Layer separation (Stanza, Wu et al. 2018) on Horovod: CONV ranks allreduce, FC ranks serve.
 
 A job of N Horovod ranks has n_c CONV ranks (ranks 0 .. n_c-1) and n_f FC ranks (the last
 n_f). The model is cut at the profiler's split point, the one RALP uses: the *head* (the

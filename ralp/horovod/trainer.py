@@ -7,7 +7,7 @@ fuses the tensors and Gloo runs a ring allreduce over them), and applies the sam
 everywhere, so the replicas stay identical. The initial variables (and the optimizer's) are
 broadcast from rank 0 before the first step.
 
-Keras 3 notes (BRIEF §8): Horovod's ``DistributedGradientTape`` and its Keras optimizer
+Keras 3 notes (docs/install.md): Horovod's ``DistributedGradientTape`` and its Keras optimizer
 wrapper expect Keras 2 variables and fail on Keras 3 ones (``'Variable' object has no
 attribute 'ref'``), so the step calls ``hvd.grouped_allreduce`` itself and broadcasts the
 backing ``tf.Variable``s (``v.value``).

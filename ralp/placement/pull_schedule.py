@@ -1,4 +1,5 @@
-"""Pull schedules (BRIEF §7, iBatch): in which batches of consecutive layers a worker pulls its
+"""Pull schedules (iBatch, Wang et al. 2019): in which batches of consecutive layers a worker pulls
+its
 variables from the parameter servers at the start of a step.
 
 - ``default``: what ParameterServerStrategy does: every variable read is its own receive, all

@@ -1,4 +1,5 @@
-"""The modes the runtime offers and the resources each takes on N devices (BRIEF §4).
+"""The modes the runtime offers and the resources each takes on N devices (RALP's
+configurations, Park et al. 2019).
 
 =========  =============  ======================================================
 mode       workers + PS   why

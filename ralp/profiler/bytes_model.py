@@ -13,14 +13,14 @@ The PS and RALP figures come from one rule applied to a placement of the layer t
   receiving task once, however many layers there consume it (TF's Send/Recv pairs).
 - Labels cross to the task that computes the loss, next to the model's output layer.
 
-Plain PS puts every layer on the workers (BRIEF §2: 2 x model bytes x W in total). RALP moves
+Plain PS puts every layer on the workers (2 x model bytes x W in total, as the RALP paper counts it). RALP moves
 the offloaded layers onto their PS task, so only the kept layers' variables and the boundary
 activations cross. Horovod ring-allreduce sends and receives 2 x S x (W-1)/W per worker, where
 S counts the *trainable* variables only: Horovod averages gradients, and non-trainable state
 (batch-norm moving statistics) stays on each replica. Under PS every variable crosses, the
 non-trainable ones too: each worker reads them and writes their moving-average updates.
 
-Stanza (layer separation, BRIEF §5) has n_c CONV ranks and n_f FC ranks; in its
+Stanza (layer separation; Wu et al. 2018) has n_c CONV ranks and n_f FC ranks; in its
 :class:`StepTraffic` the CONV ranks are the ``workers`` and the FC ranks the ``ps`` links. A
 CONV rank's link carries the ring allreduce of the kept (head) trainable variables among the
 CONV ranks, its boundary activations and labels out and their gradients in; an FC rank's link

@@ -1,8 +1,8 @@
 """Layer-kind registry: what kind a Keras layer is, how many FLOPs it costs, and which kinds
 hold a position in the skewness variable. The one place for these rules.
 
-The profiler sorts every row of the layer table into one of five kinds (BRIEF §2): ``conv``,
-``pool``, ``fc``, ``norm`` and ``other``. The kind drives
+The profiler sorts every row of the layer table into one of five kinds (RALP's profiler, Park
+et al. 2019): ``conv``, ``pool``, ``fc``, ``norm`` and ``other``. The kind drives
 
 - the split rule: no split between two compute-demand layers (:data:`COMPUTE_DEMAND_KINDS`),
   so a ``conv`` row never runs on the PS;
@@ -34,12 +34,13 @@ import keras
 
 KINDS = ("conv", "pool", "fc", "norm", "other")
 
-# Kinds whose layers are compute-heavy: the split must never offload one of them (BRIEF §2).
+# Kinds whose layers are compute-heavy: the split must never offload one of them (RALP's
+# profiler, Park et al. 2019).
 COMPUTE_DEMAND_KINDS = frozenset({"conv"})
 
 # Kinds that hold a position in the skewness variable: the paper counts one position per
-# conv, max/avg-pool and affine call of the benchmark model code (BRIEF §2). Norms, activations,
-# dropout, flatten, concat/add, padding and inputs hold none.
+# conv, max/avg-pool and affine call of the benchmark model code (RALP's profiler, Park et al.
+# 2019). Norms, activations, dropout, flatten, concat/add, padding and inputs hold none.
 POSITION_KINDS = frozenset({"conv", "pool", "fc"})
 
 Shape = tuple[int, ...]

@@ -1,4 +1,4 @@
-"""Skewness of where a model's parameter mass sits (BRIEF §2, step 1), as the paper reads it.
+"""Skewness of where a model's parameter mass sits (RALP's profiler, step 1, Park et al. 2019).
 
 The variable is the *position* of a layer in forward order, weighted by its share of the
 parameters. Which rows take a position is the paper's reading of the benchmark model code:

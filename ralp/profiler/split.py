@@ -1,4 +1,4 @@
-"""Where to split a model (BRIEF §2, step 3).
+"""Where to split a model (RALP's profiler, step 3; Park et al. 2019).
 
 Splitting after position i sends every later layer to the parameter server. The cost of a
 split is what still crosses the network per step, up to constant factors:

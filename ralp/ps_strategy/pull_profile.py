@@ -1,4 +1,4 @@
-"""iBatch's profiled inputs (BRIEF §7), measured: per-layer forward time, the cost of a pull.
+"""iBatch's profiled inputs (Wang et al. 2019), measured: per-layer forward time, a pull's cost.
 
 - Per-layer forward times: each layer of the user's model called on its real inputs for one
   worker's batch, timed in this process before it connects to the cluster (the variables are

@@ -1,4 +1,4 @@
-"""Pulling a model's variables in batches at the start of a worker's step (BRIEF §7, iBatch).
+"""Pulling a model's variables in batches at the start of a worker's step (iBatch, Wang 2019).
 
 Under ParameterServerStrategy every variable a layer reads is its own receive, and all of them
 are issued when the step starts: they share the worker's link and finish in whatever order

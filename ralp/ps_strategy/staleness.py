@@ -1,4 +1,4 @@
-"""Synchronization paradigms for parameter-server training, as pure logic (BRIEF §6).
+"""Synchronization paradigms for parameter-server training, as pure logic (DSSP; Zhao et al. 2019).
 
 A worker's *clock* is the number of gradients it has pushed. Before a worker starts an
 iteration it must be allowed to; the *gap* it starts at is its clock minus the slowest
@@ -11,7 +11,7 @@ worker's. The paradigms bound that gap:
 ``ssp(s)``     gap <= s: the fastest worker runs at most s iterations ahead
 ``dssp(L,U)``  gap <= U, with each worker's bound picked at run time in [L, U] by the
                :class:`DSSPController` from recent push intervals
-``dssp-paper`` DSSP exactly as its paper's pseudo-code (BRIEF §6): the controller's grant
+``dssp-paper`` DSSP exactly as its paper's pseudo-code (Zhao et al. 2019): the controller's grant
 ``(L,U)``      is not capped at U, a grant spent lets the fastest ask again, and the push
                that triggers the controller passes without using up a granted iteration,
                so the gap is *not* bounded by U (r_max = U - L bounds one grant only)
@@ -123,7 +123,7 @@ def as_policy(sync, staleness=None) -> SyncPolicy | None:
 
 
 class DSSPController:
-    """Chooses how many extra iterations the fastest worker may run (BRIEF §6).
+    """Chooses how many extra iterations the fastest worker may run (DSSP; Zhao et al. 2019).
 
     It keeps each worker's last two push times. For the fastest worker p and the slowest s,
     with latest intervals I_p and I_s and last pushes A_p and A_s, it simulates p's next

@@ -1,4 +1,5 @@
-"""A run: modes and their resources (BRIEF §4), validation, and sizes resolved once."""
+"""A run: modes and their resources (RALP's configurations, Park et al. 2019), validation, and
+sizes resolved once."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""iBatch's cost model and greedy batching (BRIEF §7) against a brute-force search."""
+"""iBatch's cost model and greedy batching (Wang et al. 2019) against a brute-force search."""
 
 import itertools
 import random

@@ -16,7 +16,8 @@ from ralp.profiler.skewness import (
 
 
 def numpy_skewness(weights):
-    """BRIEF §2 written out in numpy: w_i = P_i / sum P, mu, m2, m3 over positions 1..n."""
+    """RALP's profiler (Park et al. 2019) written out in numpy: w_i = P_i / sum P, mu, m2, m3
+    over positions 1..n."""
     p = np.asarray(weights, dtype=float)
     w = p / p.sum()
     i = np.arange(1, len(p) + 1)

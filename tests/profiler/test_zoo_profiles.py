@@ -30,7 +30,8 @@ def zoo():
 
 
 def test_the_papers_selection_statements(zoo):
-    """BRIEF §2: with K = -0.5 all eight benchmark models are eligible; with K = -1.5 exactly
+    """RALP's profiler (Park et al. 2019): with K = -0.5 all eight benchmark models are
+    eligible; with K = -1.5 exactly
     alexnet, overfeat, vgg11 and vgg19 are."""
     skew = {name: zoo[name][0].skewness for name in PAPER_MODELS}
     assert {n for n, s in skew.items() if is_eligible(s, -0.5)} == set(PAPER_MODELS), skew

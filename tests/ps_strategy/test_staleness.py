@@ -1,5 +1,5 @@
 """Synchronization logic on scripted push sequences: policies, the DSSP controller, the server's
-bound, waiting times (BRIEF §6)."""
+bound, waiting times (DSSP; Zhao et al. 2019)."""
 
 import random
 
@@ -101,7 +101,8 @@ def _pushes(controller, times_by_worker):
 
 
 def _closest_meeting(fast, slow, r_max):
-    """BRIEF §6 by numpy: the r in 0..r_max whose simulated push of the fastest is nearest to
+    """DSSP's controller (Zhao et al. 2019) by numpy: the r in 0..r_max whose simulated push
+    of the fastest is nearest to
     any of the slowest's next r_max + 1 pushes (ties: the smallest r)."""
     a_p, i_p = fast[-1], fast[-1] - fast[-2]
     a_s, i_s = slow[-1], slow[-1] - slow[-2]
