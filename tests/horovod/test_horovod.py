@@ -13,12 +13,15 @@ import numpy as np
 import pytest
 
 from ralp.bench.records import RECORD_KEYS
+from ralp.emulation.budget import budget_for, thread_counts
+from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import (
     HorovodRunError,
     _last_error_line,
     horovod_unavailable_reason,
     horovodrun_command,
+    launch,
     run_and_collect,
 )
 from ralp.horovod.messages import MARK, parse_message
@@ -30,6 +33,15 @@ NETNS = netns_unavailable_reason()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 
 STEPS, BATCH = 3, 16  # per rank; the single-process reference takes 2 x BATCH per step
+HIERARCHY, _ = find_hierarchy()
+
+
+def _groups_left(pid: int) -> list[str]:
+    """Control groups of the run launched by process ``pid`` still present."""
+    if HIERARCHY is None:
+        return []
+    return [name for root in HIERARCHY.roots for name in os.listdir(root)
+            if name.startswith(f"rlp{pid}")]  # fmt: skip
 
 
 # ------------------------------------------------------------------ output parsing (no Horovod)
@@ -145,6 +157,58 @@ def test_a_failing_rank_fails_the_job_with_its_error_and_leaves_nothing():
     assert _processes_with(token) == []
 
 
+_REPORT_GROUP = """
+import json, os
+from ralp.emulation.devices import join_rank_group
+join_rank_group()  # as a rank entry point does (a forked rank has joined already)
+if os.environ["HOROVOD_RANK"] == "0":
+    print(MARK + json.dumps({"record": {"cgroup": open("/proc/self/cgroup").read(),
+                                       "intra": os.environ.get("TF_NUM_INTRAOP_THREADS")}}))
+"""
+
+
+@needs_horovod
+@pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
+@pytest.mark.parametrize("backend, start", [("netns", "forkserver"), ("netns", "spawn"),
+                                            ("local", "forkserver")])  # fmt: skip
+def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    if backend == "netns" and NETNS is not None:
+        pytest.skip(f"netns backend unavailable: {NETNS}")
+    # a rank module (python -m: the netns driver forks such ranks, unless spawn is asked for)
+    module = f"rank_probe_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(f"MARK = {MARK!r}\n" + _REPORT_GROUP)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("RALP_START_METHOD", start)
+    budget = budget_for("auto", 2)
+    record = launch(lambda links, cpu: [sys.executable, "-m", module], 2, backend,
+                    bandwidth="1gbit" if backend == "netns" else None, budget=budget,
+                    timeout=120)  # fmt: skip
+    # rank 0 in its own group (w0) of this run, in both the limit and the usage hierarchy
+    joined = [line for line in record["cgroup"].splitlines() if f"/rlp{os.getpid()}" in line]
+    assert joined and all(line.endswith("/w0") for line in joined), record["cgroup"]
+    assert len(joined) == len(HIERARCHY.roots)
+    assert record["intra"] == str(thread_counts(budget.cpus)[0])
+    assert _groups_left(os.getpid()) == []
+
+
+@needs_horovod
+@needs_netns
+@pytest.mark.parametrize("start", ["forkserver", "spawn"])
+def test_a_rank_dying_on_budgeted_devices_leaves_no_process_namespace_or_group(start,
+                                                                                monkeypatch):  # fmt: skip
+    monkeypatch.setenv("RALP_START_METHOD", start)
+    token = f"die-{uuid.uuid4().hex[:8]}"
+    code = f"import os, sys, time; '{token}'; time.sleep(1); sys.exit(int(os.environ['HOROVOD_RANK']))"
+    with pytest.raises(HorovodRunError):
+        launch(lambda links, cpu: [sys.executable, "-c", code], 2, "netns", bandwidth="1gbit",
+               budget=budget_for("auto", 2), timeout=120)  # fmt: skip
+    assert _processes_with(token) == []
+    assert _groups_left(os.getpid()) == []
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{os.getpid()}h" not in left
+
+
 @needs_horovod
 def test_a_hung_job_is_stopped_at_its_timeout_with_every_rank():
     token = f"hang-{uuid.uuid4().hex[:8]}"
@@ -220,6 +284,14 @@ def test_bench_horovod_mode_on_netns_measures_the_ring_bytes(tmp_path):
         assert link["tx"] == pytest.approx(link["rx"], rel=0.01)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}" not in left
+    assert _groups_left(p.pid) == []
+    if HIERARCHY is not None:  # every rank in its device, the driver counted apart
+        cpu = r["cpu"]
+        assert set(cpu["tasks"]) == {"worker:0", "worker:1", "worker:2", "driver"}
+        for k in range(3):
+            assert 0 < cpu["tasks"][f"worker:{k}"]["used_cpus"] <= cpu["budget_cpus"] * 1.1
+        assert "budget_use" not in cpu["tasks"]["driver"]
+        assert isinstance(r["host_kept_up"], bool)
 
 
 # ------------------------------------------------------------------ the build script
