@@ -7,8 +7,10 @@ import os
 import sys
 import tempfile
 
+from ralp.errors import RalpError
 
-class UsageError(Exception):
+
+class UsageError(RalpError):
     """Bad input on the command line: printed to stderr, exit code 2."""
 
 

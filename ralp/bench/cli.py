@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
                    "and N (netns backend)")  # fmt: skip
     p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
-                   "calibration (python -m ralp.plan --calibrate --shared-host); default: "
+                   "calibration (python -m ralp.planner --calibrate --shared-host); default: "
                    "measured here first")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
@@ -106,8 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
     p.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run, calibrate it here as python -m ralp.plan --calibrate --shared-host "
-                   "does, and keep that in its records (python -m ralp.plan --validate then "
+                   "run, calibrate it here as python -m ralp.planner --calibrate --shared-host "
+                   "does, and keep that in its records (python -m ralp.planner --validate then "
                    "predicts each record from the calibration taken beside it)")  # fmt: skip
     p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
@@ -212,7 +212,7 @@ def _run(request: BenchRequest, args) -> int:
     if request.calibrate and (backend == "tf-config" or request.jobs):
         raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
                          "which share it; on tf-config calibrate a worker host with python -m "
-                         "ralp.plan --calibrate, and --jobs runs are not predicted")  # fmt: skip
+                         "ralp.planner --calibrate, and --jobs runs are not predicted")  # fmt: skip
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     if backend != "tf-config":

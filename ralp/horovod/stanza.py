@@ -35,13 +35,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.errors import RalpError
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
 
 
-class StanzaError(ValueError):
+class StanzaError(RalpError, ValueError):
     """A Stanza job that cannot run as asked; the message says what to change."""
 
 

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 import keras
 
 from ralp._compat import inbound_nodes, keras_history
+from ralp.errors import RalpError
 
 # Layers and keras.ops nodes between a softmax and the model output that change no values.
 _PASS_THROUGH = frozenset({"Reshape", "Flatten", "Dropout", "Identity", "Activation"})
 
 
-class TrainingSetupError(ValueError):
+class TrainingSetupError(RalpError, ValueError):
     """The model or its compiled set-up cannot be trained as given; the message says why."""
 
 

@@ -17,13 +17,15 @@ In a ``stanza`` job, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
 from __future__ import annotations
 
+from ralp.errors import RalpError
+
 MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
 # The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
 PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 
 
-class PlannerError(ValueError):
+class PlannerError(RalpError, ValueError):
     """A planning request that cannot be answered as asked; the message says what to change."""
 
 

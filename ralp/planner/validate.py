@@ -104,6 +104,12 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
     return rows
 
 
+def predict_record(record: dict, calibration: Calibration | None,
+                   workload_for: WorkloadFor) -> float:
+    """A record's predicted images/s: from the calibration it carries, else ``calibration``."""
+    return predict_records([("", record)], calibration, workload_for)[0].predicted_images_per_sec
+
+
 def errors(rows: Sequence[Row]) -> dict:
     abs_err = [abs(row.error) for row in rows]
     return {"median_abs_error": statistics.median(abs_err) if abs_err else None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import warnings
 from collections.abc import Sequence
 
 import keras
@@ -30,6 +29,7 @@ from ralp._compat import (
 from ralp.cluster.probe import unreachable
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
+from ralp.errors import warn
 from ralp.models.training import BatchMetrics, default_loss, optimizer_factory, training_setup
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
@@ -432,7 +432,7 @@ def wrap(
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
                          plan=plan, batch_size=batch_size, threshold=threshold)  # fmt: skip
     if choice.warning:
-        warnings.warn(choice.warning, PlacementWarning, stacklevel=2)
+        warn(choice.warning, PlacementWarning)
     resolved = "ps" if choice.plan.is_empty else "ralp"
     return Trainer(model, connection, choice.plan, mode=resolved, profile=choice.profile,
                    optimizer=optimizer, loss=setup.loss, metrics=batch_metrics,
