@@ -56,6 +56,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def finite_float(text: str) -> float:
+    """A finite number (argparse type): NaN and infinities are refused."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
 def words(values: list[str]) -> list[str]:
     """The items of a list option given as "a b", "a,b" or both."""
     return [w for value in values for w in value.split(",") if w]

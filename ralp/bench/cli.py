@@ -26,8 +26,8 @@ from ralp.bench.runspec import (
     MODES,
     BenchError,
 )
-from ralp.cluster.spec import ClusterError
 from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.errors import RalpError
 
 PROG = "python -m ralp.bench"
 _D = DEFAULT_COMPARISON
@@ -166,7 +166,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.show:
             return _show(args)
         return _run(request_from(args), args)
-    except (UsageError, BenchError, ClusterError) as e:
+    except RalpError as e:  # every error of a bad request: BenchError, ClusterError, ...
         return fail(PROG, str(e))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
@@ -179,6 +179,8 @@ def _run(request: BenchRequest, args) -> int:
     from ralp.cluster.zygote import warm_up
     from ralp.horovod.launch import horovod_unavailable_reason
 
+    implicit_csv = str(Path(args.out).with_suffix(".csv")) if args.out and not args.csv else None
+    report.check_outputs(args.out, args.csv or implicit_csv, args.plot)  # before anything runs
     warm_up()  # the zygote imports TensorFlow while this process does the same
     quiet_tensorflow()  # first: TF's start-up banner would break the progress bar
     backend, why_not_netns = request.backend_choice()
@@ -242,8 +244,7 @@ def _run(request: BenchRequest, args) -> int:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
             _print_records(records)
-            for path in report.write_outputs(records, args.out, args.csv, args.plot):
-                print(f"wrote {path}")
+            _write(records, args)
     return 1 if any(r.get("error") for r in records) else 0
 
 
@@ -279,6 +280,20 @@ def _print_records(records: list[dict]) -> None:
                 print(f"{r['model']} N={r['devices']}: {r['auto']['why']}")
     if jobs:
         print(report.consolidation_table(jobs))
+
+
+def _write(records: list[dict], args) -> None:
+    """Write the outputs asked for; where a write fails after all, the records go to a file
+    of their own, and the output says where: nothing measured is lost."""
+    from ralp.bench import report
+
+    try:
+        for path in report.write_outputs(records, args.out, args.csv, args.plot):
+            print(f"wrote {path}")
+    except OSError as e:
+        kept = report.keep_records(records)
+        print(f"{PROG}: could not write {e.filename or 'the outputs'} ({e.strerror or e}); the "
+              f"records are in {kept}", file=sys.stderr)  # fmt: skip
 
 
 def _show(args) -> int:

@@ -111,18 +111,26 @@ class Calibration:
     def load(cls, path: str | Path) -> Calibration:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise PlannerError(
-                f"cannot read calibration {path!r} ({e}); write one with python -m ralp.planner "
-                "--calibrate --model NAME --output FILE"
-            ) from None
+        except OSError as e:
+            problem = e.strerror or str(e)
+        except (ValueError, KeyError, TypeError) as e:
+            problem = str(e)
+        raise PlannerError(f"cannot read calibration {str(path)!r}: {problem}; write one with "
+                           "python -m ralp.planner --calibrate --model NAME --output FILE")
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
         """The inverse of :meth:`to_dict` (further keys, such as a bench record's
-        ``measured_at``, are ignored)."""
+        ``measured_at``, are ignored). ValueError says what a malformed one lacks."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a calibration is a JSON object, not a {type(data).__name__}")
+        missing = [k for k in ("format", "host", "entries") if k not in data]
+        if missing:
+            raise ValueError(f"not a calibration: it has no {', '.join(map(repr, missing))}")
         if data.get("format") != CALIBRATION_FORMAT:
             raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
+        if not isinstance(data["host"], dict) or not isinstance(data["entries"], list):
+            raise ValueError("not a calibration: 'host' must be an object, 'entries' a list")
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Sequence
 from functools import cache
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp._cli import UsageError, fail, finite_float, positive_int, quiet_tensorflow
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.errors import RalpError
 
 PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")  # fmt: skip
     p.add_argument("--csv", metavar="CSV", help="write every prediction as CSV here")
-    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+    p.add_argument("--threshold", type=finite_float, default=DEFAULT_THRESHOLD,
                    help="the skewness rule's K, shown beside the planner's choice")  # fmt: skip
     return p
 
@@ -185,7 +186,6 @@ def _validate_repeats(args, records: list[dict]) -> str:
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     quiet_tensorflow()
-    from ralp.planner.modes import PlannerError
 
     try:
         if args.calibrate:
@@ -196,8 +196,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             from ralp.planner.recommend import recommend_cli
 
             output = recommend_cli(args, _zoo_workload)
-    except (UsageError, PlannerError, ValueError) as e:
+    except (RalpError, ValueError) as e:
         return fail(PROG, str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     return 0
 

@@ -56,5 +56,8 @@ def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
             f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
         )
     if mode == "ralp-h":
-        return max(1, devices // 2), 1
+        if devices % 2:
+            raise PlannerError(f"mode 'ralp-h' gives half the devices to workers and one to the "
+                               f"PS: N must be even, got {devices}")  # fmt: skip
+        return devices // 2, 1
     return devices - 1, 1

@@ -51,7 +51,7 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
             records = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
             raise PlannerError(f"cannot read bench results {path!r}: {e}") from None
-        if not isinstance(records, list):
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
         for r in records:
             if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")

@@ -30,7 +30,13 @@ from ralp.cluster.probe import unreachable
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.errors import warn
-from ralp.models.training import BatchMetrics, default_loss, optimizer_factory, training_setup
+from ralp.models.training import (
+    BatchMetrics,
+    check_training_arrays,
+    default_loss,
+    optimizer_factory,
+    training_setup,
+)
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
 from ralp.placement.pull_schedule import SCHEDULES as PULL_SCHEDULES
@@ -273,6 +279,7 @@ class Trainer:
         if dataset_fn is None:
             if x is None or y is None:
                 raise ValueError("fit needs x and y arrays, or a dataset_fn")
+            check_training_arrays(x, y, self.original, where="fit")
             dataset_fn = numpy_dataset_fn(x, y, batch_size, shuffle, seed)
             steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
         elif steps_per_epoch is None:
