@@ -78,7 +78,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
     while done < steps:
         chunk = min(eval_steps, steps - done)
         start = time.perf_counter()
-        history = trainer.fit(batches, chunk)
+        history = trainer.run_steps(batches, chunk)
         clock += history.step_end_times[-1] - start
         done += chunk
         snapshots.append((clock, done * conv, trainer.share_weights().get_weights()))

@@ -229,3 +229,17 @@ def check_training_arrays(x, y, model, where: str = "fit") -> None:
             f"{where}: {outside} labels lie outside [0, {classes}) (found {low}..{high}); "
             f"{model.name!r} has {classes} output classes: labels are class ids 0..{classes - 1}"
         )
+
+
+def evaluate_model(model, loss_fn, metrics: BatchMetrics, x, y,
+                   batch_size: int = 256) -> dict[str, float]:  # fmt: skip
+    """Loss, accuracy and the metrics of ``model`` on ``x``, ``y`` in this process."""
+    import numpy as np
+
+    y = np.asarray(y)
+    logits = model.predict(np.asarray(x), batch_size=batch_size, verbose=0)
+    out = {"loss": float(loss_fn(y, logits)),
+           "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}  # fmt: skip
+    for metric, value in zip(metrics.metrics, metrics(y, logits), strict=True):
+        out[metric.name] = float(value)
+    return out

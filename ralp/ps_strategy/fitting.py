@@ -361,9 +361,9 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
             restart_timeout: float) -> History:  # fmt: skip
     """``Trainer.fit``'s checks, data and loop (its docstring says what each argument does)."""
     from ralp.models.training import check_training_arrays
+    from ralp.models.validation import validation_for
     from ralp.ps_strategy.callbacks import StalenessHook
     from ralp.ps_strategy.data import numpy_dataset_fn
-    from ralp.ps_strategy.validation import validation_for
 
     for name, value in (("batch_size", batch_size), ("epochs", epochs),
                         ("steps_per_epoch", steps_per_epoch)):  # fmt: skip

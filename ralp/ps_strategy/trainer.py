@@ -33,6 +33,7 @@ from ralp.errors import warn
 from ralp.models.training import (
     BatchMetrics,
     default_loss,
+    evaluate_model,
     optimizer_factory,
     training_setup,
 )
@@ -338,13 +339,7 @@ class Trainer:
 
     def evaluate(self, x, y, batch_size: int = 256) -> dict[str, float]:
         """Loss, accuracy and the metrics of the current weights, on the coordinator."""
-        plain, y = self.unwrap(), np.asarray(y)
-        logits = plain.predict(np.asarray(x), batch_size=batch_size, verbose=0)
-        out = {"loss": float(self.loss_fn(y, logits)),
-               "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}  # fmt: skip
-        for metric, value in zip(self.metrics.metrics, self.metrics(y, logits), strict=True):
-            out[metric.name] = float(value)
-        return out
+        return evaluate_model(self.unwrap(), self.loss_fn, self.metrics, x, y, batch_size)
 
     def __repr__(self) -> str:
         return (f"<ralp.Trainer mode={self.mode!r} workers={self.connection.num_workers} "
