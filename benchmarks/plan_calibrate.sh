@@ -13,7 +13,7 @@ rm -f "$NEW"
 for workload in "vgg11 8 75" "alexnet 8 75" "overfeat 8 75" "resnet50 8 75" "inception3 8 75" \
                 "vgg11 4 224" "vgg11 8 64" "resnet50 8 32"; do
     set -- $workload
-    $PY -m ralp.plan --calibrate --shared-host --model "$1" --batch-size "$2" --image-size "$3" \
+    $PY -m ralp.planner --calibrate --shared-host --model "$1" --batch-size "$2" --image-size "$3" \
         --output "$NEW"
 done
 mv "$NEW" "$OUT"

@@ -1,9 +1,9 @@
 """How long planning takes once a model is calibrated (issue 14's target: under 2 s per model).
 
 Per zoo model, in one process after TensorFlow is imported: building the Keras model (what a
-user of ``ralp.wrap`` has done already; ``python -m ralp.plan --model`` does it), profiling it
+user of ``ralp.wrap`` has done already; ``python -m ralp.planner --model`` does it), profiling it
 (the layer table, the split, the byte model's inputs), and predicting every mode on
-N = 4..128 at two bandwidths (the recommendation behind ``python -m ralp.plan ... --devices
+N = 4..128 at two bandwidths (the recommendation behind ``python -m ralp.planner ... --devices
 4 8 16 32 64 128``). Planning is the profile and the predictions. Run under the CPU lock:
 
     .venv/bin/python benchmarks/plan_timing.py \

@@ -20,16 +20,16 @@ STEADY="$R/bench_plan_steady_1gbit.json $R/bench_plan_steady_10gbit.json
         $R/bench_plan_steady8_10gbit.json"
 FILES="$FILES $STEADY"
 CAL=$R/plan_calibration.json
-$PY -m ralp.plan --validate $FILES --compute-profile $CAL > $R/plan_validation.txt
-$PY -m ralp.plan --validate $FILES --compute-profile $CAL --format json > $R/plan_validation.json
-$PY -m ralp.plan --validate $FILES --compute-profile $CAL --fit-half > $R/plan_validation_fit_half.txt
-$PY -m ralp.plan --validate $FILES --compute-profile $CAL --fit-half --format json \
+$PY -m ralp.planner --validate $FILES --compute-profile $CAL > $R/plan_validation.txt
+$PY -m ralp.planner --validate $FILES --compute-profile $CAL --format json > $R/plan_validation.json
+$PY -m ralp.planner --validate $FILES --compute-profile $CAL --fit-half > $R/plan_validation_fit_half.txt
+$PY -m ralp.planner --validate $FILES --compute-profile $CAL --fit-half --format json \
     > $R/plan_validation_fit_half.json
 # 3. the records calibrated beside their runs alone (no --compute-profile needed)
-$PY -m ralp.plan --validate $STEADY > $R/plan_validation_calibrated.txt
-$PY -m ralp.plan --validate $STEADY --format json > $R/plan_validation_calibrated.json
-$PY -m ralp.plan --validate $STEADY --fit-half > $R/plan_validation_calibrated_fit_half.txt
-$PY -m ralp.plan --validate $STEADY --fit-half --format json \
+$PY -m ralp.planner --validate $STEADY > $R/plan_validation_calibrated.txt
+$PY -m ralp.planner --validate $STEADY --format json > $R/plan_validation_calibrated.json
+$PY -m ralp.planner --validate $STEADY --fit-half > $R/plan_validation_calibrated_fit_half.txt
+$PY -m ralp.planner --validate $STEADY --fit-half --format json \
     > $R/plan_validation_calibrated_fit_half.json
 # 4. how far apart the records of one setting are, and what that allows any predictor
 $PY benchmarks/record_spread.py $FILES > $R/record_spread.txt

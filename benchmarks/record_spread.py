@@ -4,7 +4,7 @@ The planner's validation targets (issue 14: median |predicted/measured - 1| <= 1
 over every recorded netns run) judge one prediction per setting (model, mode, N, bandwidth,
 batch, image size, PS/FC tasks) against every record of it. Where a setting was measured
 more than once, no prediction can be closer to all of its records than the records are to
-each other. This prints, over the same records ``ralp.plan --validate`` reads:
+each other. This prints, over the same records ``ralp.planner --validate`` reads:
 
 - the spread of each repeated setting (fastest / slowest record);
 - the best any predictor can do on the maximum error: for a setting measured at a and b > a,

@@ -14,8 +14,11 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
 - ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
   allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
-- ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.plan``):
+- ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.planner``):
   measure a model's compute here, predict every mode's throughput, choose.
+- Errors: every one derives from ``RalpError`` (``ClusterError``, ``ProfileError``,
+  ``PlanError``, ``PlannerError``, ``TrainingSetupError``, ``SyncError``,
+  ``CheckpointError``, ``StanzaError``, ``HorovodRunError``, ``ChildError``).
 """
 
 from __future__ import annotations
@@ -46,7 +49,14 @@ _API: dict[str, tuple[str, str]] = {
     "SyncPolicy": ("ralp.ps_strategy.staleness", "SyncPolicy"),
     "simulate_sync": ("ralp.ps_strategy.staleness", "simulate"),
     "ClusterSpec": ("ralp.cluster.spec", "ClusterSpec"),
-    "ClusterError": ("ralp.cluster.spec", "ClusterError"),
+    "ClusterError": ("ralp.errors", "ClusterError"),
+    "RalpError": ("ralp.errors", "RalpError"),
+    "PlannerError": ("ralp.planner.modes", "PlannerError"),
+    "TrainingSetupError": ("ralp.models.training", "TrainingSetupError"),
+    "SyncError": ("ralp.ps_strategy.staleness", "SyncError"),
+    "CheckpointError": ("ralp.ps_strategy.checkpoints", "CheckpointError"),
+    "HorovodRunError": ("ralp.horovod.launch", "HorovodRunError"),
+    "ChildError": ("ralp.cluster.fresh_process", "ChildError"),
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),

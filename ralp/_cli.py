@@ -7,8 +7,10 @@ import os
 import sys
 import tempfile
 
+from ralp.errors import RalpError
 
-class UsageError(Exception):
+
+class UsageError(RalpError):
     """Bad input on the command line: printed to stderr, exit code 2."""
 
 
@@ -51,6 +53,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """A finite number (argparse type): NaN and infinities are refused."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
 
 

@@ -46,6 +46,8 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ralp.errors import RalpError
+
 PINNED = {"tensorflow": "2.21.0", "keras": "3.15.1"}
 
 # PSS logs this when a strategy method runs outside ClusterCoordinator.schedule; the
@@ -56,7 +58,7 @@ SCHEDULE_WARNING = "without using `ClusterCoordinator.schedule`"
 WORKER_FAILED_LOG = "Worker %s failed with %r:%s"
 
 
-class CompatError(RuntimeError):
+class CompatError(RalpError, RuntimeError):
     """The installed TensorFlow/Keras no longer has a private API ralp relies on."""
 
 

@@ -526,3 +526,40 @@ def wrap_auto(spec, calibration: str | None) -> dict:
     return {"mode": trainer.mode, "auto": trainer.auto.to_dict(),
             "plan_empty": trainer.plan.is_empty, "losses": history.step_losses,
             "weights_untouched_by_calibration": untouched}  # fmt: skip
+
+
+def fit_like_keras(spec, directory: str, mode: str) -> dict:
+    """fit with validation data and Keras' own callbacks, unmodified: EarlyStopping on
+    val_loss, CSVLogger, ModelCheckpoint of the weights, and a recorder of the batch logs."""
+    import keras
+
+    import ralp
+
+    model = small_cnn()
+    x, y = fixed_data(n=96)
+    xv, yv = fixed_data(n=32, seed=1)
+    trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(0.05),
+                        batch_size=BATCH)  # fmt: skip
+    batch_logs = []
+    stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1, min_delta=10.0)
+    callbacks = [
+        stopper,
+        keras.callbacks.CSVLogger(f"{directory}/log.csv"),
+        keras.callbacks.ModelCheckpoint(f"{directory}/weights.weights.h5",
+                                        save_weights_only=True),
+        keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batch_logs.append(logs)),
+    ]  # fmt: skip
+    history = trainer.fit(x, y, batch_size=BATCH, epochs=6, steps_per_epoch=3,
+                          validation_data=(xv, yv), callbacks=callbacks, verbose=0)  # fmt: skip
+    split = trainer.fit(x, y, batch_size=BATCH, epochs=3, initial_epoch=1, steps_per_epoch=2,
+                        validation_split=0.25, validation_freq=2, verbose=0)  # fmt: skip
+    plain = trainer.unwrap()
+    restored = small_cnn(seed=5)
+    restored.load_weights(f"{directory}/weights.weights.h5")
+    evaluated = trainer.evaluate(xv, yv)
+    return {"history": history.history, "stopped_epoch": stopper.stopped_epoch,
+            "batch_logs": batch_logs[:3], "batches_logged": len(batch_logs),
+            "split_history": split.history,
+            "checkpoint_matches": all(np.allclose(a, b) for a, b in
+                                      zip(restored.get_weights(), plain.get_weights(), strict=True)),
+            "evaluated": evaluated}  # fmt: skip

@@ -36,3 +36,23 @@ def _mkdir_fails(path) -> bool:
         return True
     os.rmdir(path / "probe")
     return False
+
+
+# Test tiers. `pytest -m "not slow"` is the development tier (minutes on 2 cores); the README's
+# test command and CI run everything. Markers are found from what a test needs, where that is
+# visible: a skip for a missing netns backend or Horovod marks it ``netns`` or ``horovod``;
+# those and ``cluster`` (tests that start real server processes) are ``slow``; tests slow for
+# another reason say so themselves (``@pytest.mark.slow``).
+_NEEDS = {"netns backend unavailable": "netns", "Horovod unavailable": "horovod"}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        reasons = " ".join(str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
+        for needle, marker in _NEEDS.items():
+            if needle in reasons:
+                item.add_marker(getattr(pytest.mark, marker))
+        if any(item.get_closest_marker(m) for m in ("cluster", "netns", "horovod")):
+            item.add_marker(pytest.mark.slow)

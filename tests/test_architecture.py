@@ -14,7 +14,8 @@ MAX_LINES = 450
 # Layers, lowest first. A module may import its own layer-room (subpackage) and lower layers
 # only; rooms of one layer never import each other.
 LAYERS: list[set[str]] = [
-    {"_text", "_cli", "_compat", "defaults", "errors"},  # foundation: no ralp imports at all
+    {"errors"},  # RalpError and the errors every layer raises: no ralp imports at all
+    {"_text", "_cli", "_compat", "defaults"},  # foundation
     {"units"},  # link rates and delays as users write them
     {"models"},  # the zoo
     {"profiler"},  # profile
@@ -24,7 +25,8 @@ LAYERS: list[set[str]] = [
     {"planner"},  # predict every mode's throughput from calibration + byte model; choose
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
-    {"server", "plan"},  # entry-point shims of `python -m ralp.server` / `ralp.plan`
+    {"experiments"},  # the sync, Stanza and chaos experiments beside the benchmark
+    {"server"},  # the entry-point shim of `python -m ralp.server`
 ]
 RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
 

@@ -60,6 +60,37 @@ CASES = {
                             r"could not load '.*corrupt.keras' as a Keras model"),
     "unknown model to audit": (["-m", "ralp.audit", "--model", "foo"], None,
                                "unknown model 'foo'; choose one of: alexnet"),
+    # output paths are checked before the first run, not after the last
+    "--out that cannot be written": (["-m", "ralp.bench", "--models", "lenet", "--out",
+                                      "/proc/ralp-x.json"], None,
+                                     r"cannot write '/proc/ralp-x.json'"),
+    "--out a directory": (["-m", "ralp.bench", "--models", "lenet", "--out", "{tmp}"], None,
+                          "it is a directory; give a file name"),
+    "--plot that cannot be written": (BENCH + ["--models", "lenet", "--plot", "/proc/x.png"],
+                                      None, r"cannot write '/proc/x.png'"),
+    "ralp-h on an odd N": (BENCH + ["--models", "lenet", "--modes", "ralp-h", "--devices", "3"],
+                           None, "mode 'ralp-h' gives half the devices to workers and one to "
+                           "the PS: N must be even, got 3"),
+    "a calibration that is a list": (["-m", "ralp.planner", "--model", "lenet", "--image-size",
+                                      "28", "--compute-profile", "{tmp}/list.json"], None,
+                                     "a calibration is a JSON object, not a list"),
+    "a calibration with no host": (["-m", "ralp.planner", "--model", "lenet", "--image-size",
+                                    "28", "--compute-profile", "{tmp}/format-only.json"], None,
+                                   "not a calibration: it has no 'host', 'entries'"),
+    "a zero bandwidth to plan": (["-m", "ralp.planner", "--model", "lenet", "--bandwidth",
+                                  "0gbit"], None, "bandwidth '0gbit' is not a positive rate"),
+    "a bandwidth that is a word": (["-m", "ralp.planner", "--model", "lenet", "--bandwidth",
+                                    "fast"], None, "bandwidth 'fast' is not a positive rate"),
+    "records that cannot be read": (["-m", "ralp.planner", "--validate", "{tmp}/corrupt.keras"],
+                                    None, "cannot read bench results"),
+    "records that are not records": (["-m", "ralp.planner", "--validate", "{tmp}/list.json"],
+                                     None, "is not a list of bench records"),
+    "records with no run": (["-m", "ralp.planner", "--validate", "{tmp}/empty.json"], None,
+                            "no successful netns run"),
+    "a NaN threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "nan"], None,
+                        "--threshold: expected a finite number, got 'nan'"),
+    "an infinite threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "inf"],
+                              None, "--threshold: expected a finite number, got 'inf'"),
 }  # fmt: skip
 
 
@@ -80,6 +111,9 @@ def session_processes(sid: int) -> list[int]:
 def test_a_cli_refuses_bad_input_cleanly(case, tmp_path):
     args, env, message = CASES[case]
     (tmp_path / "corrupt.keras").write_text("not a zip archive")
+    (tmp_path / "list.json").write_text("[1, 2, 3]")
+    (tmp_path / "empty.json").write_text("[]")
+    (tmp_path / "format-only.json").write_text('{"format": 1}')
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     holder = None
     if env.get("TF_CONFIG") == "busy":
@@ -108,6 +142,7 @@ def test_a_cli_refuses_bad_input_cleanly(case, tmp_path):
     while session_processes(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert session_processes(proc.pid) == []  # nothing it started is left running
+    assert not (tmp_path / "out.json").exists()  # refused before anything ran
 
 
 def test_the_python_api_refuses_bad_input_with_the_same_messages():
@@ -120,3 +155,48 @@ def test_the_python_api_refuses_bad_input_with_the_same_messages():
         ClusterSpec.from_dict({"chief": ["h0"], "worker": ["h1:2222"], "ps": ["h2:2222"]})
     with pytest.raises(Exception, match="workers must be a positive integer, got 0"):
         profile(build_model("lenet"), workers=0)
+
+
+def test_labels_and_images_are_checked_before_training():
+    import numpy as np
+
+    from ralp import TrainingSetupError, build_model
+    from ralp.models.training import check_training_arrays
+
+    model = build_model("lenet", num_classes=10, image_size=28)
+    x, y = np.zeros((4, 28, 28, 1), "float32"), np.array([0, 3, 9, 2])
+    check_training_arrays(x, y, model)  # fine
+    with pytest.raises(TrainingSetupError, match=r"4 labels lie outside \[0, 10\) \(found 100..109\)"):
+        check_training_arrays(x, y + 100, model)
+    with pytest.raises(TrainingSetupError, match="labels must be integer class ids"):
+        check_training_arrays(x, y + 0.5, model)
+    check_training_arrays(x, y.astype("float32"), model)  # whole numbers as floats are ids
+    bad = x.copy()
+    bad[0, 0, 0, 0] = np.nan
+    with pytest.raises(TrainingSetupError, match="1 NaN or infinite values"):
+        check_training_arrays(bad, y, model)
+    with pytest.raises(TrainingSetupError, match="4 images but 3 labels"):
+        check_training_arrays(x, y[:3], model)
+
+
+@pytest.mark.parametrize("command", [
+    ["-m", "ralp.audit", "--model", "lenet", "--workers", "1", "--ps", "1"],
+    ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"],
+])  # fmt: skip
+def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, *command], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    time.sleep(12)  # well into its work (TensorFlow imported, measuring or starting a cluster)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "Traceback" not in err
+    deadline = time.monotonic() + 15
+    while session_processes(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert session_processes(proc.pid) == []

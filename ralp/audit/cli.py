@@ -55,6 +55,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         report = audit(settings, timeout=args.timeout)
     except (ClusterError, ChildError) as e:
         return fail(PROG, f"the audit failed: {e}")
+    except KeyboardInterrupt:  # its cluster and job processes stop as the stack unwinds
+        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
     print(json.dumps(report, indent=2) if args.format == "json" else to_text(report))
     return 0
 

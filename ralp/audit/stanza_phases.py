@@ -26,6 +26,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ralp.errors import RalpError
 from ralp.horovod.stanza import ACTIVATIONS, GRADIENTS, HEAD_GRADS, LABELS
 
 PHASES = ("heads_forward", "exchange_in", "tail", "exchange_out", "heads_backward", "ring")
@@ -33,7 +34,7 @@ PHASES = ("heads_forward", "exchange_in", "tail", "exchange_out", "heads_backwar
 Span = tuple[float, float]  # seconds since the timeline's start
 
 
-class TimelineError(ValueError):
+class TimelineError(RalpError, ValueError):
     """A timeline that holds no Stanza step; the message says what it holds."""
 
 

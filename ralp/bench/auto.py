@@ -5,7 +5,7 @@ The candidates are the modes this runtime offers (horovod and stanza only where 
 installed), each on its own resources for N devices (:mod:`ralp.planner.modes`; stanza with
 the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their throughput is predicted on
 the simulated cluster the bench runs, the netns backend's tasks sharing this host's cores, at
-the links' rate, from ``--compute-profile FILE`` (a ``python -m ralp.plan --calibrate
+the links' rate, from ``--compute-profile FILE`` (a ``python -m ralp.planner --calibrate
 --shared-host`` JSON) or, without one, from a calibration measured here first. The run's
 record keeps the choice and why in its ``auto`` field.
 """

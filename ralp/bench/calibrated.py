@@ -5,10 +5,15 @@ On this shared machine the same run measured on different days differs up to 3x 
 PS at N = 4, 10 Gbit/s: 19.5, 11.3, 6.5 and 10.0 images/s in four recorded sweeps), and so do
 calibrations taken at different times. A prediction checked against a run is only a check of
 the planner's model when its inputs were measured beside the run. So each workload (model,
-batch, image size, classes) is calibrated once, right before its first run, as ``python -m
-ralp.plan --calibrate --shared-host`` does (the whole model's and the tail's step, the cost of
-a transfer, the host's capacity), and every record of it carries that calibration:
-``python -m ralp.plan --validate`` predicts such a record from its own calibration.
+batch, image size, classes, and the devices' budget) is calibrated once, right before its
+first run, and every record of it carries that calibration: ``python -m ralp.planner
+--validate`` predicts such a record from its own calibration.
+
+- On budgeted devices, as ``python -m ralp.planner --calibrate --device-cpus CPUS --devices N``
+  does: the whole model's, the tail's and the head's step on one device inside the same
+  budget, and the CPU cost of a transfer and of a ring's byte.
+- On shared CPUs (``--device-cpus shared``), as ``--calibrate --shared-host`` does: the same
+  steps in one process, and the host's capacity for processes that share it.
 
 The calibration runs as that command, in a process of its own: the bench's process keeps no
 TensorFlow state (its Horovod driver forks ranks from a process that has only imported it).
@@ -23,22 +28,26 @@ import tempfile
 import time
 from pathlib import Path
 
-from ralp.bench.runspec import RunSpec
+from ralp.bench.runspec import AUTO_CPUS, SHARED_CPUS, RunSpec
+from ralp.errors import RalpError
 
 CALIBRATION_STEPS = 10  # timed steps of each of the whole model and its tail
 CALIBRATION_TIMEOUT_S = 1800.0
 
 
-class CalibrationFailed(RuntimeError):
+class CalibrationFailed(RalpError, RuntimeError):
     """The calibration command failed; its message says why (the runs go on uncalibrated)."""
 
 
 def workload_key(run: RunSpec) -> tuple:
-    return (run.model, run.batch_size, run.image_size, run.num_classes)
+    budget = (run.device_cpus, run.devices if run.device_cpus == AUTO_CPUS else None)
+    return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 
 def calibration_command(run: RunSpec, output: str) -> list[str]:
-    return [sys.executable, "-m", "ralp.plan", "--calibrate", "--shared-host",
+    where = (["--shared-host"] if run.device_cpus == SHARED_CPUS else
+             ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])  # fmt: skip
+    return [sys.executable, "-m", "ralp.planner", "--calibrate", *where,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
             "--steps", str(CALIBRATION_STEPS), "--output", output]  # fmt: skip

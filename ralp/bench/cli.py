@@ -26,8 +26,8 @@ from ralp.bench.runspec import (
     MODES,
     BenchError,
 )
-from ralp.cluster.spec import ClusterError
 from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.errors import RalpError
 
 PROG = "python -m ralp.bench"
 _D = DEFAULT_COMPARISON
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
                    "and N (netns backend)")  # fmt: skip
     p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
-                   "calibration (python -m ralp.plan --calibrate --shared-host); default: "
+                   "calibration (python -m ralp.planner --calibrate --shared-host); default: "
                    "measured here first")  # fmt: skip
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
@@ -106,8 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
     p.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run, calibrate it here as python -m ralp.plan --calibrate --shared-host "
-                   "does, and keep that in its records (python -m ralp.plan --validate then "
+                   "run, calibrate it here as python -m ralp.planner --calibrate --shared-host "
+                   "does, and keep that in its records (python -m ralp.planner --validate then "
                    "predicts each record from the calibration taken beside it)")  # fmt: skip
     p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
@@ -166,7 +166,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.show:
             return _show(args)
         return _run(request_from(args), args)
-    except (UsageError, BenchError, ClusterError) as e:
+    except RalpError as e:  # every error of a bad request: BenchError, ClusterError, ...
         return fail(PROG, str(e))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
@@ -179,6 +179,8 @@ def _run(request: BenchRequest, args) -> int:
     from ralp.cluster.zygote import warm_up
     from ralp.horovod.launch import horovod_unavailable_reason
 
+    implicit_csv = str(Path(args.out).with_suffix(".csv")) if args.out and not args.csv else None
+    report.check_outputs(args.out, args.csv or implicit_csv, args.plot)  # before anything runs
     warm_up()  # the zygote imports TensorFlow while this process does the same
     quiet_tensorflow()  # first: TF's start-up banner would break the progress bar
     backend, why_not_netns = request.backend_choice()
@@ -212,7 +214,7 @@ def _run(request: BenchRequest, args) -> int:
     if request.calibrate and (backend == "tf-config" or request.jobs):
         raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
                          "which share it; on tf-config calibrate a worker host with python -m "
-                         "ralp.plan --calibrate, and --jobs runs are not predicted")  # fmt: skip
+                         "ralp.planner --calibrate, and --jobs runs are not predicted")  # fmt: skip
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     if backend != "tf-config":
@@ -242,8 +244,7 @@ def _run(request: BenchRequest, args) -> int:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
             _print_records(records)
-            for path in report.write_outputs(records, args.out, args.csv, args.plot):
-                print(f"wrote {path}")
+            _write(records, args)
     return 1 if any(r.get("error") for r in records) else 0
 
 
@@ -279,6 +280,20 @@ def _print_records(records: list[dict]) -> None:
                 print(f"{r['model']} N={r['devices']}: {r['auto']['why']}")
     if jobs:
         print(report.consolidation_table(jobs))
+
+
+def _write(records: list[dict], args) -> None:
+    """Write the outputs asked for; where a write fails after all, the records go to a file
+    of their own, and the output says where: nothing measured is lost."""
+    from ralp.bench import report
+
+    try:
+        for path in report.write_outputs(records, args.out, args.csv, args.plot):
+            print(f"wrote {path}")
+    except OSError as e:
+        kept = report.keep_records(records)
+        print(f"{PROG}: could not write {e.filename or 'the outputs'} ({e.strerror or e}); the "
+              f"records are in {kept}", file=sys.stderr)  # fmt: skip
 
 
 def _show(args) -> int:

@@ -65,7 +65,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     clock.lap("place")
     # The same dataset function as the PS modes; a rank reads its shard as a worker would.
     batches = dataset_fn_for(run)(tf.distribute.InputContext(W, rank, W)) if reads_data else None
-    trainer.fit(batches, max(run.warmup, 1))
+    trainer.run_steps(batches, max(run.warmup, 1))
     trainer.barrier()
     clock.lap("warmup")
 
@@ -78,7 +78,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
         if (k + 1) % PROGRESS_EVERY == 0:
             say("step", (k + 1) * W)  # worker batches done, as the PS modes count steps
 
-    history = trainer.fit(batches, run.steps, on_step=on_step)
+    history = trainer.run_steps(batches, run.steps, on_step=on_step)
     trainer.barrier()
     cpu_after = read_cpu() if read_cpu and rank == 0 else None
     after = dict(read_links()) if read_links and rank == 0 else None

@@ -46,7 +46,6 @@ class ClusterHandle:
     cluster: object | None = None  # the LocalCluster / NetnsCluster, when we started one
     start_s: float = 0.0  # seconds it took to start (namespaces, servers ready)
     profiler_address: str | None = None  # worker 0's tf.profiler service, when asked for
-    budget: Budget | None = None  # the devices' CPU budget (None: a real cluster)
     chief_group: DeviceGroup | None = None  # where the coordinator's CPU is counted
     read_cpu: DeviceMeter | None = None  # the tasks' and the coordinator's CPU counters
 
@@ -165,7 +164,7 @@ class Launcher:
                 netns = {}
                 if self.backend == "netns":
                     netns = {"netns": cluster.chief_namespace, "read_links": cluster.link_reader()}
-                yield ClusterHandle(cluster.spec, cluster=cluster, budget=budget,
+                yield ClusterHandle(cluster.spec, cluster=cluster,
                                     start_s=round(time.time() - start, 3),
                                     profiler_address=_profiler(cluster.spec, port),
                                     **netns, **counted)  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv as csv_module
 import io
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from statistics import fmean
@@ -213,6 +214,36 @@ def _write(path: Path, text: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return str(path)
+
+
+def check_outputs(*paths: str | None) -> None:
+    """Refuse now, before any run, an output path that cannot be written (a directory, or a
+    folder that cannot be made or written), saying which and why."""
+    from ralp.bench.runspec import BenchError
+
+    for path in (Path(p) for p in paths if p):
+        if path.is_dir():
+            raise BenchError(f"cannot write {str(path)!r}: it is a directory; give a file name")
+        existed = path.exists()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a"):
+                pass
+        except OSError as e:
+            raise BenchError(f"cannot write {str(path)!r}: {e.strerror or e}; choose another "
+                             "path") from None  # fmt: skip
+        if not existed:
+            path.unlink()
+
+
+def keep_records(records: Sequence[dict]) -> str:
+    """Save ``records`` as JSON in a new file in the temporary folder; its path."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="ralp-bench-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        f.write(to_json(records))
+    return path
 
 
 def write_outputs(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ralp.errors import RalpError
 from ralp.planner.modes import HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
 
@@ -24,7 +25,7 @@ DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first ste
 AUTO_CPUS, SHARED_CPUS = "auto", "shared"  # --device-cpus: the default budget; no budget
 
 
-class BenchError(ValueError):
+class BenchError(RalpError, ValueError):
     """A benchmark request that cannot be run as asked; the message says what to change."""
 
 

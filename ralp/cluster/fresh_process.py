@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ralp.cluster.zygote import context
+from ralp.errors import RalpError
 
 _progress_conn = None  # in a child: the pipe to the parent, for report_progress
 EXIT_GRACE_S = 2.0  # after its answer, a child gets this long to exit, then it is killed
@@ -30,7 +31,7 @@ def report_progress(message: Any) -> None:
         _progress_conn.send(("progress", message))
 
 
-class ChildError(RuntimeError):
+class ChildError(RalpError, RuntimeError):
     """The function raised in the child process; ``child_traceback`` holds its traceback."""
 
     def __init__(self, message: str, child_traceback: str = "", child_type: str = ""):

@@ -30,12 +30,13 @@ from pathlib import Path
 from ralp.emulation.budget import Budget
 from ralp.emulation.counters import TaskLinks
 from ralp.emulation.devices import RANK_GROUPS_ENV, DeviceMeter
+from ralp.errors import RalpError
 from ralp.horovod.messages import parse_message
 
 STOP_GRACE_S = 10.0
 
 
-class HorovodRunError(RuntimeError):
+class HorovodRunError(RalpError, RuntimeError):
     """A Horovod job failed; the message says how (the failing rank's error when known)."""
 
 

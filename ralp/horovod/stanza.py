@@ -35,13 +35,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.errors import RalpError
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
 
 
-class StanzaError(ValueError):
+class StanzaError(RalpError, ValueError):
     """A Stanza job that cannot run as asked; the message says what to change."""
 
 
@@ -264,7 +265,7 @@ class StanzaTrainer:
 
     # ------------------------------------------------------------------ training
 
-    def fit(
+    def run_steps(
         self,
         batches: Iterable | None,
         steps: int,
@@ -321,6 +322,57 @@ class StanzaTrainer:
         """This rank's weights, as numpy arrays in ``model.weights`` order (the other part is
         stale until :meth:`share_weights`)."""
         return [w.numpy() for w in self.model.weights]
+
+    @property
+    def data_shard(self) -> tuple[int, int] | None:
+        """(this CONV rank's shard, CONV ranks); None on an FC rank, which reads no data."""
+        return None if self.is_fc else (self.rank, self.layout.conv_workers)
+
+    @property
+    def data_ranks(self) -> int:
+        return self.layout.conv_workers
+
+    def mean_loss(self, losses) -> float:
+        """The mean step loss over the global batch (a collective: each FC rank adds its
+        group's mean, weighted by the group's share)."""
+        import tensorflow as tf
+
+        mine = [v for v in losses if v is not None]
+        share = self.layout.share(self.rank - self.layout.conv_workers) if self.is_fc else 0.0
+        value = tf.constant(float(sum(mine) / len(mine)) * share if mine else 0.0, tf.float64)
+        return float(self.hvd.allreduce(value, op=self.hvd.Sum, name="ralp_epoch_loss"))
+
+    def evaluate(self, x, y) -> dict[str, float]:
+        """Loss and accuracy of the trained model on every rank (it shares the weights
+        first: a collective)."""
+        from ralp.models.training import BatchMetrics, evaluate_model
+
+        return evaluate_model(self.share_weights(), self.loss_fn, BatchMetrics(()), x, y)
+
+    # ------------------------------------------------------------------ Keras' fit
+
+    def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
+            steps_per_epoch: int | None = None, validation_data=None,
+            validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
+            callbacks=(), shuffle: bool = True, seed: int = 0):  # fmt: skip
+        """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
+        arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.horovod.keras_fit`)."""
+        from ralp.horovod.keras_fit import fit_epochs
+
+        return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
+                          steps_per_epoch=steps_per_epoch, validation_data=validation_data,
+                          validation_split=validation_split, validation_freq=validation_freq,
+                          initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
+                          seed=seed)  # fmt: skip
+
+    def agree(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is True on any (a collective)."""
+        import tensorflow as tf
+
+        value = self.hvd.allreduce(tf.constant(float(flag)), op=self.hvd.Max, name="ralp_agree")
+        return bool(float(value) > 0.5)
+
 
 
 def _split(model, plan, batch_size: int):

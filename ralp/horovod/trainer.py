@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass
 class HorovodHistory:
@@ -57,7 +59,7 @@ class HorovodTrainer:
         self.optimizer = optimizer
         self.loss_fn = setup.loss
         self.metric_names = setup.metric_names
-        batch_metrics = BatchMetrics(setup.metrics)
+        batch_metrics = self.batch_metrics = BatchMetrics(setup.metrics)
         variables = model.trainable_variables
         optimizer.build(variables)
         self._broadcast_initial_state()
@@ -81,7 +83,7 @@ class HorovodTrainer:
         state += [v.value for v in self.optimizer.variables]
         self.hvd.broadcast_variables(state, root_rank=0)
 
-    def fit(
+    def run_steps(
         self,
         batches: Iterable,
         steps: int,
@@ -114,3 +116,46 @@ class HorovodTrainer:
     def weights(self) -> list:
         """This replica's weights, as numpy arrays in ``model.weights`` order."""
         return [w.numpy() for w in self.model.weights]
+
+    @property
+    def data_shard(self) -> tuple[int, int]:
+        """(this rank's shard, shards): every rank reads data."""
+        return self.hvd.rank(), self.hvd.size()
+
+    def mean_loss(self, losses) -> float:
+        """The mean step loss over every rank's steps (a collective)."""
+        import tensorflow as tf
+
+        mine = tf.constant(float(np.mean(losses)) if losses else 0.0, tf.float64)
+        return float(self.hvd.allreduce(mine, op=self.hvd.Average, name="ralp_epoch_loss"))
+
+    def evaluate(self, x, y) -> dict[str, float]:
+        """Loss, accuracy and metrics of this replica (every replica is the same)."""
+        from ralp.models.training import evaluate_model
+
+        return evaluate_model(self.model, self.loss_fn, self.batch_metrics, x, y)
+
+    # ------------------------------------------------------------------ Keras' fit
+
+    def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
+            steps_per_epoch: int | None = None, validation_data=None,
+            validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
+            callbacks=(), shuffle: bool = True, seed: int = 0):  # fmt: skip
+        """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
+        arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.horovod.keras_fit`)."""
+        from ralp.horovod.keras_fit import fit_epochs
+
+        return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
+                          steps_per_epoch=steps_per_epoch, validation_data=validation_data,
+                          validation_split=validation_split, validation_freq=validation_freq,
+                          initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
+                          seed=seed)  # fmt: skip
+
+    def agree(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` is True on any (a collective)."""
+        import tensorflow as tf
+
+        value = self.hvd.allreduce(tf.constant(float(flag)), op=self.hvd.Max, name="ralp_agree")
+        return bool(float(value) > 0.5)
+

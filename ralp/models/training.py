@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 import keras
 
 from ralp._compat import inbound_nodes, keras_history
+from ralp.errors import RalpError
 
 # Layers and keras.ops nodes between a softmax and the model output that change no values.
 _PASS_THROUGH = frozenset({"Reshape", "Flatten", "Dropout", "Identity", "Activation"})
 
 
-class TrainingSetupError(ValueError):
+class TrainingSetupError(RalpError, ValueError):
     """The model or its compiled set-up cannot be trained as given; the message says why."""
 
 
@@ -200,3 +201,45 @@ def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
     raise TypeError(
         f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
     )
+
+
+def check_training_arrays(x, y, model, where: str = "fit") -> None:
+    """Refuse arrays a step would fail on, or train to nonsense with, before anything runs:
+    images with NaN or infinite values, labels that are not integer class ids of ``model``'s
+    output (``0 <= label < classes``), and a different number of images and labels."""
+    import numpy as np
+
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) != len(y):
+        raise TrainingSetupError(f"{where}: {len(x)} images but {len(y)} labels; give one "
+                                 "label per image")  # fmt: skip
+    if np.issubdtype(x.dtype, np.number) and not np.isfinite(x).all():
+        bad = int(x.size - np.isfinite(x).sum())
+        raise TrainingSetupError(f"{where}: the images hold {bad} NaN or infinite values; "
+                                 "clean or impute them first (training would reach a NaN loss)")  # fmt: skip
+    whole = np.issubdtype(y.dtype, np.floating) and bool(np.all(np.mod(y, 1) == 0))
+    if not np.issubdtype(y.dtype, np.integer) and not whole:
+        raise TrainingSetupError(f"{where}: labels must be integer class ids, got {y.dtype} "
+                                 f"values such as {y.flat[0]!r}")  # fmt: skip
+    classes = int(model.outputs[0].shape[-1])
+    low, high = (int(y.min()), int(y.max())) if y.size else (0, 0)
+    if low < 0 or high >= classes:
+        outside = int(np.sum((y < 0) | (y >= classes)))
+        raise TrainingSetupError(
+            f"{where}: {outside} labels lie outside [0, {classes}) (found {low}..{high}); "
+            f"{model.name!r} has {classes} output classes: labels are class ids 0..{classes - 1}"
+        )
+
+
+def evaluate_model(model, loss_fn, metrics: BatchMetrics, x, y,
+                   batch_size: int = 256) -> dict[str, float]:  # fmt: skip
+    """Loss, accuracy and the metrics of ``model`` on ``x``, ``y`` in this process."""
+    import numpy as np
+
+    y = np.asarray(y)
+    logits = model.predict(np.asarray(x), batch_size=batch_size, verbose=0)
+    out = {"loss": float(loss_fn(y, logits)),
+           "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}  # fmt: skip
+    for metric, value in zip(metrics.metrics, metrics(y, logits), strict=True):
+        out[metric.name] = float(value)
+    return out

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ralp.errors import RalpError
 from ralp.profiler.ps_assignment import spread_layers
 
 WORKER = "worker"  # override value: keep the layer on the workers
 PLAN_FORMAT = 1
 
 
-class PlanError(ValueError):
+class PlanError(RalpError, ValueError):
     """The plan does not fit the model or the cluster; the message says what to change."""
 
 

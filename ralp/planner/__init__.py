@@ -1,4 +1,4 @@
-"""The planner (``python -m ralp.plan``): predict every mode's throughput, choose, validate.
+"""The planner (``python -m ralp.planner``): predict every mode's throughput, choose, validate.
 
 Data flows calibration -> per-mode model -> recommendation / validation:
 

@@ -25,6 +25,8 @@ import time
 
 import numpy as np
 
+from ralp.errors import RalpError
+
 ALLREDUCE_SIZES = (1024**2, 8 * 1024**2, 32 * 1024**2)  # bytes per tensor
 ALLREDUCE_REPEATS = 5
 RANKS = 2
@@ -32,7 +34,7 @@ MARK = "RALP_ALLREDUCE_COST "
 PROBE_TIMEOUT_S = 300.0
 
 
-class AllreduceProbeError(RuntimeError):
+class AllreduceProbeError(RalpError, RuntimeError):
     """The probe could not run (Horovod missing, or the job failed): the message says why."""
 
 

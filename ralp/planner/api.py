@@ -10,44 +10,32 @@ from __future__ import annotations
 
 import os
 import tempfile
-import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.errors import warn
 from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
 from ralp.planner.beside import measure_beside
 from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
     Calibration,
     Entry,
+    calibrate_entry,
     load_source,
-    measure,
+    shape_facts,
     this_machine,
 )
 from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacities
+from ralp.planner.device import calibrate_device
 from ralp.planner.model import Host
+from ralp.planner.modes import PlannerError
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend
 from ralp.planner.transfer import measure_transfer
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 from ralp.units import parse_bandwidth
-
-
-def shape_facts(model) -> tuple[int, int]:
-    """(image size, number of classes) of an image classifier: input side, output width."""
-    return int(model.inputs[0].shape[1]), int(model.outputs[0].shape[-1])
-
-
-def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
-                    steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
-    """Measure ``model``'s whole-model and tail step times here (one process)."""
-    work = Workload(profile(model, batch_size))
-    image, classes = shape_facts(model)
-    return measure(model, batch_size, tuple(r.name for r in work.table.rows), work.offloaded,
-                   model_name=model.name, image_size=image, num_classes=classes,
-                   split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip
 
 
 def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
@@ -60,21 +48,26 @@ def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
     try:
         ring, _ = measure_allreduce()
     except AllreduceProbeError as e:
-        warnings.warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it",
-                      stacklevel=2)  # fmt: skip
+        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")  # fmt: skip
         ring = None
     return Host(True, cpu_s_per_byte, message_s, capacity, cores=os.cpu_count() or 1,
                 ring_cpu_s_per_byte=ring)  # fmt: skip
 
 
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
-              steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
+              steps: int = DEFAULT_CALIBRATION_STEPS, device_cpus: str | None = None,
+              devices: int = 4) -> Calibration:  # fmt: skip
     """A calibration of ``model`` (a Keras model) on this host: its compute times and the
     cost of a transfer (measured in a fresh process). ``shared_host``: the cluster to plan
-    shares this host's cores (the simulated netns cluster), so compute and transfers contend
-    for them; the host's capacity and Stanza's phases under Horovod are then measured too,
-    by helper processes that load the model from a ``.keras`` file saved here (where it
-    cannot be saved and loaded back, a warning says so and those two are left out)."""
+    shares this host's cores (the simulated netns cluster on shared CPUs), so compute and
+    transfers contend for them; the host's capacity and Stanza's phases under Horovod are then
+    measured too, by helper processes that load the model from a ``.keras`` file saved here
+    (where it cannot be saved and loaded back, a warning says so and those two are left out).
+    ``device_cpus``: the budgeted simulated cluster of ``devices`` devices (as
+    ``--device-cpus`` takes it): the compute is measured on one device inside its budget, by
+    a process that loads the model from a ``.keras`` file saved here."""
+    if device_cpus is not None:
+        return _calibrate_on_device(model, batch_size, device_cpus, devices, steps)
     entry = calibrate_entry(model, batch_size, steps=steps)
     if not shared_host:
         return Calibration(transfer_host(False), [entry], this_machine())
@@ -84,24 +77,45 @@ def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool 
             model.save(path)
             load_source(path, entry.num_classes, entry.image_size)  # as the helpers will
         except Exception as e:  # noqa: BLE001 - Keras raises many types; say why and go on
-            warnings.warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
+            warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
                           f"{e}): the host's capacity and Stanza's phases under Horovod are "
-                          "not measured (capacity 1 serves)", stacklevel=2)  # fmt: skip
+                          "not measured (capacity 1 serves)")  # fmt: skip
             return Calibration(transfer_host(True), [entry], this_machine())
         return _calibrate_shared(entry, path)
 
 
 def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                  shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
-    """A calibration of the zoo's ``model`` on this host (``python -m ralp.plan --calibrate``):
+                  shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS,
+                  device_cpus: str | None = None, devices: int = 4) -> Calibration:  # fmt: skip
+    """A calibration of the zoo's ``model`` on this host (``python -m ralp.planner --calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
-    cluster), how many single-process steps this host runs side by side and Stanza's phases
-    under Horovod."""
+    cluster on shared CPUs), how many single-process steps this host runs side by side and
+    Stanza's phases under Horovod. With ``device_cpus`` (the budgeted simulated cluster of
+    ``devices`` devices, as ``--device-cpus`` takes it), the compute is measured on one device
+    inside its budget (:func:`ralp.planner.device.device_entry`)."""
+    if device_cpus is not None:
+        return calibrate_device(model, batch_size, image_size, num_classes, device_cpus,
+                                devices, steps=steps)  # fmt: skip
     net = load_source(model, num_classes, image_size)
     entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
     if not shared_host:
         return Calibration(transfer_host(False), [entry], this_machine())
     return _calibrate_shared(entry, model)
+
+
+def _calibrate_on_device(model, batch_size: int, device_cpus: str, devices: int,
+                         steps: int) -> Calibration:  # fmt: skip
+    image, classes = shape_facts(model)
+    with tempfile.TemporaryDirectory(prefix="ralp-calibrate-") as folder:
+        path = os.path.join(folder, f"{model.name}.keras")
+        try:
+            model.save(path)
+        except Exception as e:  # noqa: BLE001 - Keras raises many types; say why
+            raise PlannerError(f"{model.name} cannot be saved to a .keras file for the device "
+                               f"that measures it ({type(e).__name__}: {e}); calibrate it "
+                               "without device_cpus") from None  # fmt: skip
+        return calibrate_device(path, batch_size, image, classes, device_cpus, devices,
+                                steps=steps)  # fmt: skip
 
 
 def _calibrate_shared(entry: Entry, source: str) -> Calibration:
@@ -117,8 +131,8 @@ def _calibrate_shared(entry: Entry, source: str) -> Calibration:
             b = measure_beside(source, *workload)
             entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
         except AllreduceProbeError as e:
-            warnings.warn(f"Stanza's phases under Horovod not measured ({e}); its "
-                          "single-process times serve", stacklevel=2)  # fmt: skip
+            warn(f"Stanza's phases under Horovod not measured ({e}); its "
+                          "single-process times serve")  # fmt: skip
     host = replace(transfer_host(True, capacity), capacities=capacities)
     return Calibration(host, [entry], this_machine())
 

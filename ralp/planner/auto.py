@@ -1,11 +1,13 @@
 """Mode "auto": the planner's choice among the modes the runtime offers, and why.
 
-``ralp.wrap(model, cluster, mode="auto", bandwidth="10gbit")`` and ``python -m ralp.bench
---modes auto`` resolve "auto" once, before anything runs: each candidate mode's throughput is
-predicted from a calibration and the byte model (:mod:`ralp.planner.predict`) and the fastest
-is chosen. The choice keeps its reasons (:class:`AutoChoice`): every candidate's predicted
-images/s and the calibration they came from. The paper's rule, the skewness screen, stays
-available as mode "skewness" (``ralp.wrap``'s default).
+``ralp.wrap(model, cluster)`` (mode "auto", its default) and ``python -m ralp.bench --modes
+auto`` resolve "auto" once, before anything runs: each candidate mode's throughput is
+predicted (:mod:`ralp.planner.predict`) from a calibration or, for ``ralp.wrap`` without
+one, from the model's FLOPs at this host's probed rates (:mod:`ralp.planner.estimate`), and
+from the byte model; the fastest is chosen. The choice keeps its reasons
+(:class:`AutoChoice`): every candidate's predicted images/s, step and bytes, where the compute
+figures came from, and the paper's skewness rule's verdict beside it. The rule itself stays
+available as mode "skewness".
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ralp._text import human_bytes
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
-from ralp.planner.calibration import Calibration, this_machine
+from ralp.planner.calibration import Calibration
 from ralp.planner.model import Host
 from ralp.planner.modes import PlannerError
 from ralp.planner.predict import Prediction, predict_on
@@ -25,7 +28,8 @@ from ralp.units import parse_bandwidth
 # ralp.wrap's modes on the user's cluster -> the planner's model of each on that shape (RALP
 # runs the same step whether the cluster was sized as RALP-H or RALP-N: one PS critical section).
 WRAP_CANDIDATES: dict[str, str] = {"ps": "ps", "ralp": "ralp-n"}
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+# RALP must beat plain PS by more than this share to be chosen: a tie keeps the model whole.
+PLACEMENT_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
@@ -37,18 +41,29 @@ class AutoChoice:
     bandwidth: str
     predicted_images_per_sec: dict[str, float]  # every candidate, in the order tried
     calibration: str  # where the compute figures came from (file or "measured here") and host
+    step_s: dict[str, float] | None = None  # every candidate's predicted step time
+    bytes_per_step: dict[str, float] | None = None  # every candidate's bytes over every link
+    rule: str | None = None  # the paper's skewness rule's verdict, beside the planner's
 
     @property
     def why(self) -> str:
         ranked = sorted(self.predicted_images_per_sec.items(), key=lambda kv: -kv[1])
-        figures = ", ".join(f"{m} {v:.1f}" for m, v in ranked)
-        return (f"auto chose {self.mode}: predicted images/s on {self.devices} devices at "
+        figures = ", ".join(f"{m} {v:.1f}" + self._detail(m) for m, v in ranked)
+        text = (f"auto chose {self.mode}: predicted images/s on {self.devices} devices at "
                 f"{self.bandwidth}: {figures} (calibration: {self.calibration})")  # fmt: skip
+        return text + (f"; the skewness rule: {self.rule}" if self.rule else "")
+
+    def _detail(self, mode: str) -> str:
+        if not self.step_s or not self.bytes_per_step:
+            return ""
+        return (f" (step {self.step_s[mode]:.3g} s, "
+                f"{human_bytes(self.bytes_per_step[mode])} per step)")  # fmt: skip
 
     def to_dict(self) -> dict:
         """The bench record's ``auto`` field."""
         return {"chosen": self.mode, "predicted_images_per_sec": dict(self.predicted_images_per_sec),
-                "calibration": self.calibration, "why": self.why}  # fmt: skip
+                "calibration": self.calibration, "why": self.why, "step_s": self.step_s,
+                "bytes_per_step": self.bytes_per_step, "rule": self.rule}  # fmt: skip
 
 
 def choose(predictions: Sequence[Prediction], bandwidth: str, calibration: str,
@@ -69,104 +84,187 @@ def choose(predictions: Sequence[Prediction], bandwidth: str, calibration: str,
 def describe(calibration: Calibration, source: str) -> str:
     """The calibration, as a choice cites it: its source and the host it describes."""
     h = calibration.host
-    host = (f"shared host, capacity {h.capacity:.2f}" if h.shared
-            else "a task per machine")  # fmt: skip
+    if h.shared:
+        host = f"shared host, capacity {h.capacity:.2f}"
+    elif h.device_cpus:
+        host = f"a task per device of {h.device_cpus:g} CPU"
+    else:
+        host = "a task per machine"
     return f"{source}, {calibration.machine or 'unknown machine'}, {host}"
 
 
-def _on_this_host(cluster) -> bool:
-    """Every task of ``cluster`` on loopback: a simulated cluster sharing this host's cores."""
-    return all(a.rpartition(":")[0] in LOOPBACK_HOSTS for _, _, a in cluster.tasks(True))
-
-
-def _calibrate_here(clone, cluster, batch_size: int) -> tuple[Calibration, str]:
-    """A calibration measured in this process, before it connects to ``cluster``. On separate
-    machines only the model's compute counts (plain PS and RALP there use no host figures).
-    On a cluster sharing this host, how its tasks contend is measured in fresh processes,
-    which a coordinator (itself a daemon process) cannot start."""
-    import multiprocessing
-
-    from ralp.planner.api import calibrate, calibrate_entry
-
-    if not _on_this_host(cluster):
-        return Calibration(Host(False), [calibrate_entry(clone, batch_size)], this_machine()), (
-            "measured here")
-    if multiprocessing.current_process().daemon:
-        raise PlannerError(
-            "mode='auto' on a cluster sharing this host (every task on loopback) needs the "
-            "host's contention measured in processes of their own, which this coordinator "
-            "process cannot start: pass calibration= (ralp.calibrate(model, batch_size=B, "
-            "shared_host=True) run in the launching process, or a JSON from python -m "
-            "ralp.plan --calibrate --shared-host)"
-        )
-    return calibrate(clone, batch_size, shared_host=True), "measured here"
-
-
-def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration | str | None,
-                       *, batch_size: int = DEFAULT_BATCH_SIZE,
+def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration | str, *,
+                       batch_size: int = DEFAULT_BATCH_SIZE,
                        threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:  # fmt: skip
     """Plain PS or RALP for ``model`` on ``cluster`` (its own workers and PS tasks) with links
-    at ``bandwidth``. ``calibration``: a :class:`Calibration`, a calibration JSON path, or
-    None to measure the model here first (a few steps of a clone). A calibration lacking this
-    model is completed here, on its host description."""
+    at ``bandwidth``, from ``calibration`` (a :class:`Calibration` or a calibration JSON
+    path). A calibration lacking this model is completed here, on its host description."""
     import keras
 
     from ralp.planner.api import calibrate_entry, shape_facts
     from ralp.profiler.api import profile
 
-    bits = parse_bandwidth(bandwidth)
+    parse_bandwidth(bandwidth)  # a bad rate fails before anything is measured
     image, classes = shape_facts(model)
-    # Timing trains: a clone (same layers, fresh weights) keeps the user's weights untouched.
-    clone = keras.models.clone_model(model)
-    if calibration is None:
-        cal, source = _calibrate_here(clone, cluster, batch_size)
-    elif isinstance(calibration, (str, Path)):
+    if isinstance(calibration, (str, Path)):
         cal, source = Calibration.load(calibration), str(calibration)
     else:
         cal, source = calibration, "given"
     try:
         entry = cal.find(model.name, batch_size, image, classes)
     except PlannerError:
-        entry = calibrate_entry(clone, batch_size)
+        # Timing trains: a clone (same layers, fresh weights) keeps the user's weights.
+        entry = calibrate_entry(keras.models.clone_model(model), batch_size)
         cal = replace(cal, entries=[*cal.entries, entry])
         source += f" (+ {model.name} measured here)"
     workload = Workload(profile(model, batch_size, threshold=threshold))
-    workers, ps = len(cluster.workers), len(cluster.ps)
     host = entry.host_for(cal.host)
-    predictions = [predict_on(workload, entry.compute, host, planned, workers, ps, bits)
-                   for planned in WRAP_CANDIDATES.values()]  # fmt: skip
-    names = {planned: mode for mode, planned in WRAP_CANDIDATES.items()}
-    return choose(predictions, bandwidth, describe(replace(cal, host=host), source), names)
+    return decide(workload, entry.compute, host, cluster, bandwidth,
+                  describe(replace(cal, host=host), source))  # fmt: skip
 
 
-def wrap(model, cluster, *, mode: str = "skewness", bandwidth: str | None = None,
-         calibration: Calibration | str | None = None, **options):  # fmt: skip
-    """``ralp.wrap``: place ``model`` on ``cluster`` and return a trainer
-    (:func:`ralp.ps_strategy.trainer.wrap` has every other option).
+def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
+           source: str) -> AutoChoice:  # fmt: skip
+    """Plain PS or RALP on ``cluster``'s workers and PS tasks: RALP where the model predicts
+    it faster by more than :data:`PLACEMENT_MARGIN` (the figures are predictions; a tie keeps
+    the model whole), plain PS where nothing lies after a split to place. The choice keeps
+    every candidate's predicted step and bytes and the skewness rule's verdict beside it."""
+    workers, ps = len(cluster.workers), len(cluster.ps)
+    bits = parse_bandwidth(bandwidth)
+    candidates = WRAP_CANDIDATES if workload.offloaded else {"ps": "ps"}
+    predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
+                   for planned in candidates.values()]  # fmt: skip
+    by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
+    chosen = "ps"
+    if "ralp" in by_mode and (by_mode["ralp"].images_per_sec
+                              > by_mode["ps"].images_per_sec * (1 + PLACEMENT_MARGIN)):  # fmt: skip
+        chosen = "ralp"
+    links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
+    return AutoChoice(chosen, workers + ps, bandwidth,
+                      {m: p.images_per_sec for m, p in by_mode.items()}, source,
+                      step_s={m: p.step_time_s for m, p in by_mode.items()},
+                      bytes_per_step={m: float(link.total) for m, link in links.items()},
+                      rule=workload.profile.verdict)  # fmt: skip
 
-    ``mode="auto"`` predicts plain PS and RALP on this cluster with links at ``bandwidth``
-    ('10gbit', required) from ``calibration`` (a :class:`Calibration` or its JSON path; None:
-    measured here first, see :func:`_calibrate_here`) and trains the faster; ``trainer.auto`` says what was chosen and why.
-    The other modes ("skewness", the paper's rule and the default; "ralp"; "ps") pass through.
+
+def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                         threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:  # fmt: skip
+    """``ralp.wrap``'s default decision, with no calibration and no cluster run: the model's
+    compute estimated from its FLOPs at rates a probe of this device measures in about a
+    second (:mod:`ralp.planner.estimate`), its bytes and links from the profiler."""
+    from ralp.planner.estimate import estimate_compute, probe
+    from ralp.profiler.api import profile
+
+    workload = Workload(profile(model, batch_size, threshold=threshold))
+    rates = probe()
+    compute = estimate_compute(workload.table, workload.offloaded, rates)
+    source = f"estimated from the model's FLOPs at this host's rates ({rates.probe_s:.1f} s probe)"
+    return decide(workload, compute, Host(False), cluster, bandwidth, source)
+
+
+WRAP_MODES = ("auto", "skewness", "ralp", "ps")
+ASSUMED_BANDWIDTH = "10gbit"  # the links' rate mode "auto" assumes when none is given
+
+
+def wrap(
+    model,
+    cluster,
+    *,
+    mode: str = "auto",
+    bandwidth: str | None = None,
+    calibration: Calibration | str | None = None,
+    plan=None,
+    optimizer=None,
+    loss=None,
+    metrics=None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    threshold: float = DEFAULT_THRESHOLD,
+    device_type: str = "cpu",
+    connect_timeout: float = 10.0,
+    step_timeout: float = 120.0,
+    sync=None,
+    staleness=None,
+    slow_worker=None,
+    pull_schedule: str = "default",
+):
+    """Place a Keras model on a parameter-server cluster and return a trainer with ``fit``.
+
+    Run it in the coordinator (chief) process, once per process: ParameterServerStrategy
+    connects the whole process to the cluster (``ralp.run_in_fresh_process`` gives a job a
+    process of its own).
+
+    Args:
+        model: a Sequential or functional Keras model with one output (or a trainer to
+            re-place).
+        cluster: a ``ralp.ClusterSpec``, or a mapping ``{"chief": [...], "worker": [...],
+            "ps": [...]}`` of ``host:port`` addresses.
+        mode: ``"auto"`` (default): the planner predicts plain PS and RALP on this cluster
+            and trains the faster; RALP only where it is predicted faster by more than 2%.
+            Without ``calibration`` the model's compute is estimated from its FLOPs at rates
+            a probe of this host measures (about a second; no cluster run).
+            ``"skewness"``: the RALP paper's rule (place iff the parameters' skewness
+            S <= ``threshold``). ``"ralp"``: place at the profiler's split (or ``plan``).
+            ``"ps"``: plain ParameterServerStrategy.
+        bandwidth: mode "auto": the links' rate, tc style ("1gbit", "10gbit"); default
+            "10gbit", assumed and said so in ``trainer.auto.why``.
+        calibration: mode "auto": a ``ralp.Calibration`` or the path of one
+            (``python -m ralp.planner --calibrate``); None estimates the compute from FLOPs.
+        plan: a ``ralp.Plan`` to place by (mode "ralp"), e.g. ``ralp.Plan.load("plan.json")``.
+        optimizer, loss, metrics: default to the compiled model's own, else SGD with
+            momentum, sparse categorical cross-entropy and no extra metrics.
+        batch_size: the per-worker batch the placement is planned for.
+        threshold: the skewness rule's K (modes "skewness" and the rule's verdict in "auto").
+        device_type: "cpu" or "gpu" (each task uses its GPU).
+        connect_timeout: seconds to wait for an unreachable cluster before failing.
+        step_timeout: seconds without a finished step before training fails.
+        sync: None (ParameterServerStrategy's asynchronous scheduling), "bsp", "asp", "ssp"
+            or "dssp" (``staleness`` s, or (s_L, s_U) for DSSP), or a ``ralp.SyncPolicy``.
+        staleness: the bound of "ssp" / "dssp".
+        slow_worker: "INDEX:FACTOR" or "INDEX:+SECONDS": one worker slowed (heterogeneity).
+        pull_schedule: "default", "layer" or "ibatch" (how workers pull their variables).
+
+    Returns:
+        A ``ralp.Trainer``: ``fit``, ``plan`` (which layers run where), ``auto`` (mode
+        "auto": what was chosen and why), ``unwrap()`` (a plain Keras model).
+
+    Raises:
+        ralp.ClusterError: the cluster is unreachable or misconfigured, or ``bandwidth`` is
+            not a rate.
+        ralp.PlannerError: a bad mode, bandwidth or calibration for mode "auto".
+        ralp.PlanError, ralp.ProfileError, ralp.TrainingSetupError, ralp.SyncError: a plan,
+            model, training set-up or synchronization paradigm that cannot be used.
     """
+    from ralp.cluster.spec import ClusterSpec
     from ralp.ps_strategy.trainer import wrap as place
 
+    if mode not in WRAP_MODES:
+        raise PlannerError(f"mode {mode!r}: choose from {', '.join(map(repr, WRAP_MODES))}")
+    if not isinstance(cluster, ClusterSpec):
+        cluster = ClusterSpec.from_dict(cluster)
+    placing = dict(plan=plan, optimizer=optimizer, loss=loss, metrics=metrics,
+                   batch_size=batch_size, threshold=threshold, device_type=device_type,
+                   connect_timeout=connect_timeout, step_timeout=step_timeout, sync=sync,
+                   staleness=staleness, slow_worker=slow_worker, pull_schedule=pull_schedule)  # fmt: skip
     if mode != "auto":
         if bandwidth is not None or calibration is not None:
-            raise ValueError(f"bandwidth= and calibration= are for mode='auto' (the planner's "
-                             f"choice); mode {mode!r} does not use them")  # fmt: skip
-        return place(model, cluster, mode=mode, **options)
-    if options.get("plan") is not None:
-        raise ValueError("mode='auto' chooses between plain PS and RALP at the profiler's "
-                         "split; a plan= is a RALP placement: pass mode='ralp' with it")  # fmt: skip
-    if bandwidth is None:
-        raise ValueError("mode='auto' predicts each mode's throughput, which needs the links' "
-                         "rate: pass bandwidth= ('1gbit', '10gbit'), or use mode='skewness' "
-                         "for the paper's rule")  # fmt: skip
+            raise PlannerError(f"bandwidth= and calibration= are for mode='auto' (the planner's "
+                               f"choice); mode {mode!r} does not use them")  # fmt: skip
+        return place(model, cluster, mode=mode, **placing)
+    if plan is not None:
+        raise PlannerError("mode='auto' chooses between plain PS and RALP at the profiler's "
+                           "split; a plan= is a RALP placement: pass mode='ralp' with it")  # fmt: skip
     keras_model = model.unwrap() if hasattr(model, "unwrap") else model
-    choice = choose_for_cluster(keras_model, cluster, bandwidth, calibration,
-                                batch_size=options.get("batch_size", DEFAULT_BATCH_SIZE),
-                                threshold=options.get("threshold", DEFAULT_THRESHOLD))  # fmt: skip
-    trainer = place(model, cluster, mode=choice.mode, **options)
+    assumed = bandwidth is None
+    rate = ASSUMED_BANDWIDTH if assumed else bandwidth
+    parse_bandwidth(rate)  # a bad rate fails before anything is measured
+    if calibration is None:
+        choice = estimate_for_cluster(keras_model, cluster, rate, batch_size=batch_size,
+                                      threshold=threshold)  # fmt: skip
+    else:
+        choice = choose_for_cluster(keras_model, cluster, rate, calibration,
+                                    batch_size=batch_size, threshold=threshold)  # fmt: skip
+    if assumed:
+        choice = replace(choice, bandwidth=f"{rate} (assumed: pass bandwidth=)")
+    trainer = place(model, cluster, mode=choice.mode, **placing)
     trainer.auto = choice
     return trainer

@@ -20,8 +20,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PlannerError
+from ralp.planner.workload import Workload
+from ralp.profiler.api import profile
 
 CALIBRATION_FORMAT = 1
 DEFAULT_CALIBRATION_STEPS = 5
@@ -89,7 +92,7 @@ class Calibration:
                 return e
         raise PlannerError(
             f"no calibration for {model} at batch {batch_size}, image {image_size}, "
-            f"{num_classes} classes; measure it with python -m ralp.plan --calibrate "
+            f"{num_classes} classes; measure it with python -m ralp.planner --calibrate "
             f"--model {model} --batch-size {batch_size} --image-size {image_size} "
             f"--num-classes {num_classes} --output FILE"
         )
@@ -108,18 +111,26 @@ class Calibration:
     def load(cls, path: str | Path) -> Calibration:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise PlannerError(
-                f"cannot read calibration {path!r} ({e}); write one with python -m ralp.plan "
-                "--calibrate --model NAME --output FILE"
-            ) from None
+        except OSError as e:
+            problem = e.strerror or str(e)
+        except (ValueError, KeyError, TypeError) as e:
+            problem = str(e)
+        raise PlannerError(f"cannot read calibration {str(path)!r}: {problem}; write one with "
+                           "python -m ralp.planner --calibrate --model NAME --output FILE")
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
         """The inverse of :meth:`to_dict` (further keys, such as a bench record's
-        ``measured_at``, are ignored)."""
+        ``measured_at``, are ignored). ValueError says what a malformed one lacks."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a calibration is a JSON object, not a {type(data).__name__}")
+        missing = [k for k in ("format", "host", "entries") if k not in data]
+        if missing:
+            raise ValueError(f"not a calibration: it has no {', '.join(map(repr, missing))}")
         if data.get("format") != CALIBRATION_FORMAT:
             raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
+        if not isinstance(data["host"], dict) or not isinstance(data["entries"], list):
+            raise ValueError("not a calibration: 'host' must be an object, 'entries' a list")
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],
@@ -251,3 +262,18 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
                  stacked=STACKED if offloaded else 1, head_s=head_s)  # fmt: skip
+
+
+def shape_facts(model) -> tuple[int, int]:
+    """(image size, number of classes) of an image classifier: input side, output width."""
+    return int(model.inputs[0].shape[1]), int(model.outputs[0].shape[-1])
+
+
+def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
+                    steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
+    """Measure ``model``'s whole-model and tail step times here (one process)."""
+    work = Workload(profile(model, batch_size))
+    image, classes = shape_facts(model)
+    return measure(model, batch_size, tuple(r.name for r in work.table.rows), work.offloaded,
+                   model_name=model.name, image_size=image, num_classes=classes,
+                   split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip

@@ -1,4 +1,4 @@
-"""``python -m ralp.plan``: predict every mode's throughput for a model and cluster, choose,
+"""``python -m ralp.planner``: predict every mode's throughput for a model and cluster, choose,
 and check the predictions against recorded runs."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import sys
 from collections.abc import Sequence
 from functools import cache
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp._cli import UsageError, fail, finite_float, positive_int, quiet_tensorflow
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.errors import RalpError
 
-PROG = "python -m ralp.plan"
+PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
 
 
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shared-host", action="store_true",
                    help="all tasks share this host's cores (the simulated netns cluster); "
                    "without it a recommendation is for a real cluster, a task per machine")  # fmt: skip
+    p.add_argument("--device-cpus", metavar="CPUS", help="--calibrate: measure on one device "
+                   "of the budgeted simulated cluster of --devices N devices: 'auto' (the "
+                   "bench's default budget) or CPUs per device")  # fmt: skip
     p.add_argument("--output", metavar="FILE", help="--calibrate: the calibration JSON to "
                    "write (entries of an existing file are kept)")  # fmt: skip
     p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")
@@ -49,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="--validate: fit the shared host's capacity on every other "
                    "record and report the errors on the held-out rest")  # fmt: skip
     p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--plot", metavar="PNG", help="draw the prediction")
-    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+    p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
+                   "beside: same name, .csv)")  # fmt: skip
+    p.add_argument("--csv", metavar="CSV", help="write every prediction as CSV here")
+    p.add_argument("--threshold", type=finite_float, default=DEFAULT_THRESHOLD,
                    help="the skewness rule's K, shown beside the planner's choice")  # fmt: skip
     return p
 
@@ -75,19 +81,23 @@ def _calibrate(args) -> str:
     if not args.output:
         raise UsageError("--calibrate needs --output FILE (the calibration JSON to write)")
     steps = args.steps or DEFAULT_CALIBRATION_STEPS
+    if args.device_cpus is not None and args.shared_host:
+        raise UsageError("--device-cpus measures one budgeted device; --shared-host a host "
+                         "whose tasks share its CPUs: give one of them")  # fmt: skip
+    on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
-                            shared_host=args.shared_host, steps=steps)  # fmt: skip
+                            shared_host=args.shared_host, steps=steps, **on_device)  # fmt: skip
         name = args.model
     elif args.keras_model is not None:
         from ralp.profiler.cli import _load_keras_model
 
         model = _load_keras_model(args.keras_model)
         batch = args.batch_size or DEFAULT_BATCH_SIZE
-        new = calibrate(model, batch, shared_host=args.shared_host, steps=steps)
+        new = calibrate(model, batch, shared_host=args.shared_host, steps=steps, **on_device)
         name, image = model.name, new.entries[0].image_size
     else:
         raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
@@ -101,16 +111,23 @@ def _calibrate(args) -> str:
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
         f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
         + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"
-           if host.ring_cpu_s_per_byte is not None else "") + "; host "
-        f"capacity {host.capacity:.2f} concurrent steps; wrote {args.output}"
+           if host.ring_cpu_s_per_byte is not None else "")
+        + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
+           f"; host capacity {host.capacity:.2f} concurrent steps")
+        + f"; wrote {args.output}"
     )
 
 
 def _validate(args) -> str:
-    from ralp.planner import validate
+    from ralp.planner import repeats, validate
     from ralp.planner.calibration import Calibration
 
     records = validate.load_records(args.validate)
+    if not records:
+        raise UsageError(f"no successful netns run in {' '.join(args.validate)}: nothing to "
+                         "validate (python -m ralp.bench --backend netns --out FILE records some)")  # fmt: skip
+    if any(repeats.budgeted(r) for _, r in records) and not args.fit_half:
+        return _validate_repeats(args, [r for _, r in records if repeats.budgeted(r)])
     carried = sum(1 for _, r in records if r.get("calibration"))
     if not args.compute_profile and carried < len(records):
         raise UsageError(f"--validate needs --compute-profile FILE (a calibration JSON): "
@@ -142,10 +159,33 @@ def _validate(args) -> str:
     return (note + "\n" if note else "") + validate.to_text(rows)
 
 
+def _validate_repeats(args, records: list[dict]) -> str:
+    """Budgeted records: each setting's median and noise band (ralp.planner.repeats)."""
+    import json
+
+    from ralp.planner import repeats, validate
+    from ralp.planner.calibration import Calibration
+
+    missing = sum(1 for r in records if not r.get("calibration"))
+    if missing and not args.compute_profile:
+        raise UsageError(f"--validate needs --compute-profile FILE: {missing} of the "
+                         f"{len(records)} budgeted records carry no calibration of their own "
+                         "(python -m ralp.bench --calibrate)")  # fmt: skip
+    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+
+    def predicted(setting) -> float:
+        own = next((r for r in setting.records if r.get("calibration")), setting.records[0])
+        return validate.predict_record(own, cal, _zoo_workload)
+
+    report = repeats.validate(repeats.settings_of(records), predicted)
+    if args.format == "json":
+        return json.dumps(report, indent=2)
+    return repeats.to_text(report)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     quiet_tensorflow()
-    from ralp.planner.modes import PlannerError
 
     try:
         if args.calibrate:
@@ -156,8 +196,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             from ralp.planner.recommend import recommend_cli
 
             output = recommend_cli(args, _zoo_workload)
-    except (UsageError, PlannerError, ValueError) as e:
+    except (RalpError, ValueError) as e:
         return fail(PROG, str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        return 130
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     return 0
 

@@ -4,14 +4,27 @@ control group of its own first and sizes TensorFlow's thread pools to it, as a b
 
 On a real cluster a task computes on its own device; on the budgeted simulated cluster it
 computes within its budget. Either way, a step time measured here is what one device of that
-cluster takes, with no other process lending it CPU.
+cluster takes, with no other process lending it CPU. The CPU cost of a byte (gRPC's and
+Gloo's) is CPU seconds whatever the budget: a device spends it at its budget's pace
+(:attr:`ralp.planner.model.Host.device_cpus`).
 """
 
 from __future__ import annotations
 
 from ralp.cluster.fresh_process import run_in_fresh_process
 from ralp.emulation.budget import Budget, budget_for
-from ralp.planner.calibration import DEFAULT_CALIBRATION_STEPS, Entry
+from ralp.errors import warn
+from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
+from ralp.planner.calibration import (
+    DEFAULT_CALIBRATION_STEPS,
+    Calibration,
+    Entry,
+    calibrate_entry,
+    load_source,
+    this_machine,
+)
+from ralp.planner.model import Host
+from ralp.planner.transfer import measure_transfer
 
 DEVICE = "dev"  # the one control group of a device calibration
 
@@ -32,11 +45,28 @@ def device_entry(source: str, batch_size: int, image_size: int, num_classes: int
     return entry, budget
 
 
+def calibrate_device(source: str, batch_size: int, image_size: int, num_classes: int,
+                     cpus: str = "auto", devices: int = 4, *,
+                     steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
+    """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
+    (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
+    (left out, with a warning, where Horovod is missing), and the devices' CPUs."""
+    entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
+                                 devices=devices, steps=steps)  # fmt: skip
+    message_s, cpu_s_per_byte, _ = measure_transfer()
+    try:
+        ring, _ = measure_allreduce()
+    except AllreduceProbeError as e:
+        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")  # fmt: skip
+        ring = None
+    host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
+                device_cpus=budget.cpus)  # fmt: skip
+    machine = f"{this_machine()}, {budget.describe()}"
+    return Calibration(host, [entry], machine)
+
+
 def _entry(source: str, batch_size: int, image_size: int, num_classes: int, steps: int) -> Entry:
     from dataclasses import replace
-
-    from ralp.planner.api import calibrate_entry
-    from ralp.planner.calibration import load_source
 
     net = load_source(source, num_classes, image_size)
     entry = calibrate_entry(net, batch_size, steps=steps)

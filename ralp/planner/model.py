@@ -83,6 +83,10 @@ class Host:
     # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
     # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
     ring_cpu_s_per_byte: float | None = None
+    # A cluster of devices (``shared`` False): the CPUs each task's device has, where the CPU
+    # work of its bytes runs beside its compute (a budgeted simulated device's budget, or
+    # what a real node gives one task). None: not known, the bytes' CPU is not counted.
+    device_cpus: float | None = None
 
     def capacity_at(self, processes: int) -> float:
         """Single-process steps the host runs at once with ``processes`` processes computing:
@@ -224,6 +228,31 @@ def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Sta
                    host.speedups(workers))  # fmt: skip
 
 
+def _on_device(host: Host, cpu_s: float) -> float:
+    """Seconds a device of a cluster of devices spends on ``cpu_s`` CPU seconds of byte work
+    (its budget's pace); 0 where the devices' CPUs are not known (a real cluster's node is
+    assumed to hide it in spare cores)."""
+    return cpu_s / host.device_cpus if host.device_cpus else 0.0
+
+
+def _grpc_end_s(host: Host, nbytes: float) -> float:
+    """One end's share of gRPC's CPU for ``nbytes`` (``cpu_s_per_byte`` counts both ends),
+    on its device."""
+    return _on_device(host, host.cpu_s_per_byte / 2 * nbytes)
+
+
+def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
+                        ps_work_s: float = 0.0) -> list[Station]:  # fmt: skip
+    """A cluster of devices' CPU stations of a PS mode, per worker batch: each worker's
+    device (a delay: ``work_s`` and its end of every transfer) and the busiest PS task's (a
+    queue: ``ps_work_s``, such as RALP's tail in the critical section, and its end of every
+    transfer: on a budgeted device its gRPC work and its compute take turns on one budget)."""
+    ps_bytes = max((tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)), default=0)
+    worker = Station("worker device", work_s + _grpc_end_s(host, links.total / workers), False)
+    ps = Station("busiest PS device", ps_work_s + _grpc_end_s(host, ps_bytes / workers), True)
+    return [worker, ps]
+
+
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                  host: Host) -> float:  # fmt: skip
     """Plain PS (ParameterServerStrategy): each worker pulls every variable from its PS task
@@ -233,10 +262,10 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     link, its two directions in turn (:func:`_link_stations`). Assumption: the PS's own
     update work is part of ``compute.full_s``."""
     if host.shared:
-        cpu = _shared_cpu(compute.full_s, links, workers, host)
+        cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
-        cpu = Station("compute", compute.full_s, False)
-    stations = [cpu, *_link_stations(links, workers, bandwidth, duplex=False)]
+        cpu = _ps_device_stations(links, workers, host, compute.full_s)
+    stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=False)]
     return mva_cycle_time(stations, workers)
 
 
@@ -252,9 +281,8 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     stations = _link_stations(links, workers, bandwidth, duplex=True)
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
-    else:
-        stations.append(Station("head", compute.head_s, False))
-        stations.append(Station("PS critical section (tail)", compute.tail_s, True))
+    else:  # the PS's device runs every tail (its critical section) and its end of the bytes
+        stations += _ps_device_stations(links, workers, host, compute.head_s, compute.tail_s)
     return mva_cycle_time(stations, workers)
 
 
@@ -271,7 +299,15 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, host.ring_cost * links.total))  # fmt: skip
-    return compute.full_s + ring_s
+    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx)
+
+
+def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float) -> float:
+    """A lockstep phase that only moves bytes on a cluster of devices: the wire, or the
+    busiest rank's CPU work on its device, the slower (Gloo sends a chunk while it reduces
+    the previous one). ``rank_bytes``: what that rank sends, or half of what it sends and
+    receives (:attr:`Host.ring_cost` is the CPU of both ends per byte sent)."""
+    return max(wire_s, _on_device(host, host.ring_cost * rank_bytes))
 
 
 def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
@@ -335,8 +371,13 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
                 "exchange": host.bytes_phase_s(exchange,
                                                host.ring_cost * (links.total - ring_bytes)),
                 "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}  # fmt: skip
-    return {"heads": compute.head_s, "tail": compute.tail_group_s(group), "exchange": exchange,
-            "rings": rings}  # fmt: skip
+    # On devices: the FC rank's end of its group's exchange (a Gloo alltoall), and each
+    # rank's share of the rings, on its device (:func:`_device_bytes_phase`).
+    fc_bytes = max(tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
+    ring_bytes = max(head_ring, tail_ring if fc > 1 else 0)
+    return {"heads": compute.head_s, "tail": compute.tail_group_s(group),
+            "exchange": _device_bytes_phase(host, exchange, fc_bytes / 2),
+            "rings": _device_bytes_phase(host, rings, ring_bytes)}  # fmt: skip
 
 
 # One step-time function per mode, all with the same signature; a mode's (workers, ps)

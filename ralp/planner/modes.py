@@ -17,13 +17,15 @@ In a ``stanza`` job, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
 from __future__ import annotations
 
+from ralp.errors import RalpError
+
 MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
 # The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
 PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 
 
-class PlannerError(ValueError):
+class PlannerError(RalpError, ValueError):
     """A planning request that cannot be answered as asked; the message says what to change."""
 
 
@@ -54,5 +56,8 @@ def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
             f"mode {mode!r} needs at least 2 devices (a worker and a PS), got {devices}"
         )
     if mode == "ralp-h":
-        return max(1, devices // 2), 1
+        if devices % 2:
+            raise PlannerError(f"mode 'ralp-h' gives half the devices to workers and one to the "
+                               f"PS: N must be even, got {devices}")  # fmt: skip
+        return devices // 2, 1
     return devices - 1, 1

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from ralp._cli import UsageError
 from ralp.defaults import DEFAULT_BATCH_SIZE
@@ -69,9 +70,61 @@ def _bits_text(bits: int) -> str:
     return f"{bits / 1e9:g}gbit" if bits >= 10**9 else f"{bits / 1e6:g}mbit"
 
 
+def how_to_run(rec: Recommendation, p: Prediction) -> str:
+    """The settings that run prediction ``p``: the bench's command and, for PS modes, the
+    ``ralp.wrap`` call (Horovod modes run inside ``horovodrun``: docs/training.md)."""
+    fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
+    bench = (f"python -m ralp.bench --backend tf-config --models {rec.model} --modes {p.mode} "
+             f"--devices {p.devices}{fc} --batch-size {rec.batch_size}")  # fmt: skip
+    wrap = {"ps": "ps", "ralp-h": "ralp", "ralp-n": "ralp"}.get(p.mode)
+    if wrap is None:
+        return bench
+    return f"{bench}; or ralp.wrap(model, cluster, mode={wrap!r}) on {p.workers} workers + {p.ps} PS"
+
+
+def lead(rec: Recommendation) -> list[str]:
+    """The answer first: per (bandwidth, N), the best mode, its margin over the runner-up and
+    over plain PS, and how to run it."""
+    out = []
+    by_key: dict[tuple[int, int], list[Prediction]] = {}
+    for p in rec.predictions:
+        by_key.setdefault((p.bandwidth_bits, p.devices), []).append(p)
+    for (bits, n), found in by_key.items():
+        ranked = sorted(found, key=lambda p: -p.images_per_sec)
+        best = ranked[0]
+        parts = [f"N={n} at {_bits_text(bits)}: {best.mode} ({best.workers} + {best.ps}), "
+                 f"{best.images_per_sec:.1f} images/s"]  # fmt: skip
+        if len(ranked) > 1:
+            parts.append(f"{best.images_per_sec / ranked[1].images_per_sec:.2f}x the runner-up "
+                         f"{ranked[1].mode}")  # fmt: skip
+        ps = next((p for p in found if p.mode == "ps"), None)
+        if ps is not None and best.mode != "ps":
+            parts.append(f"{best.images_per_sec / ps.images_per_sec:.2f}x plain PS")
+        out.append(", ".join(parts))
+        out.append(f"    run it: {how_to_run(rec, best)}")
+    return out
+
+
+def to_csv(rec: Recommendation) -> str:
+    """Every prediction, one row each (the table's figures, for scripts and spreadsheets)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["model", "batch_size", "bandwidth_bits", "devices", "mode", "workers",
+                     "ps", "step_time_s", "images_per_sec", "best"])  # fmt: skip
+    best = {(p.bandwidth_bits, p.devices): p.mode for p in rec.best()}
+    for p in rec.predictions:
+        writer.writerow([rec.model, rec.batch_size, p.bandwidth_bits, p.devices, p.mode,
+                         p.workers, p.ps, f"{p.step_time_s:.6g}", f"{p.images_per_sec:.6g}",
+                         best[(p.bandwidth_bits, p.devices)] == p.mode])  # fmt: skip
+    return buffer.getvalue()
+
+
 def to_text(rec: Recommendation) -> str:
-    lines = [f"{rec.model}, batch {rec.batch_size} per worker; skewness rule: "
-             f"{rec.skewness_verdict}", ""]  # fmt: skip
+    lines = [f"{rec.model}, batch {rec.batch_size} per worker: the fastest mode", *lead(rec), "",
+             f"skewness rule: {rec.skewness_verdict}", ""]  # fmt: skip
     head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in PREDICTED_MODES)
     lines += [head + "  best (workers + PS)", "-" * (len(head) + 22)]
     by_key = {(p.bandwidth_bits, p.devices, p.mode): p for p in rec.predictions}
@@ -155,7 +208,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
                         split_after=work.profile.candidate_split_after)  # fmt: skip
         cal = Calibration(Host(args.shared_host), [entry], this_machine())
         keep = ("" if args.model is None else f"; to plan again without measuring: python -m "
-                f"ralp.plan --calibrate --model {name} --batch-size {batch} --image-size "
+                f"ralp.planner --calibrate --model {name} --batch-size {batch} --image-size "
                 f"{image} --output cal.json, then --compute-profile cal.json")  # fmt: skip
         print(f"measured {name} here (batch {batch}, {image} px): whole model {entry.full_s:.2f}"
               f" s, tail {entry.tail_s:.2f} s per step, in {time.perf_counter() - started:.0f}"
@@ -166,4 +219,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     rec = recommend(work, entry.compute, host, args.devices, bandwidths)
     if args.plot:
         plot(rec, args.plot)
+    csv_path = args.csv or (str(Path(args.plot).with_suffix(".csv")) if args.plot else None)
+    if csv_path:
+        Path(csv_path).write_text(to_csv(rec))
     return json.dumps(rec.to_dict(), indent=2) if args.format == "json" else to_text(rec)

@@ -51,7 +51,7 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
             records = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
             raise PlannerError(f"cannot read bench results {path!r}: {e}") from None
-        if not isinstance(records, list):
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
         for r in records:
             if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")
@@ -102,6 +102,12 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
                         r["batch_size"], r["image_size"], p.images_per_sec,
                         r["images_per_sec"], cal is not calibration))  # fmt: skip
     return rows
+
+
+def predict_record(record: dict, calibration: Calibration | None,
+                   workload_for: WorkloadFor) -> float:
+    """A record's predicted images/s: from the calibration it carries, else ``calibration``."""
+    return predict_records([("", record)], calibration, workload_for)[0].predicted_images_per_sec
 
 
 def errors(rows: Sequence[Row]) -> dict:

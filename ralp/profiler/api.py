@@ -5,6 +5,7 @@ Each stage is its own module; this one chains them and keeps the result in one v
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -146,6 +147,9 @@ def profile(
         raise ProfileError(f"workers must be a positive integer, got {workers!r}")
     if not isinstance(ps, int) or ps < 1:
         raise ProfileError(f"ps must be a positive integer, got {ps!r}")
+    if not isinstance(threshold, int | float) or not math.isfinite(threshold):
+        raise ProfileError(f"threshold must be a finite number (the skewness bound K), got "
+                           f"{threshold!r}")  # fmt: skip
     table = build_layer_table(model, batch_size)
     skew = position_skewness(table.position_weights)
     split_layers = [

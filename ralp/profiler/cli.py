@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp._cli import UsageError, fail, finite_float, positive_int, quiet_tensorflow
 from ralp.defaults import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PS,
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--num-classes", type=positive_int, default=1000,
                    help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")  # fmt: skip
     p.add_argument("--image-size", type=positive_int, help="scale the zoo model's input down")
-    p.add_argument("--threshold", type=float, default=None,
+    p.add_argument("--threshold", type=finite_float, default=None,
                    help=f"skewness threshold K: eligible iff S <= K (default {DEFAULT_THRESHOLD})")  # fmt: skip
     p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
                    help=f"workers W for the byte model (default {DEFAULT_WORKERS})")  # fmt: skip

@@ -19,11 +19,12 @@ import keras
 import tensorflow as tf
 
 from ralp._compat import inbound_nodes, is_functional, keras_history
+from ralp.errors import RalpError
 from ralp.profiler.kinds import rule_for
 from ralp.profiler.skewness import PositionedRow, assign_positions
 
 
-class ProfileError(ValueError):
+class ProfileError(RalpError, ValueError):
     """The model cannot be profiled; the message says why and what to do instead."""
 
 

@@ -19,11 +19,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ralp.errors import RalpError
+
 STATE_VERSION = 1
 KEEP = 3  # checkpoints kept in the directory
 
 
-class CheckpointError(ValueError):
+class CheckpointError(RalpError, ValueError):
     """A checkpoint that cannot be used here (another model, missing, unreadable)."""
 
 

@@ -58,7 +58,8 @@ class FitLoop:
     def __init__(self, trainer, *, dataset_fn: DatasetFn, steps_per_epoch: int, epochs: int,
                  batch_size: int, callbacks: Sequence, hooks: Sequence, verbose: int,
                  make_runner: Callable[[], object], synced: bool, label: str,
-                 checkpointer: Checkpointer | None, restart_timeout: float):  # fmt: skip
+                 checkpointer: Checkpointer | None, restart_timeout: float,
+                 validation=None, initial_epoch: int = 0):  # fmt: skip
         self.trainer = trainer
         self.dataset_fn = dataset_fn
         self.steps_per_epoch, self.epochs, self.batch_size = steps_per_epoch, epochs, batch_size
@@ -67,7 +68,9 @@ class FitLoop:
         self.checkpointer = checkpointer
         self.restart_timeout = restart_timeout
         self.history = History()
-        self.position = Position(worker_batches=[0] * trainer.connection.num_workers)
+        self.position = Position(worker_batches=[0] * trainer.connection.num_workers,
+                                 epoch=initial_epoch)
+        self.validation = validation
         self._inputs = None  # made once per connection, skipping what the position says
         self._pending: list[tuple[Failure, float]] = []  # failures awaiting their time lost
 
@@ -134,6 +137,10 @@ class FitLoop:
         history.images_per_second.append(trained * self.batch_size / seconds if seconds else 0.0)
         pos.epoch, pos.step, pos.epoch_loss_sum, pos.epoch_correct = epoch + 1, 0, 0.0, 0.0
         pos.epoch_metric_sums = [0.0] * len(self._metrics)
+        if self.validation is not None and self.validation.due(epoch):
+            logs.update(self.validation.logs(self.trainer))
+            for key in (k for k in logs if k.startswith("val_")):
+                history.history.setdefault(key, []).append(float(logs[key]))
         if self.checkpointer:
             self._save()
         call_callbacks(self.callbacks, "on_epoch_end", epoch, logs)
@@ -144,11 +151,13 @@ class FitLoop:
         trainer, history, pos = self.trainer, self.history, self.position
         base, seen = pos.done, [0]
 
-        def on_step() -> None:
+        def on_step(fetch) -> None:
             seen[0] += 1
             bar.update(1)
             self._note_time_lost(base + seen[0])
-            call_callbacks(self.callbacks, "on_train_batch_end", pos.step + seen[0] - 1, None)
+            if self.callbacks:  # Keras' batch logs: the step's loss (fetched only if wanted)
+                logs = {"loss": float(np.asarray(fetch()[0]))}
+                call_callbacks(self.callbacks, "on_train_batch_end", pos.step + seen[0] - 1, logs)
 
         trainer.watch.steps_done = lambda: base + seen[0]
         try:
@@ -343,3 +352,54 @@ class FitLoop:
                 self.history.failures.append(Failure(
                     task=event.task, kind="worker", at_step=event.at_step,
                     detected_at=event.lost_at, message="lost; its steps rerun by the others"))  # fmt: skip
+
+
+def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int | None,
+            dataset_fn: DatasetFn | None, validation_data, validation_split: float,
+            validation_freq, initial_epoch: int, callbacks: Sequence, shuffle: bool,
+            seed: int | None, verbose: int, checkpoint_dir, checkpoint_every: int | None,
+            restart_timeout: float) -> History:  # fmt: skip
+    """``Trainer.fit``'s checks, data and loop (its docstring says what each argument does)."""
+    from ralp.models.training import check_training_arrays
+    from ralp.models.validation import validation_for
+    from ralp.ps_strategy.callbacks import StalenessHook
+    from ralp.ps_strategy.data import numpy_dataset_fn
+
+    for name, value in (("batch_size", batch_size), ("epochs", epochs),
+                        ("steps_per_epoch", steps_per_epoch)):  # fmt: skip
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):  # fmt: skip
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not (
+            0 <= initial_epoch < epochs):  # fmt: skip
+        raise ValueError(f"initial_epoch must be an integer in [0, epochs={epochs}), got "
+                         f"{initial_epoch!r}")  # fmt: skip
+    x, y, validation = validation_for(x, y, validation_data=validation_data,
+                                      validation_split=validation_split,
+                                      validation_freq=validation_freq)  # fmt: skip
+    if validation is not None and validation.x is not None:
+        check_training_arrays(validation.x, validation.y, trainer.original, "validation_data")
+    if dataset_fn is None:
+        if x is None or y is None:
+            raise ValueError("fit needs x and y arrays, or a dataset_fn")
+        check_training_arrays(x, y, trainer.original, where="fit")
+        dataset_fn = numpy_dataset_fn(x, y, batch_size, shuffle, seed)
+        steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
+    elif steps_per_epoch is None:
+        raise ValueError("with a dataset_fn, give steps_per_epoch")
+    if checkpoint_every is not None and checkpoint_dir is None:
+        raise ValueError("checkpoint_every needs a checkpoint_dir to write to")
+    sync, slow_worker = trainer.sync, trainer.slow_worker
+    hooks = [cb for cb in callbacks if isinstance(cb, StalenessHook)]
+    if len(hooks) > 1:
+        raise ValueError("give at most one StalenessHook per fit")
+    if hooks:
+        sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
+    checkpointer = None if checkpoint_dir is None else Checkpointer(checkpoint_dir, checkpoint_every)
+    loop = FitLoop(trainer, dataset_fn=dataset_fn, steps_per_epoch=steps_per_epoch,
+                   epochs=epochs, batch_size=batch_size, callbacks=callbacks, hooks=hooks,
+                   verbose=verbose, make_runner=lambda: trainer._steps_runner(sync, slow_worker),
+                   synced=sync is not None, label=f" {sync}" if sync is not None else "",
+                   checkpointer=checkpointer, restart_timeout=restart_timeout,
+                   validation=validation, initial_epoch=initial_epoch)  # fmt: skip
+    return loop.run()

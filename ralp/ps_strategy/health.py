@@ -25,13 +25,13 @@ import contextlib
 import logging
 import re
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ralp._compat import WORKER_FAILED_LOG
 from ralp.cluster.probe import describe, unreachable
 from ralp.cluster.spec import ClusterError, ClusterSpec
+from ralp.errors import warn
 
 Task = tuple[str, int, str]  # (job, index, address)
 
@@ -103,9 +103,8 @@ class ClusterWatch:
             task = f"{job}:{index}"
             self._down[task] = self._recent(task, now) or self._event(task, now)
         if new:
-            warnings.warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
-                          "the remaining workers", ClusterWarning, stacklevel=4)  # fmt: skip
-
+            warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
+                 "the remaining workers", ClusterWarning)  # fmt: skip
 
     def _recent(self, task: str, now: float) -> WorkerEvent | None:
         """The event of ``task`` lost within SAME_FAILURE_S (the probes and the coordinator's

@@ -2,7 +2,8 @@
 
 Its synchronized sibling is :class:`ralp.ps_strategy.sync.SyncedSteps`; both have the same
 shape: built with the traced step, a source of step tokens and the cluster's health check,
-``run(inputs, steps, on_step)`` returns an :class:`EpochRun`. Every step is called with a
+``run(inputs, steps, on_step)`` returns an :class:`EpochRun`; ``on_step(fetch)`` is called as
+each step is seen finished, ``fetch()`` giving its result. Every step is called with a
 token of its own (:class:`ralp.ps_strategy.steps.StepLedger`: a rerun of an applied step
 changes nothing).
 """
@@ -81,7 +82,7 @@ class AsyncSteps:
         self.check_cluster = check_cluster
         self.step_timeout = step_timeout
 
-    def run(self, iterator, steps: int, on_step: Callable[[], None] | None = None) -> EpochRun:
+    def run(self, iterator, steps: int, on_step: Callable[[Callable], None] | None = None) -> EpochRun:
         import tensorflow as tf
 
         window = IN_FLIGHT_PER_WORKER * self.workers
@@ -97,7 +98,7 @@ class AsyncSteps:
                 done += 1
                 end_times.append(time.perf_counter())
                 if on_step is not None:
-                    on_step()
+                    on_step(remotes[done - 1].fetch)
             if done == steps:
                 break
             watch(done)

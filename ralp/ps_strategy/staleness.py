@@ -35,11 +35,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ralp.errors import RalpError
+
 PARADIGMS = ("bsp", "asp", "ssp", "dssp", "dssp-paper")
 DSSP_PARADIGMS = ("dssp", "dssp-paper")
 
 
-class SyncError(ValueError):
+class SyncError(RalpError, ValueError):
     """A synchronization setting that cannot work; the message says what to use instead."""
 
 

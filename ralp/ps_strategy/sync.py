@@ -180,7 +180,7 @@ class SyncedSteps:
         self.gone: set[int] = set()  # lost workers (ASP): left out for the rest of the fit
 
     def run(self, iterators: list, steps: int,
-            on_step: Callable[[], None] | None = None) -> EpochRun:  # fmt: skip
+            on_step: Callable[[Callable], None] | None = None) -> EpochRun:  # fmt: skip
         import tensorflow as tf
 
         server = SyncServer(self.policy, self.workers)
@@ -252,7 +252,7 @@ class SyncedSteps:
                         permitted[g] = True
                     lock.notify_all()
                 if on_step is not None:
-                    on_step()
+                    on_step(lambda out=out: out)
                 if slowdown is not None and w == self.slow_worker.index:
                     time.sleep(slowdown.after(pushed - began))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import warnings
 from collections.abc import Sequence
 
 import keras
@@ -30,7 +29,14 @@ from ralp._compat import (
 from ralp.cluster.probe import unreachable
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
-from ralp.models.training import BatchMetrics, default_loss, optimizer_factory, training_setup
+from ralp.errors import warn
+from ralp.models.training import (
+    BatchMetrics,
+    default_loss,
+    evaluate_model,
+    optimizer_factory,
+    training_setup,
+)
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan, ps_device
 from ralp.placement.pull_schedule import SCHEDULES as PULL_SCHEDULES
@@ -42,11 +48,11 @@ from ralp.placement.rewriter import (
     split_model,
 )
 from ralp.profiler.api import Profile
-from ralp.ps_strategy.callbacks import History, StalenessHook
-from ralp.ps_strategy.checkpoints import Checkpointer, read_checkpoint
+from ralp.ps_strategy.callbacks import History
+from ralp.ps_strategy.checkpoints import read_checkpoint
 from ralp.ps_strategy.connect import Connection, connect, reconnect
 from ralp.ps_strategy.data import DatasetFn, WorkerInputs, numpy_dataset_fn, worker_device
-from ralp.ps_strategy.fitting import FitLoop
+from ralp.ps_strategy.fitting import run_fit
 from ralp.ps_strategy.health import ClusterWatch
 from ralp.ps_strategy.loops import AsyncSteps
 from ralp.ps_strategy.pull_profile import choose_pulls, layer_forward_times
@@ -241,6 +247,10 @@ class Trainer:
         epochs: int = 1,
         steps_per_epoch: int | None = None,
         dataset_fn: DatasetFn | None = None,
+        validation_data=None,
+        validation_split: float = 0.0,
+        validation_freq: int | Sequence[int] = 1,
+        initial_epoch: int = 0,
         callbacks: Sequence[keras.callbacks.Callback] = (),
         shuffle: bool = True,
         seed: int | None = None,
@@ -249,13 +259,18 @@ class Trainer:
         checkpoint_every: int | None = None,
         restart_timeout: float = DEFAULT_RESTART_TIMEOUT_S,
     ) -> History:
-        """Train for ``epochs`` x ``steps_per_epoch`` batches (a batch runs on one worker).
+        """Train for epochs ``initial_epoch`` .. ``epochs`` - 1 of ``steps_per_epoch`` batches
+        each (a batch runs on one worker), as Keras' ``fit`` does.
 
         Data: arrays ``x``, ``y`` (default ``steps_per_epoch`` = one pass over them), or a
         ``dataset_fn`` returning an endless ``tf.data.Dataset`` of ``(images, labels)`` batches,
-        called on every worker. Callbacks get Keras' train, epoch and train-batch-end hooks
-        (batch hooks in the order steps finished; ``logs`` is None there, since a step's
-        loss is fetched only at the end of the epoch).
+        called on every worker. ``validation_data`` (``(x_val, y_val)`` or a finite dataset
+        of batches) or ``validation_split`` (the last share of ``x``, before shuffling) is
+        evaluated on the coordinator after the epochs ``validation_freq`` names, into
+        ``val_*`` logs and ``History.history``. Callbacks get Keras' hooks with Keras' logs:
+        ``on_train_batch_end(batch, {"loss": ...})`` as steps finish, ``on_epoch_end(epoch,
+        logs)`` with the epoch's loss, accuracy, metrics and ``val_*``; ``model.stop_training``
+        ends the fit (``keras.callbacks.EarlyStopping``).
 
         Failures (:mod:`ralp.ps_strategy.fitting`): with ``checkpoint_dir``, every variable
         (wherever it lives), the optimizers, the step count and the data position are saved
@@ -265,34 +280,13 @@ class Trainer:
         seconds, after which training goes on from the last checkpoint. ``History.failures``
         lists each failure with the steps done again and the time lost.
         """
-        for name, value in (("batch_size", batch_size), ("epochs", epochs),
-                            ("steps_per_epoch", steps_per_epoch)):  # fmt: skip
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):  # fmt: skip
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if dataset_fn is None:
-            if x is None or y is None:
-                raise ValueError("fit needs x and y arrays, or a dataset_fn")
-            dataset_fn = numpy_dataset_fn(x, y, batch_size, shuffle, seed)
-            steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
-        elif steps_per_epoch is None:
-            raise ValueError("with a dataset_fn, give steps_per_epoch")
-        if checkpoint_every is not None and checkpoint_dir is None:
-            raise ValueError("checkpoint_every needs a checkpoint_dir to write to")
-        sync, slow_worker = self.sync, self.slow_worker
-        hooks = [cb for cb in callbacks if isinstance(cb, StalenessHook)]
-        if len(hooks) > 1:
-            raise ValueError("give at most one StalenessHook per fit")
-        if hooks:
-            sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
-        checkpointer = None if checkpoint_dir is None else Checkpointer(checkpoint_dir,
-                                                                        checkpoint_every)  # fmt: skip
-        loop = FitLoop(self, dataset_fn=dataset_fn, steps_per_epoch=steps_per_epoch,
-                       epochs=epochs, batch_size=batch_size, callbacks=callbacks, hooks=hooks,
-                       verbose=verbose, make_runner=lambda: self._steps_runner(sync, slow_worker),
-                       synced=sync is not None, label=f" {sync}" if sync is not None else "",
-                       checkpointer=checkpointer, restart_timeout=restart_timeout)  # fmt: skip
-        return loop.run()
+        return run_fit(self, x, y, batch_size=batch_size, epochs=epochs,
+                       steps_per_epoch=steps_per_epoch, dataset_fn=dataset_fn,
+                       validation_data=validation_data, validation_split=validation_split,
+                       validation_freq=validation_freq, initial_epoch=initial_epoch,
+                       callbacks=callbacks, shuffle=shuffle, seed=seed, verbose=verbose,
+                       checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                       restart_timeout=restart_timeout)  # fmt: skip
 
     def _steps_runner(self, sync: SyncPolicy | None, slow_worker: SlowWorker | None):
         """The loop that runs an epoch's steps: the coordinator's own schedule, or drivers
@@ -344,14 +338,8 @@ class Trainer:
         return plain
 
     def evaluate(self, x, y, batch_size: int = 256) -> dict[str, float]:
-        """Loss and accuracy of the current weights, computed on the coordinator."""
-        plain = self.unwrap()
-        logits = plain.predict(np.asarray(x), batch_size=batch_size, verbose=0)
-        loss = float(self.loss_fn(np.asarray(y), logits))
-        return {
-            "loss": loss,
-            "accuracy": float(np.mean(np.argmax(logits, -1) == np.asarray(y).reshape(-1))),
-        }
+        """Loss, accuracy and the metrics of the current weights, on the coordinator."""
+        return evaluate_model(self.unwrap(), self.loss_fn, self.metrics, x, y, batch_size)
 
     def __repr__(self) -> str:
         return (f"<ralp.Trainer mode={self.mode!r} workers={self.connection.num_workers} "
@@ -432,7 +420,7 @@ def wrap(
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
                          plan=plan, batch_size=batch_size, threshold=threshold)  # fmt: skip
     if choice.warning:
-        warnings.warn(choice.warning, PlacementWarning, stacklevel=2)
+        warn(choice.warning, PlacementWarning)
     resolved = "ps" if choice.plan.is_empty else "ralp"
     return Trainer(model, connection, choice.plan, mode=resolved, profile=choice.profile,
                    optimizer=optimizer, loss=setup.loss, metrics=batch_metrics,

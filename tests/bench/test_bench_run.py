@@ -126,7 +126,7 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     assert entry["full_s"] > entry["tail_s"] > 0 and entry["capacity"] > 0
     assert cal["host"]["shared"] is True and cal["host"]["cpu_s_per_byte"] > 0
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0
-    done = subprocess.run([sys.executable, "-m", "ralp.plan", "--validate", str(out),
+    done = subprocess.run([sys.executable, "-m", "ralp.planner", "--validate", str(out),
                            "--format", "json"], capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -9,12 +9,11 @@ import pytest
 from ralp.bench.records import (
     EXTRA_KEYS,
     RECORD_KEYS,
-    SYNC_RESULT_KEYS,
     RecordError,
     add_speedups,
     make_record,
-    make_sync_result,
 )
+from ralp.experiments.results import SYNC_RESULT_KEYS, make_sync_result
 from tests.bench.records_fixtures import failed, record
 
 

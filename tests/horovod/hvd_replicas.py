@@ -47,7 +47,7 @@ def main() -> None:
             rows = slice(start, start + batch)
             yield to_model_input(images[rows], IMAGE_SIZE), labels[rows]
 
-    history = trainer.fit(batches(), steps)
+    history = trainer.run_steps(batches(), steps)
     final = trainer.weights()
     arrays = {f"initial_{i}": w for i, w in enumerate(initial)}
     arrays.update({f"final_{i}": w for i, w in enumerate(final)})

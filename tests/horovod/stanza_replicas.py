@@ -53,7 +53,7 @@ def main() -> None:
         if k == die_at and rank == trainer.layout.fc_ranks[0]:
             os._exit(3)  # no clean-up, no message: as a crashed machine would
 
-    history = trainer.fit(None if trainer.is_fc else batches(), steps, on_step=on_step)
+    history = trainer.run_steps(None if trainer.is_fc else batches(), steps, on_step=on_step)
     final = [w.numpy() for w in trainer.share_weights().weights]
     arrays = {f"initial_{i}": w for i, w in enumerate(initial)}
     arrays.update({f"final_{i}": w for i, w in enumerate(final)})

@@ -322,3 +322,28 @@ def test_a_failed_build_says_what_failed_and_how_to_retry(tmp_path):
     assert "to retry: scripts/build_horovod.sh --rebuild" in done.stderr
     assert "RALP_HOROVOD=0 ./scripts/setup.sh" in done.stderr
     assert not list((tmp_path / "cache").rglob("*.whl"))
+
+
+@needs_horovod
+@pytest.mark.cluster
+@pytest.mark.parametrize("kind, ranks", [("horovod", 2), ("stanza", 3)])
+def test_rank_trainers_fit_as_keras_does(kind, ranks, tmp_path):
+    import csv
+
+    script = str(ROOT / "tests" / "horovod" / "keras_fit_ranks.py")
+    run_and_collect(horovodrun_command(ranks, [sys.executable, script, str(tmp_path), kind]),
+                    None, 600)  # fmt: skip
+    seen = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(ranks)]
+    history = seen[0]["history"]
+    # every rank has the same epoch logs (collectives), with val_*, and stopped together
+    assert all(s["history"] == history for s in seen)
+    assert set(history) >= {"loss", "val_loss", "val_accuracy"} and len(history["loss"]) == 2
+    assert all(s["stopped_epoch"] == 1 for s in seen)
+    # Keras' batch logs: a loss where the rank computes one (every Horovod rank; Stanza's FC)
+    with_loss = [r for r, s in enumerate(seen) if all("loss" in b for b in s["batch_logs"])]
+    assert with_loss == (list(range(ranks)) if kind == "horovod" else [ranks - 1])
+    assert all(len(s["batch_logs"]) == 6 for s in seen)
+    with open(tmp_path / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["epoch"] for r in rows] == ["0", "1"]
+    assert float(rows[1]["val_loss"]) == pytest.approx(history["val_loss"][1], rel=1e-5)

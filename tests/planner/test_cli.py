@@ -1,4 +1,4 @@
-"""``python -m ralp.plan``: validation output, recommendation, and bad input (exit 2)."""
+"""``python -m ralp.planner``: validation output, recommendation, and bad input (exit 2)."""
 
 import json
 import subprocess
@@ -77,7 +77,7 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
     (["--model", "nope"], "unknown model"),
 ])  # fmt: skip
 def test_bad_input_exits_2_without_a_traceback(argv, message):
-    done = subprocess.run([sys.executable, "-m", "ralp.plan", *argv], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "ralp.planner", *argv], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr

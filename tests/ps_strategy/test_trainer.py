@@ -192,3 +192,29 @@ def test_sequential_model_callbacks_and_the_ps_lock():
     assert out["locks"] == 1
     assert len(out["updates"]) >= 4  # Adam: kernels, biases and their slots
     assert out["updates_after_release"] == []
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("mode", ["ralp", "ps"])
+def test_fit_takes_validation_and_keras_callbacks_as_keras_does(mode, tmp_path):
+    import csv
+
+    with LocalCluster(workers=2, ps=1) as cluster:
+        out = run_in_fresh_process(jobs.fit_like_keras, cluster.spec, str(tmp_path), mode,
+                                   timeout=600)  # fmt: skip
+    history = out["history"]
+    # EarlyStopping saw val_loss not improve by 10 and stopped after epoch 1 (patience 1)
+    assert out["stopped_epoch"] == 1 and len(history["loss"]) == 2
+    assert set(history) >= {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert len(history["val_loss"]) == 2 and all(v > 0 for v in history["val_loss"])
+    # Keras' batch logs: the step's loss, every step
+    assert out["batches_logged"] == 6 and all(set(logs) == {"loss"} for logs in out["batch_logs"])
+    with open(tmp_path / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["epoch"] for r in rows] == ["0", "1"]
+    assert float(rows[1]["val_loss"]) == pytest.approx(history["val_loss"][1], rel=1e-5)
+    assert out["checkpoint_matches"]  # ModelCheckpoint saved the trained weights
+    assert out["evaluated"]["loss"] == pytest.approx(history["val_loss"][-1], rel=1e-4)
+    # validation_split, validation_freq=2 and initial_epoch=1: epochs 1 and 2, validated after 2
+    split = out["split_history"]
+    assert len(split["loss"]) == 2 and len(split["val_loss"]) == 1

@@ -1,6 +1,6 @@
 """Synchronization paradigms on real data: test accuracy against wall time, one slow worker.
 
-    python -m ralp.bench.sync_experiment --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \\
+    python -m ralp.experiments.sync --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \\
         --workers 4 --slow-worker 0:2 --steps 480 --target 0.9 --out sync.json --plot sync.png
 
 Each paradigm trains the zoo's lenet (28 px) on scikit-learn's handwritten digits (75% to
@@ -14,142 +14,22 @@ time to reach ``--target`` accuracy, iterations per second, waiting time, larges
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import statistics
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
+from ralp._cli import positive_int, quiet_tensorflow
 from ralp.defaults import DEFAULT_BANDWIDTH, DEFAULT_BATCH_SIZE
+from ralp.experiments.digits import (
+    median_time_to,
+    saved_or_new,
+    sync_curve,
+    write_results,
+)
 
-PROG = "python -m ralp.bench.sync_experiment"
+PROG = "python -m ralp.experiments.sync"
 DEFAULT_SYNCS = ("bsp", "asp", "ssp:3", "ssp:9", "ssp:15", "dssp:3:15")
-IMAGE = 28
-
-
-def digits_split(seed: int = 0):
-    """(x_train, y_train, x_test, y_test): the digits at 8x8x1 in [0, 1], stratified 75/25."""
-    import numpy as np
-    from sklearn.model_selection import train_test_split
-
-    from ralp.models.digits import digits_arrays
-
-    images, labels = digits_arrays(seed)
-    x_train, x_test, y_train, y_test = train_test_split(images, labels, test_size=0.25,
-                                                        random_state=seed, stratify=labels)  # fmt: skip
-    return x_train, y_train.astype(np.int32), x_test, y_test.astype(np.int32)
-
-
-def sharded_dataset_fn(x_train, y_train, batch: int, seed: int):
-    """The training digits sharded over the workers (by input pipeline), each shard shuffled
-    with its own seed, repeated, batched and scaled to the model's input on the worker."""
-    import tensorflow as tf
-
-    from ralp.models.digits import to_model_input
-
-    def dataset_fn(context=None):
-        shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
-            else (0, 1)  # fmt: skip
-        xs, ys = x_train[shard::shards], y_train[shard::shards]
-        return (tf.data.Dataset.from_tensor_slices((xs, ys))
-                .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
-                .batch(batch, drop_remainder=True)
-                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
-
-    return dataset_fn
-
-
-def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, batch: int,
-               learning_rate: float, eval_every: float, seed: int,
-               read_links=None) -> dict:  # fmt: skip
-    """The coordinator's job: train under ``sync``; weight snapshots over time, evaluated."""
-    import keras
-    import numpy as np
-
-    import ralp
-    from ralp.models.digits import to_model_input
-
-    x_train, y_train, x_test, y_test = digits_split(seed)
-    dataset_fn = sharded_dataset_fn(x_train, y_train, batch, seed)
-
-    keras.utils.set_random_seed(seed)
-    model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
-    initial = model.get_weights()  # before wrap: PSS makes the local variables unreadable
-    trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
-                        batch_size=batch, sync=sync, slow_worker=slow_worker)  # fmt: skip
-    snapshots: list[tuple[float, int, list]] = []
-    done = [0]
-    stop = threading.Event()
-
-    class Count(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            done[0] += 1
-
-    start = time.perf_counter()
-
-    def watch() -> None:
-        while not stop.wait(eval_every):
-            snapshots.append((time.perf_counter() - start, done[0], trainer.get_weights()))
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    links_before = dict(read_links()) if read_links else None
-    watcher.start()
-    try:
-        history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
-                              verbose=0, callbacks=[Count()])  # fmt: skip
-    finally:
-        stop.set()
-        watcher.join()
-    wall = time.perf_counter() - start
-    links_after = dict(read_links()) if read_links else None
-    snapshots.append((wall, done[0], trainer.get_weights()))
-
-    plain = trainer.unwrap()
-    x_eval = to_model_input(x_test, IMAGE)
-    curve = []
-    for t, n, weights in [(0.0, 0, initial), *snapshots]:
-        plain.set_weights(weights)
-        logits = plain.predict(x_eval, batch_size=512, verbose=0)
-        accuracy = float(np.mean(np.argmax(logits, -1) == y_test))
-        curve.append({"time_s": t, "steps": n, "accuracy": accuracy})
-    record = history.sync[0].to_dict() if history.sync else {}
-    counts = np.bincount(history.step_workers, minlength=len(spec.workers)).tolist() \
-        if history.step_workers else None  # fmt: skip
-    return {
-        "sync": sync, "slow_worker": slow_worker, "mode": trainer.mode, "steps": steps,
-        "batch_size": batch, "learning_rate": learning_rate, "wall_s": wall,
-        "iterations_per_s": steps / wall, "curve": curve,
-        "final_accuracy": curve[-1]["accuracy"],
-        "max_gap": record.get("max_gap"), "total_waiting_s": record.get("total_waiting_s"),
-        "waiting_s": record.get("waiting_s"), "steps_per_worker": counts,
-        "dssp_decisions": len(record.get("decisions", [])),
-        "slow_delay_s": record.get("slow_delay_s"),
-        # Bytes each link carried while training (netns): the steps run on the workers, so
-        # the chief's link carries only control and the weight snapshots.
-        "link_bytes": {t: links_after[t].total - links_before[t].total for t in links_after}
-        if links_after else None,
-    }  # fmt: skip
-
-
-def time_to(curve: list[dict], target: float) -> float | None:
-    """The first time the accuracy reached ``target`` (None if it never did)."""
-    for point in curve:
-        if point["accuracy"] >= target:
-            return point["time_s"]
-    return None
-
-
-def median_time_to(runs: list[dict], target: float) -> float | None:
-    """The median over ``runs`` (seeds) of the time to ``target``; a run that never got there
-    counts as infinitely long, so the median is None when fewer than half did."""
-    times = sorted(t if (t := time_to(r["curve"], target)) is not None else math.inf
-                   for r in runs)  # fmt: skip
-    value = statistics.median(times) if times else math.inf
-    return None if math.isinf(value) else value
 
 
 def _by_sync(results: list[dict]) -> dict[str, list[dict]]:
@@ -286,9 +166,10 @@ def _run(args) -> list[dict]:
 
     from ralp.bench.config import BenchRequest
     from ralp.bench.launcher import Launcher
-    from ralp.bench.records import make_sync_result, short_error
+    from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
     from ralp.cluster.spec import ClusterError
+    from ralp.experiments.results import make_sync_result
     from ralp.ps_strategy.staleness import SyncPolicy
     from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
@@ -321,26 +202,6 @@ def _run(args) -> list[dict]:
         results.append(make_sync_result(figures.pop("sync"), where, figures))
     write_results(args, results)
     return results
-
-
-def saved_or_new(prog: str, args, run_new) -> list[dict] | int:
-    """An experiment's results: saved ones (``--show``) or ``run_new(args)``'s; an exit code
-    instead when the input was bad (2) or the run was interrupted (130)."""
-    try:
-        return json.loads(Path(args.show).read_text())["results"] if args.show else run_new(args)
-    except (UsageError, ValueError, OSError) as e:
-        return fail(prog, str(e))
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; everything it started was stopped", file=sys.stderr)
-        return 130
-
-
-def write_results(args, results: list[dict]) -> None:
-    """Save an experiment's results with its arguments to ``--out``, if given."""
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
-        print(f"wrote {args.out}")
 
 
 def main() -> None:

@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-from ralp.bench.records import SYNC_RESULT_KEYS
-from ralp.bench.sync_experiment import plot_title, table, time_to
+from ralp.experiments.digits import time_to
+from ralp.experiments.results import SYNC_RESULT_KEYS
+from ralp.experiments.sync import plot_title, table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -37,7 +38,7 @@ def _run(sync, seed, times, gap):
 
 
 def test_medians_over_seeds_and_targets_a_paradigm_never_reached():
-    from ralp.bench.sync_experiment import median_time_to
+    from ralp.experiments.digits import median_time_to
 
     runs = [_run("asp", 0, [(1.0, 0.5), (2.0, 0.91), (3.0, 0.96)], 7),
             _run("asp", 1, [(1.0, 0.5), (4.0, 0.92)], 9),
@@ -66,7 +67,7 @@ def test_the_plot_title_comes_from_the_saved_results():
 @pytest.mark.cluster
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "sync.json", tmp_path / "sync.png"
-    p = subprocess.run([sys.executable, "-m", "ralp.bench.sync_experiment", "--syncs", "bsp",
+    p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "bsp",
                         "dssp-paper:1:3", "--workers", "2", "--slow-worker", "1:2", "--steps", "16",
                         "--backend", "local", "--eval-every", "0.5", "--out", str(out),
                         "--plot", str(png)], capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -86,6 +87,6 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
 
 
 def test_bad_paradigm_is_refused_before_any_cluster():
-    p = subprocess.run([sys.executable, "-m", "ralp.bench.sync_experiment", "--syncs", "ssp",
+    p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "ssp",
                         "--backend", "local"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert p.returncode == 2 and "ssp needs its bound" in p.stderr

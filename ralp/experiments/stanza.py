@@ -1,7 +1,7 @@
 """Stanza's accuracy experiment, in its structure: layer separation against plain PS on real
 data, over a network where plain PS is network-bound.
 
-    python -m ralp.bench.stanza_experiment --workers 2 4 --bandwidth 1gbit --samples 19200 \\
+    python -m ralp.experiments.stanza --workers 2 4 --bandwidth 1gbit --samples 19200 \\
         --target 0.9 --out stanza_digits.json --plot stanza_digits.png
 
 The zoo's lenet (28 px; 97% of its parameters in its FC layers) trains on scikit-learn's
@@ -36,10 +36,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
-from ralp.bench.sync_experiment import IMAGE, digits_split, sync_curve, time_to, write_results
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.experiments.digits import IMAGE, digits_split, sync_curve, time_to, write_results
 
-PROG = "python -m ralp.bench.stanza_experiment"
+PROG = "python -m ralp.experiments.stanza"
 MODEL = "lenet"
 
 
@@ -78,7 +78,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
     while done < steps:
         chunk = min(eval_steps, steps - done)
         start = time.perf_counter()
-        history = trainer.fit(batches, chunk)
+        history = trainer.run_steps(batches, chunk)
         clock += history.step_end_times[-1] - start
         done += chunk
         snapshots.append((clock, done * conv, trainer.share_weights().get_weights()))
@@ -140,7 +140,7 @@ def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_
     def rank_command(links) -> list[str]:
         fields = {"switch_namespace": links.switch_namespace,
                   "hosts": [list(h) for h in links.hosts]}  # fmt: skip
-        return [sys.executable, "-m", "ralp.bench.stanza_experiment", "--rank",
+        return [sys.executable, "-m", "ralp.experiments.stanza", "--rank",
                 json.dumps(spec), json.dumps(fields)]  # fmt: skip
 
     return launch(rank_command, workers, "netns", bandwidth=bandwidth, fc_ranks=1, timeout=3600)
@@ -271,10 +271,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args) -> list[dict]:
     from tqdm import tqdm
 
-    from ralp.bench.records import make_stanza_result, short_error
+    from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.spec import ClusterError
     from ralp.emulation.iproute import netns_unavailable_reason
+    from ralp.experiments.results import make_stanza_result
     from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason
 
     for reason in (netns_unavailable_reason(), horovod_unavailable_reason()):

@@ -1,6 +1,6 @@
 """Chaos benchmark: training that survives killed tasks, against a failure-free run.
 
-    python -m ralp.bench.chaos --modes ralp ps --workers 3 --steps 300 \\
+    python -m ralp.experiments.chaos --modes ralp ps --workers 3 --steps 300 \\
         --kill worker:1@100 ps:0@200 --checkpoint-every 25 --out chaos.json
 
 Per mode, the zoo's lenet (28 px) trains on scikit-learn's digits (75% to train, sharded over
@@ -30,16 +30,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ralp._cli import UsageError, positive_int, quiet_tensorflow, words
-from ralp.bench.sync_experiment import (
+from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.experiments.digits import (
     IMAGE,
     digits_split,
     saved_or_new,
     sharded_dataset_fn,
     write_results,
 )
-from ralp.defaults import DEFAULT_BANDWIDTH
 
-PROG = "python -m ralp.bench.chaos"
+PROG = "python -m ralp.experiments.chaos"
 MODES = ("ralp", "ps")
 OPTIMIZERS = ("adam", "sgd")  # --optimizer: Keras' Adam or SGD (no momentum)
 
@@ -265,9 +265,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args) -> list[dict]:
     from ralp.bench.config import BenchRequest
     from ralp.bench.launcher import Launcher
-    from ralp.bench.records import make_chaos_result, short_error
+    from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.spec import ClusterError
+    from ralp.experiments.results import make_chaos_result
 
     modes = words(args.modes)
     unknown = [m for m in modes if m not in MODES]

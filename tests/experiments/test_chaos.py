@@ -5,8 +5,9 @@ tests/ps_strategy/test_failures.py.)"""
 import pytest
 
 from ralp._cli import UsageError
-from ralp.bench.chaos import Kill, run, table
-from ralp.bench.records import CHAOS_RESULT_KEYS, RecordError, make_chaos_result
+from ralp.bench.records import RecordError
+from ralp.experiments.chaos import Kill, run, table
+from ralp.experiments.results import CHAOS_RESULT_KEYS, make_chaos_result
 
 
 def test_kills_parse_and_bad_ones_say_how_to_write_them():

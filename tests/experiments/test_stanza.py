@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from ralp.bench.records import STANZA_RESULT_KEYS, RecordError, make_stanza_result
-from ralp.bench.stanza_experiment import _figures, table
+from ralp.bench.records import RecordError
 from ralp.emulation.iproute import netns_unavailable_reason
+from ralp.experiments.results import STANZA_RESULT_KEYS, make_stanza_result
+from ralp.experiments.stanza import _figures, table
 from ralp.horovod.launch import horovod_unavailable_reason
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -57,7 +58,7 @@ def test_table_gives_stanzas_speedup_over_ps_with_as_many_workers():
 @pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "stanza.json", tmp_path / "stanza.png"
-    p = subprocess.run([sys.executable, "-m", "ralp.bench.stanza_experiment", "--workers", "2",
+    p = subprocess.run([sys.executable, "-m", "ralp.experiments.stanza", "--workers", "2",
                         "--bandwidth", "100mbit", "--samples", "320", "--batch-size", "16",
                         "--eval-every", "0.5", "--eval-steps", "4", "--out", str(out),
                         "--plot", str(png)], capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -77,7 +78,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
 
 
 def test_lr_scaling_gives_stanza_w_or_sqrt_w_times_the_learning_rate_and_ps_its_own():
-    from ralp.bench.stanza_experiment import _parser, learning_rate_for
+    from ralp.experiments.stanza import _parser, learning_rate_for
 
     assert learning_rate_for("stanza", 4, 0.05, "linear") == pytest.approx(0.2)
     assert learning_rate_for("stanza", 4, 0.05, "sqrt") == pytest.approx(0.1)

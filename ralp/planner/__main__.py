@@ -1,4 +1,4 @@
-"""Entry point of ``python -m ralp.plan`` (the code lives in :mod:`ralp.planner.cli`)."""
+"""Entry point of ``python -m ralp.planner`` (the code lives in :mod:`ralp.planner.cli`)."""
 
 import sys
 

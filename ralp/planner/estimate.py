@@ -1,0 +1,106 @@
+"""A model's compute estimated from its FLOPs at this device's measured rates: the planner's
+inputs without a calibration, in about a second.
+
+A calibration times real training steps of the model (seconds to minutes). ``ralp.wrap``'s
+default decision must not cost that, so here the profiler's FLOPs per layer (forward, per
+sample; a training step is taken as three times the forward pass: forward, and the backward
+pass's two products) are divided by rates this device reaches on layers of each kind, measured
+by a probe of a few small training steps (:func:`probe`), plus a fixed cost per layer (the
+framework's per-op overhead, which dominates small layers). The estimate is coarse: it serves
+to tell a network-bound placement decision, where bytes dominate, not to predict a step to
+10%.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ralp.planner.model import Compute
+from ralp.profiler.layer_table import LayerTable
+
+TRAIN_FLOPS_PER_FORWARD = 3  # forward + backward (input and weight gradients)
+PROBE_BUDGET_S = 1.5  # the probe stops timing a kind once its runs took this long in all
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    """What this device computes per second, by layer kind, and a layer's fixed cost."""
+
+    conv_flops_per_s: float
+    fc_flops_per_s: float
+    other_flops_per_s: float  # element-wise layers (activations, pools, norms): memory-bound
+    per_layer_s: float
+    probe_s: float = 0.0  # how long the probe took
+
+    def layer_s(self, kind: str, flops: float) -> float:
+        rate = {"conv": self.conv_flops_per_s, "fc": self.fc_flops_per_s}.get(
+            kind, self.other_flops_per_s)  # fmt: skip
+        return TRAIN_FLOPS_PER_FORWARD * flops / rate + self.per_layer_s
+
+
+def estimate_compute(table: LayerTable, offloaded: tuple[str, ...] | list[str],
+                     rates: DeviceRates) -> Compute:  # fmt: skip
+    """The whole model's, the tail's and the head's step on one worker batch, from FLOPs."""
+    batch = table.batch_size
+    moved = set(offloaded)
+    full = tail = 0.0
+    for row in table.rows:
+        seconds = rates.layer_s(row.kind, row.flops * batch)
+        full += seconds
+        if row.name in moved:
+            tail += seconds
+    return Compute(full, tail, head_measured_s=full - tail)
+
+
+def probe(budget_s: float = PROBE_BUDGET_S) -> DeviceRates:
+    """Time small training steps of a convolution, a dense layer and an element-wise layer
+    in this process (traced once each), and of a stack of tiny layers for the fixed cost
+    of a layer, and derive the rates."""
+    import keras
+
+    started = time.perf_counter()
+    layers = keras.layers
+    cases = {
+        "conv": (layers.Conv2D(64, 3, padding="same"), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
+        "fc": (layers.Dense(1024), (8, 2048), 2 * 2048 * 1024),
+        "other": (layers.ReLU(), (8, 64, 64, 64), 64 * 64 * 64),
+    }  # fmt: skip
+    one = _timed_step(keras.Sequential([layers.Dense(4)]), (8, 4), budget_s / 8)
+    ten = _timed_step(keras.Sequential([layers.Dense(4) for _ in range(10)]), (8, 4), budget_s / 8)
+    per_layer = max(0.0, (ten - one) / 9)
+    rates = {}
+    for kind, (layer, shape, flops_per_sample) in cases.items():
+        seconds = max(_timed_step(layer, shape, budget_s / 4) - one, 1e-6)
+        rates[kind] = TRAIN_FLOPS_PER_FORWARD * flops_per_sample * shape[0] / seconds
+    return DeviceRates(rates["conv"], rates["fc"], rates["other"], per_layer,
+                       time.perf_counter() - started)  # fmt: skip
+
+
+def _timed_step(layer, shape: tuple[int, ...], budget_s: float) -> float:
+    """The median time of a traced training step (forward, gradients) of ``layer`` on a
+    random batch of ``shape``, repeated until ``budget_s`` has passed (at least 3 times)."""
+    import statistics
+
+    import tensorflow as tf
+
+    x = tf.random.normal(shape)
+    layer(x)  # build
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(layer(x))
+        return tape.gradient(y, [x, *layer.trainable_variables])
+
+    step()  # trace
+    times, spent = [], 0.0
+    while len(times) < 3 or spent < budget_s:
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+        spent += times[-1]
+        if len(times) >= 50:
+            break
+    return statistics.median(times)

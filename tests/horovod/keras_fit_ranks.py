@@ -1,0 +1,56 @@
+"""Run by the tests under ``horovodrun``: Keras' fit on a rank trainer, with validation and
+Keras' own callbacks, unmodified.
+
+    python tests/horovod/keras_fit_ranks.py OUT_DIR horovod|stanza
+
+Every rank trains lenet on the same digits arrays (each data rank on its shard) with
+validation data, EarlyStopping on val_loss (a min_delta so large that it stops after its
+patience), a CSVLogger (rank 0 only) and a recorder of the batch logs, and writes what it saw
+to OUT_DIR/rank<r>.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main() -> None:
+    out_dir, kind = sys.argv[1], sys.argv[2]
+    import horovod.tensorflow as hvd
+    import keras
+
+    from ralp.models import build_model
+    from ralp.models.digits import digits_arrays, to_model_input
+
+    hvd.init(process_sets="dynamic" if kind == "stanza" else None)
+    rank = hvd.rank()
+    keras.utils.set_random_seed(7)
+    model = build_model("lenet", num_classes=10, image_size=28)
+    optimizer = keras.optimizers.SGD(learning_rate=0.05)
+    if kind == "stanza":
+        from ralp.horovod.stanza import StanzaTrainer
+
+        trainer = StanzaTrainer(hvd, model, optimizer, fc_workers=1, batch_size=16)
+    else:
+        from ralp.horovod.trainer import HorovodTrainer
+
+        trainer = HorovodTrainer(hvd, model, optimizer)
+    images, labels = digits_arrays(seed=0)
+    x, y = to_model_input(images[:256], 28).numpy(), labels[:256]
+    xv, yv = to_model_input(images[256:320], 28).numpy(), labels[256:320]
+    batch_logs = []
+    stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1, min_delta=10.0)
+    callbacks = [stopper, keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda b, logs: batch_logs.append(dict(logs or {})))]  # fmt: skip
+    if rank == 0:
+        callbacks.append(keras.callbacks.CSVLogger(f"{out_dir}/log.csv"))
+    history = trainer.fit(x, y, batch_size=16, epochs=5, steps_per_epoch=3,
+                          validation_data=(xv, yv), callbacks=callbacks)  # fmt: skip
+    with open(f"{out_dir}/rank{rank}.json", "w") as f:
+        json.dump({"history": history.history, "stopped_epoch": stopper.stopped_epoch,
+                   "batch_logs": batch_logs}, f)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
