@@ -191,15 +191,39 @@ def _traced_through_lowering(name: str, nodes: Mapping[str, object], graph, capt
     """The traced tensor a partition tensor is, or passes through (None if neither): a
     lowered cond's Switch and the inlined branch's input Identity are not in the traced
     function."""
+    switches = []
     for _ in range(8):
         traced = _traced_tensor(graph, name, captured)
         if traced is not None:
             return traced
         node = nodes.get(name.partition(":")[0])
         if node is None or node.op not in _PASS_THROUGH or not node.input:
-            return None
+            break
+        if node.op != "Identity":
+            switches.append(node.name)
         name = node.input[0]
-    return _traced_tensor(graph, name, captured)
+    else:
+        traced = _traced_tensor(graph, name, captured)
+        if traced is not None:
+            return traced
+    # Grappler may have fused the Switch's source away (oneDNN folds a bias gradient into
+    # _MklNativeConv2DBackpropFilterWithBias:1); lowering named the Switch after it.
+    for switch in switches:
+        traced = _switch_source(switch, graph, captured)
+        if traced is not None:
+            return traced
+    return None
+
+
+def _switch_source(switch_name: str, graph, captured: dict):
+    """The traced tensor a lowered cond's Switch was made for: lowering names it
+    ``<cond>/<source op>/_<n>``. Only single-output sources (the output is then known)."""
+    parts = re.sub(r"/_\d+$", "", switch_name).split("/")
+    for i in range(1, len(parts)):
+        op = _traced_op(graph, "/".join(parts[i:]), captured)
+        if op is not None:
+            return op.outputs[0] if len(op.outputs) == 1 else None
+    return None
 
 
 def _constant_shape(node) -> tuple[int, ...] | None:

@@ -137,7 +137,7 @@ def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_
     spec = {"samples": samples, "batch": batch, "learning_rate": learning_rate,
             "eval_steps": eval_steps, "seed": seed}  # fmt: skip
 
-    def rank_command(links) -> list[str]:
+    def rank_command(links, _cpu=None) -> list[str]:  # shared CPUs: no device meter
         fields = {"switch_namespace": links.switch_namespace,
                   "hosts": [list(h) for h in links.hosts]}  # fmt: skip
         return [sys.executable, "-m", "ralp.experiments.stanza", "--rank",

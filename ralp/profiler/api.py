@@ -147,8 +147,8 @@ def profile(
         raise ProfileError(f"workers must be a positive integer, got {workers!r}")
     if not isinstance(ps, int) or ps < 1:
         raise ProfileError(f"ps must be a positive integer, got {ps!r}")
-    if not isinstance(threshold, int | float) or not math.isfinite(threshold):
-        raise ProfileError(f"threshold must be a finite number (the skewness bound K), got "
+    if not isinstance(threshold, int | float) or math.isnan(threshold):  # inf: always eligible
+        raise ProfileError(f"threshold must be a number (the skewness bound K), got "
                            f"{threshold!r}")  # fmt: skip
     table = build_layer_table(model, batch_size)
     skew = position_skewness(table.position_weights)
