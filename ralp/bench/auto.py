@@ -4,10 +4,12 @@ the run matrix is built (:meth:`ralp.bench.config.BenchRequest.runs`).
 The candidates are the modes this runtime offers (horovod and stanza only where Horovod is
 installed), each on its own resources for N devices (:mod:`ralp.planner.modes`; stanza with
 the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their throughput is predicted on
-the simulated cluster the bench runs, the netns backend's tasks sharing this host's cores, at
-the links' rate, from ``--compute-profile FILE`` (a ``python -m ralp.planner --calibrate
---shared-host`` JSON) or, without one, from a calibration measured here first. The run's
-record keeps the choice and why in its ``auto`` field.
+the simulated cluster the bench runs, at
+the links' rate, for the run's devices: on budgeted devices (the default) one device's compute
+measured inside its budget (:func:`ralp.planner.device.calibrate_device`), with
+``--device-cpus shared`` the shared host's model (``--calibrate --shared-host``). From
+``--compute-profile FILE`` the file's compute serves instead of measuring, on the run's
+devices. The run's record keeps the choice and why in its ``auto`` field.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import replace
 
 from ralp.bench.config import ChooseMode
 from ralp.bench.runspec import BenchError
+from ralp.emulation.budget import budget_for
+from ralp.errors import ClusterError
 from ralp.planner.auto import choose, describe
 from ralp.planner.calibration import Calibration
 from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
@@ -40,15 +44,20 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
     loaded = Calibration.load(compute_profile) if compute_profile else None
     measured: dict[tuple, Calibration] = {}
 
-    def calibration_for(model: str, batch: int, image: int, classes: int) -> tuple:
+    def calibration_for(key: tuple, devices: int, cpus: str, budget: float | None) -> tuple:
         if loaded is not None:
-            return loaded, loaded.find(model, batch, image, classes), compute_profile
-        key = (model, batch, image, classes)
-        if key not in measured:
-            from ralp.planner.api import calibrate_zoo
+            return loaded, loaded.find(*key), compute_profile
+        if (key, budget) not in measured:
+            if budget is None:
+                from ralp.planner.api import calibrate_zoo
 
-            measured[key] = calibrate_zoo(*key, shared_host=True)
-        return measured[key], measured[key].entries[0], "measured here"
+                measured[key, budget] = calibrate_zoo(*key, shared_host=True)
+            else:
+                from ralp.planner.device import calibrate_device
+
+                measured[key, budget] = calibrate_device(*key, cpus=cpus, devices=devices)
+        cal = measured[key, budget]
+        return cal, cal.entries[0], "measured here"
 
     def choose_mode(model: str, devices: int, workload: dict) -> tuple[str, dict]:
         from ralp.models import build_model, get_model_spec
@@ -58,13 +67,19 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
         batch = workload["batch_size"] or spec.default_batch_size
         image = workload["image_size"] or spec.default_image_size
         classes = workload["num_classes"]
+        cpus = workload.get("device_cpus", "auto")
         try:
-            cal, entry, source = calibration_for(model, batch, image, classes)
+            # None: shared CPUs (asked, or no control group can be made here)
+            budget = budget_for(cpus, devices).cpus
+            cal, entry, source = calibration_for((model, batch, image, classes), devices, cpus,
+                                                 budget)  # fmt: skip
             work = Workload(profile(build_model(model, classes, image), batch))
-            # The netns cluster's tasks share this host's cores, whatever the file was for.
-            host = entry.host_for(replace(cal.host, shared=True))
+            # The run's devices, whatever the file was measured for.
+            devices_host = (replace(cal.host, shared=True) if budget is None
+                            else replace(cal.host, shared=False, device_cpus=budget))  # fmt: skip
+            host = entry.host_for(devices_host)
             rec = recommend(work, entry.compute, host, [devices], [bits], modes)
-        except PlannerError as e:
+        except (PlannerError, ClusterError) as e:
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
         picked = choose(rec.predictions, bandwidth, describe(replace(cal, host=host), source))
         why = picked.to_dict()

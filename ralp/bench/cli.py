@@ -106,8 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
     p.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run, calibrate it here as python -m ralp.planner --calibrate --shared-host "
-                   "does, and keep that in its records (python -m ralp.planner --validate then "
+                   "run, calibrate it here (on budgeted devices inside one device's budget, as "
+                   "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
+                   "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
                    "predicts each record from the calibration taken beside it)")  # fmt: skip
     p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "

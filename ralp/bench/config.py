@@ -156,7 +156,7 @@ class BenchRequest:
     def runs(self, modes: list[str], choose: ChooseMode | None = None,
              assign: ChooseMode | None = None) -> list[RunSpec]:  # fmt: skip
         """The run matrix: every model x device count x mode x sync paradigm, in that order.
-        Mode auto is resolved here, once per (model, N), by ``choose``; ``--fc-workers auto``
+        Mode auto is resolved here, once per (model, N, device budget), by ``choose``; ``--fc-workers auto``
         by ``assign`` (the planner's choice among stanza's splits)."""
         if self.sync and not set(modes) - set(HOROVOD_MODES):
             raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
@@ -173,11 +173,11 @@ class BenchRequest:
 
     def _mode_runs(self, model: str, mode: str, n: int, cpus: str, choose, assign) -> list:
         if mode == AUTO:
-            return [replace(self._auto_run(model, n, choose), device_cpus=cpus)]
+            return [self._auto_run(model, n, choose, cpus)]
         ps_mode = mode not in HOROVOD_MODES
         syncs = list(self.sync) if self.sync and ps_mode else [None]
         pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
-        return [replace(self._run(model, mode, n, sync, pull, assign), device_cpus=cpus)
+        return [replace(self._run(model, mode, n, sync, pull, assign, cpus), device_cpus=cpus)
                 for sync in syncs for pull in pulls]  # fmt: skip
 
     def cpu_budgets(self, devices: int) -> list[str]:
@@ -199,7 +199,8 @@ class BenchRequest:
         return asked
 
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
-             pull_schedule: str = "default", assign: ChooseMode | None = None) -> RunSpec:  # fmt: skip
+             pull_schedule: str = "default", assign: ChooseMode | None = None,
+             cpus: str = AUTO_CPUS) -> RunSpec:  # fmt: skip
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
                     "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
         if self.workers and mode == "horovod":
@@ -207,7 +208,7 @@ class BenchRequest:
         if mode == "stanza" and self.fc_workers == AUTO:
             if assign is None:
                 raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
-            _, why = assign(model, devices, workload)
+            _, why = assign(model, devices, {**workload, "device_cpus": cpus})
             return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
                                        **workload)  # fmt: skip
         if mode == "stanza" and not (self.workers or self.ps):
@@ -217,10 +218,11 @@ class BenchRequest:
             return RunSpec(model, mode, w + ps, w, ps, **workload)
         return RunSpec.for_devices(model, mode, devices, **workload)
 
-    def _auto_run(self, model: str, devices: int, choose: ChooseMode | None) -> RunSpec:
+    def _auto_run(self, model: str, devices: int, choose: ChooseMode | None,
+                  cpus: str = AUTO_CPUS) -> RunSpec:  # fmt: skip
         if choose is None:
             raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
-        workload = self.workload(model)
+        workload = {**self.workload(model), "device_cpus": cpus}  # each budget its own choice
         mode, why = choose(model, devices, workload)
         return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,
                                    **workload)  # fmt: skip

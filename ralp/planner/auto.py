@@ -30,6 +30,11 @@ from ralp.units import parse_bandwidth
 WRAP_CANDIDATES: dict[str, str] = {"ps": "ps", "ralp": "ralp-n"}
 # RALP must beat plain PS by more than this share to be chosen: a tie keeps the model whole.
 PLACEMENT_MARGIN = 0.02
+# ... and move at least this share fewer bytes: placement's gain is the bytes it saves. Where
+# it saves none (a tiny classifier after global pooling) the two modes' predictions differ
+# only by how the link model serves each (RALP's directions overlap, plain PS's take turns),
+# which is measured on FC-heavy models, not on a step that is plain PS's plus a hop.
+PLACEMENT_MIN_BYTES_SAVED = 0.05
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,8 @@ def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
            source: str) -> AutoChoice:  # fmt: skip
     """Plain PS or RALP on ``cluster``'s workers and PS tasks: RALP where the model predicts
     it faster by more than :data:`PLACEMENT_MARGIN` (the figures are predictions; a tie keeps
-    the model whole), plain PS where nothing lies after a split to place. The choice keeps
+    the model whole) and it moves at least :data:`PLACEMENT_MIN_BYTES_SAVED` fewer bytes,
+    plain PS where nothing lies after a split to place. The choice keeps
     every candidate's predicted step and bytes and the skewness rule's verdict beside it."""
     workers, ps = len(cluster.workers), len(cluster.ps)
     bits = parse_bandwidth(bandwidth)
@@ -135,11 +141,12 @@ def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
     predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
                    for planned in candidates.values()]  # fmt: skip
     by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
-    chosen = "ps"
-    if "ralp" in by_mode and (by_mode["ralp"].images_per_sec
-                              > by_mode["ps"].images_per_sec * (1 + PLACEMENT_MARGIN)):  # fmt: skip
-        chosen = "ralp"
     links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
+    chosen = "ps"
+    if ("ralp" in by_mode
+            and by_mode["ralp"].images_per_sec > by_mode["ps"].images_per_sec * (1 + PLACEMENT_MARGIN)
+            and links["ralp"].total < links["ps"].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):  # fmt: skip
+        chosen = "ralp"
     return AutoChoice(chosen, workers + ps, bandwidth,
                       {m: p.images_per_sec for m, p in by_mode.items()}, source,
                       step_s={m: p.step_time_s for m, p in by_mode.items()},
@@ -199,7 +206,8 @@ def wrap(
         cluster: a ``ralp.ClusterSpec``, or a mapping ``{"chief": [...], "worker": [...],
             "ps": [...]}`` of ``host:port`` addresses.
         mode: ``"auto"`` (default): the planner predicts plain PS and RALP on this cluster
-            and trains the faster; RALP only where it is predicted faster by more than 2%.
+            and trains the faster; RALP only where it is predicted faster by more than 2% and
+            moves at least 5% fewer bytes.
             Without ``calibration`` the model's compute is estimated from its FLOPs at rates
             a probe of this host measures (about a second; no cluster run).
             ``"skewness"``: the RALP paper's rule (place iff the parameters' skewness

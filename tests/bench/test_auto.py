@@ -2,6 +2,7 @@
 rank first (checked against the step-time functions called directly), with why in the record;
 bad requests fail cleanly. No cluster is started (tests/bench/test_bench_run.py runs one)."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from ralp.bench.auto import chooser, offered_modes
 from ralp.bench.config import BenchRequest
 from ralp.bench.records import make_record
 from ralp.bench.runspec import BenchError
+from ralp.emulation.budget import budget_for
 from ralp.models import build_model
 from ralp.planner import model as pm
 from ralp.planner.calibration import Calibration
@@ -22,12 +24,16 @@ STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_st
         "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time}  # fmt: skip
 
 
-def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES) -> dict[str, float]:
-    """Each mode's images/s from its step-time function, on the shared host (netns); stanza
-    at its best n_f of 1..N/2 (every FC rank of these small models fits in memory)."""
+def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
+            cpus: str = "auto") -> dict[str, float]:  # fmt: skip
+    """Each mode's images/s from its step-time function, on the run's devices: budgeted
+    (``cpus``; one task per device) or, shared or where no control group can be made, the
+    shared host; stanza at its best n_f of 1..N/2 (every FC rank here fits in memory)."""
     cal = Calibration.load(CALIBRATION)
     entry = cal.find(model, 8, 75, 1000)
-    host = entry.host_for(cal.host)
+    budget = budget_for(cpus, devices).cpus
+    host = entry.host_for(replace(cal.host, shared=True) if budget is None
+                          else replace(cal.host, shared=False, device_cpus=budget))  # fmt: skip
     work = Workload(profile(build_model(model, 1000, 75), 8))
     out = {}
     for mode in modes:
@@ -47,23 +53,29 @@ def _request(**kw) -> BenchRequest:
                            "batch_size": 8, "image_size": 75, "steps": 3, **kw})  # fmt: skip
 
 
-@pytest.mark.parametrize("bandwidth", ["1gbit", "10gbit"])
-def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth):
-    request = _request(compute_profile=str(CALIBRATION))
+@pytest.mark.parametrize("bandwidth,cpus", [("1gbit", "auto"), ("10gbit", "auto"),
+                                            ("1gbit", "shared")])  # fmt: skip
+def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth, cpus):
+    request = _request(compute_profile=str(CALIBRATION), device_cpus=(cpus,))
     choose = chooser("netns", bandwidth, request.compute_profile, PREDICTED_MODES)
     runs = request.runs(request.mode_names(), choose)
     assert [(r.model, r.devices) for r in runs] == [("vgg11", 4), ("vgg11", 8),
                                                     ("resnet50", 4), ("resnet50", 8)]  # fmt: skip
     bits = {"1gbit": 10**9, "10gbit": 10**10}[bandwidth]
     for run in runs:
-        direct = _direct(run.model, run.devices, bits)
+        direct = _direct(run.model, run.devices, bits, cpus=cpus)
+        budget = budget_for(cpus, run.devices).cpus
         assert run.mode == max(direct, key=direct.get), (run.label, direct)
         assert (run.workers, run.ps) == resources(run.mode, run.devices,
                                                   run.auto.get("fc_workers", 1))  # fmt: skip
         assert run.auto["chosen"] == run.mode
         assert run.auto["predicted_images_per_sec"] == pytest.approx(direct, rel=1e-9)
         assert str(CALIBRATION) in run.auto["calibration"]
-        assert "shared host" in run.auto["calibration"]
+        assert run.device_cpus == cpus
+        if budget is None:
+            assert "shared host" in run.auto["calibration"]
+        else:
+            assert "shared host" not in run.auto["calibration"]
         assert run.label.startswith(f"{run.model} auto->{run.mode} ")
         # The record keeps the choice and why, through the one schema.
         record = make_record(run.to_dict(), {"backend": "netns", "bandwidth": bandwidth})
@@ -137,7 +149,8 @@ def test_fc_workers_auto_is_stanzas_node_assignment():
     n_f of 1..N/2 (checked against the step-time function called for each split)."""
     cal = Calibration.load(CALIBRATION)
     bests = []
-    # resnet50 at N = 4, 10 Gbit/s: two FC ranks predicted faster than one (the others: one)
+    # on the shared host (--device-cpus shared), resnet50 at N = 4, 10 Gbit/s: two FC ranks
+    # predicted faster than one (the others: one)
     for model, devices, bandwidth, bits in (("vgg11", 8, "1gbit", 10**9),
                                             ("vgg11", 8, "10gbit", 10**10),
                                             ("resnet50", 4, "10gbit", 10**10)):  # fmt: skip
@@ -145,7 +158,8 @@ def test_fc_workers_auto_is_stanzas_node_assignment():
         host = entry.host_for(cal.host)
         work = Workload(profile(build_model(model, 1000, 75), 8))
         request = _request(models=(model,), modes=("stanza",), devices=(devices,),
-                           fc_workers="auto", compute_profile=str(CALIBRATION))  # fmt: skip
+                           fc_workers="auto", compute_profile=str(CALIBRATION),
+                           device_cpus=("shared",))  # fmt: skip
         assign = chooser("netns", bandwidth, request.compute_profile, ("stanza",))
         (run,) = request.runs(request.mode_names(), assign=assign)
         rates = {f: (devices - f) * 8 / pm.stanza_step_time(

@@ -6,7 +6,7 @@ trains with the choice."""
 import pytest
 
 import ralp
-from ralp.cluster.spec import ClusterSpec
+from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
 from ralp.placement.choose import choose_plan
 from ralp.planner import model as pm
@@ -18,8 +18,10 @@ from ralp.profiler.api import profile
 from ralp.units import parse_bandwidth
 
 BATCH, IMAGE, CLASSES = 8, 32, 1000
-# Two workers and a PS on three other machines: a real cluster, no shared host.
-REMOTE = ClusterSpec("10.0.0.1:2222", ("10.0.0.2:2222", "10.0.0.3:2222"), ("10.0.0.4:2222",))
+# Two workers and a PS, as the planner sees a real cluster (no shared host). The addresses are
+# closed loopback ports: nothing here may reach another machine, and nothing listens there.
+_PORTS = [f"127.0.0.1:{p}" for p in free_ports(4)]
+REMOTE = ClusterSpec(_PORTS[0], tuple(_PORTS[1:3]), (_PORTS[3],))
 
 
 def _calibration(full_s: float, tail_s: float) -> Calibration:
@@ -92,7 +94,7 @@ def test_bad_auto_requests_fail_before_any_connection(kwargs, message):
 
 def test_a_cluster_given_as_a_mapping_is_read_as_a_cluster_spec():
     model = build_model("lenet", 10, 28)
-    spec = {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222"], "ps": ["10.0.0.3:2222"]}
+    spec = {"chief": [_PORTS[0]], "worker": [_PORTS[1]], "ps": [_PORTS[3]]}
     with pytest.raises(ralp.ClusterError, match="unreachable"):  # it tried to connect
         wrap(model, spec, mode="ps", batch_size=4, connect_timeout=0.1)
     with pytest.raises(ralp.ClusterError, match="no 'ps' task"):
