@@ -180,7 +180,7 @@ def test_labels_and_images_are_checked_before_training():
 
 
 @pytest.mark.parametrize("command", [
-    ["-m", "ralp.audit", "--model", "lenet", "--workers", "1", "--ps", "1"],
+    ["-m", "ralp.audit", "--model", "vgg11", "--workers", "1", "--ps", "1"],  # minutes at 224 px
     ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"],
 ])  # fmt: skip
 def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):

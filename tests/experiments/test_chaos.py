@@ -47,7 +47,7 @@ def test_a_result_has_the_schema_and_the_table_reads_it():
 def test_repeats_average_the_accuracies_and_keep_the_worst_counts(monkeypatch):
     import argparse
 
-    from ralp.bench import chaos
+    from ralp.experiments import chaos
 
     def run(accuracy, done, redone, left=()):
         return {"mode": "ralp", "accuracy": accuracy, "steps_completed": done,

@@ -11,11 +11,11 @@ import time
 import numpy as np
 import pytest
 
+import ralp
 from ralp import (
     ClusterSpec,
     LocalCluster,
     Plan,
-    PlanError,
     run_in_fresh_process,
     wrap,
 )
@@ -135,8 +135,9 @@ def test_subclassed_model_is_refused_before_connecting():
             return self.fc(x)
 
     spec = ClusterSpec("127.0.0.1:1", ("127.0.0.1:2",), ("127.0.0.1:3",))
-    with pytest.raises(PlanError, match="subclassed"):
-        wrap(Net(), spec)
+    for mode in ("auto", "ralp"):  # auto profiles it first, ralp plans it first
+        with pytest.raises(ralp.RalpError, match="subclassed"):
+            wrap(Net(), spec, mode=mode)
 
 
 def test_several_outputs_are_refused_before_connecting():
