@@ -25,18 +25,18 @@ def main() -> None:
 
     records = []
     print(f"{'model':8s} {'mode':5s} {'ps':>2s} {'misplaced':>9s} {'offl.var B':>10s} "
-          f"{'measured B/step':>16s} {'model B/step':>14s} {'ratio':>7s}")  # fmt: skip
+          f"{'measured B/step':>16s} {'model B/step':>14s} {'ratio':>7s}")
     for model, image, batch in CASES:
         for mode in ("ralp", "ps"):
             for ps in (1, 2):
                 r = audit(AuditSettings(model, mode, args.workers, ps, image, batch))
                 keep = {k: v for k, v in r.items() if k not in ("crossings", "plan")}
                 keep["command"] = (f"python -m ralp.audit --model {model} --mode {mode} --workers "
-                                   f"{args.workers} --ps {ps} --image-size {image} --batch-size {batch}")  # fmt: skip
+                                   f"{args.workers} --ps {ps} --image-size {image} --batch-size {batch}")
                 records.append(keep)
                 print(f"{model:8s} {mode:5s} {ps:2d} {len(r['misplaced_ops']):9d} "
                       f"{r['offloaded_variable_bytes_crossing']:10d} {r['crossing_bytes_per_step']:16d} "
-                      f"{r['model_bytes_per_step']:14d} {r['crossing_to_model_ratio']:7.4f}", flush=True)  # fmt: skip
+                      f"{r['model_bytes_per_step']:14d} {r['crossing_to_model_ratio']:7.4f}", flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(records, f, indent=1)

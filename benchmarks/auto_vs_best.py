@@ -64,10 +64,10 @@ def compare(records: list[dict], compute_profile: str) -> list[dict]:
         else:
             if bandwidth not in choosers:
                 choosers[bandwidth] = chooser("netns", bandwidth, compute_profile,
-                                              offered_modes(None))  # fmt: skip
+                                              offered_modes(None))
             mode, why = choosers[bandwidth](model, devices, {"batch_size": batch,
                                                              "image_size": image,
-                                                             "num_classes": 1000})  # fmt: skip
+                                                             "num_classes": 1000})
             pick = label(mode, why.get("fc_workers"))
             measured, source = fixed.get(pick), "the sweep's run of the pick"
         rows.append({
@@ -77,24 +77,24 @@ def compare(records: list[dict], compute_profile: str) -> list[dict]:
             "best_mode": best, "best_images_per_sec": fixed[best],
             "auto_vs_best": None if measured is None else measured / fixed[best],
             "measured": fixed,
-        })  # fmt: skip
+        })
     return rows
 
 
 def table(rows: list[dict]) -> str:
     header = ["model", "N", "link", "auto picks", "auto img/s", "best measured", "best img/s",
-              "auto/best"]  # fmt: skip
+              "auto/best"]
     body = [[r["model"], str(r["devices"]), r["bandwidth"], r["auto_pick"],
              "-" if r["auto_images_per_sec"] is None else f"{r['auto_images_per_sec']:.1f}",
              r["best_mode"], f"{r['best_images_per_sec']:.1f}",
              "-" if r["auto_vs_best"] is None else f"{r['auto_vs_best']:.2f}"]
-            for r in rows]  # fmt: skip
+            for r in rows]
     ratios = [r["auto_vs_best"] for r in rows if r["auto_vs_best"] is not None]
     lines = text_grid(header, body)
     if ratios:
         lines.append(f"auto/best over {len(ratios)} settings: min {min(ratios):.2f}, median "
                      f"{statistics.median(ratios):.2f}; >= 0.95 in "
-                     f"{sum(x >= 0.95 for x in ratios)}")  # fmt: skip
+                     f"{sum(x >= 0.95 for x in ratios)}")
     return "\n".join(lines)
 
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     if args.out:
         Path(args.out).write_text(json.dumps({"command": " ".join(sys.argv), "settings": rows},
-                                             indent=1) + "\n")  # fmt: skip
+                                             indent=1) + "\n")
     return 0
 
 

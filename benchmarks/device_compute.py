@@ -52,13 +52,13 @@ def main(argv: list[str] | None = None) -> int:
         model_bytes = profile(net, args.batch_size).params_total * 4
         for n in args.devices:
             entry, budget = device_entry(model, args.batch_size, args.image_size,
-                                         args.num_classes, devices=n, steps=args.steps)  # fmt: skip
+                                         args.num_classes, devices=n, steps=args.steps)
             rates = {f"gbit_for_{round(s * 100)}pct": rate_for_share(model_bytes, entry.full_s, s) / 1e9
-                     for s in SHARES}  # fmt: skip
+                     for s in SHARES}
             rows.append({"model": model, "devices": n, "budget": budget.describe(),
                          "device_cpus": budget.cpus, "model_bytes": model_bytes,
                          "step_s": entry.full_s, "head_s": entry.head_s,
-                         "tail_s": entry.tail_s, **rates})  # fmt: skip
+                         "tail_s": entry.tail_s, **rates})
             print(f"{model:11s} N={n}  {budget.describe():30s} step {entry.full_s:7.3f} s  "
                   f"S {model_bytes / 1e6:7.1f} MB  50%: {rates['gbit_for_50pct']:6.2f} Gbit/s"
                   f"  90%: {rates['gbit_for_90pct']:6.2f} Gbit/s", flush=True)

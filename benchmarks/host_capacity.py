@@ -17,7 +17,7 @@ def main() -> None:
     from ralp.planner.capacity import run_together
 
     print(f"{'model':<10} {'processes':>9} {'steps/s each':<32} {'total':>6} {'capacity':>8} "
-          f"{'start spread s':>14}")  # fmt: skip
+          f"{'start spread s':>14}")
     for model in sys.argv[1:] or ["vgg11", "resnet50", "alexnet"]:
         alone = None
         for processes in (1, 2, 3, 4):
@@ -26,7 +26,7 @@ def main() -> None:
             each = ", ".join(f"{r:.3f}" for r in run.steps_per_s)
             print(f"{model:<10} {processes:>9} {each:<32} {run.total_steps_per_s:>6.3f} "
                   f"{run.total_steps_per_s / alone:>8.2f} "
-                  f"{max(run.started) - min(run.started):>14.3f}", flush=True)  # fmt: skip
+                  f"{max(run.started) - min(run.started):>14.3f}", flush=True)
 
 
 if __name__ == "__main__":  # processes are forked from the zygote: the main module is re-read

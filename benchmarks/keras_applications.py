@@ -75,7 +75,7 @@ def profile_family(family: str, name: str, size: int) -> dict:
         "ralp_over_ps_bytes": t["ralp"].total / max(1, t["ps"].total),
         "busiest_link_bytes": p.busiest_link_bytes, "verdict": p.verdict,
         "build_s": round(built - start, 3), "profile_s": round(profiled - built, 3),
-    }  # fmt: skip
+    }
     del model
     keras.backend.clear_session(free_memory=True)
     return record
@@ -85,12 +85,12 @@ def table(records: list[dict]) -> str:
     from ralp._text import text_grid
 
     header = ["family", "model", "px", "params", "rows", "ops", "pos", "S", "eligible",
-              "split after", "offloaded", "ralp/ps", "build s", "profile s"]  # fmt: skip
+              "split after", "offloaded", "ralp/ps", "build s", "profile s"]
     body = []
     for r in records:
         if "error" in r:
             body.append([r["family"], r["model"], str(r["image_size"]), "ERROR", "", "", "", "",
-                         "", r["error"][:60], "", "", "", ""])  # fmt: skip
+                         "", r["error"][:60], "", "", "", ""])
             continue
         split = r["split_after"] or (
             f"- ({r['candidate_split_after']})" if r["candidate_split_after"] else "- (none)"
@@ -101,20 +101,20 @@ def table(records: list[dict]) -> str:
             "yes" if r["eligible"] else "no", split,
             f"{r['offloaded_share']:.1%}" if r["split_after"] else "-",
             f"{r['ralp_over_ps_bytes']:.3f}", f"{r['build_s']:.1f}", f"{r['profile_s']:.3f}",
-        ])  # fmt: skip
+        ])
     note = (f"batch {BATCH}, 1000 classes, weights=None, threshold K = -0.5, bytes for 4 "
             "workers + 1 PS; 'ops': keras.ops rows; 'pos': skewness positions; split after "
             "'-': no split (not eligible: the best admissible split in parentheses; '(none)': "
-            "no parameters after the last convolution to offload, e.g. a Conv2D classifier)")  # fmt: skip
+            "no parameters after the last convolution to offload, e.g. a Conv2D classifier)")
     return "\n".join([*text_grid(header, body), "", note])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image-size", type=int, help="every model at this size "
-                        "(default: each family's smallest)")  # fmt: skip
+                        "(default: each family's smallest)")
     parser.add_argument("--families", nargs="+", choices=sorted(FAMILIES), metavar="FAMILY",
-                        help="only these families (default: all)")  # fmt: skip
+                        help="only these families (default: all)")
     parser.add_argument("--out", help="write the records as JSON here")
     args = parser.parse_args(argv)
     from ralp._cli import quiet_tensorflow
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
             records.append(profile_family(family, name, size))
         except Exception as e:  # noqa: BLE001 - one family failing is a result, not a stop
             records.append({"family": family, "model": name, "image_size": size,
-                            "error": f"{type(e).__name__}: {e}"})  # fmt: skip
+                            "error": f"{type(e).__name__}: {e}"})
         print(f"{family}: done", file=sys.stderr)
     print(table(records))
     if args.out:

@@ -20,7 +20,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--compute-profile", required=True)
     p.add_argument("--models", nargs="+",
-                   default=["vgg11", "alexnet", "overfeat", "resnet50", "inception3"])  # fmt: skip
+                   default=["vgg11", "alexnet", "overfeat", "resnet50", "inception3"])
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--image-size", type=int, default=75)
     args = p.parse_args()
@@ -36,7 +36,7 @@ def main() -> None:
     cal = Calibration.load(args.compute_profile)
     devices, bits = [4, 8, 16, 32, 64, 128], [parse_bandwidth(b) for b in ("10gbit", "25gbit")]
     print(f"{'model':<11} {'build s':>8} {'profile s':>10} {'predict s':>10} {'planning s':>10} "
-          f"{'with build s':>12} predictions")  # fmt: skip
+          f"{'with build s':>12} predictions")
     for name in args.models:
         start = time.perf_counter()
         model = build_model(name, 1000, args.image_size)
@@ -47,7 +47,7 @@ def main() -> None:
         rec = recommend(work, entry.compute, cal.host, devices, bits)
         done = time.perf_counter()
         print(f"{name:<11} {built - start:>8.2f} {profiled - built:>10.3f} {done - profiled:>10.3f} "
-              f"{done - built:>10.3f} {done - start:>12.2f} {len(rec.predictions)}")  # fmt: skip
+              f"{done - built:>10.3f} {done - start:>12.2f} {len(rec.predictions)}")
 
 
 if __name__ == "__main__":

@@ -46,15 +46,15 @@ def main() -> None:
             "model": name, "layers": len(p.table), "params": p.params_total,
             "build_s": round(build_s, 3), "profile_s_median": round(statistics.median(times), 4),
             "profile_s_max": round(max(times), 4), "repeats": args.repeats,
-        })  # fmt: skip
+        })
         print(f"{name:10s} layers {len(p.table):4d}  build {build_s:6.2f} s  "
-              f"profile median {statistics.median(times) * 1e3:8.1f} ms  max {max(times) * 1e3:8.1f} ms")  # fmt: skip
+              f"profile median {statistics.median(times) * 1e3:8.1f} ms  max {max(times) * 1e3:8.1f} ms")
         del model
         keras.backend.clear_session(free_memory=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"machine": f"{platform.machine()}, {os.cpu_count()} cores",
-                       "command": "python benchmarks/profile_speed.py", "results": records}, f, indent=2)  # fmt: skip
+                       "command": "python benchmarks/profile_speed.py", "results": records}, f, indent=2)
             f.write("\n")
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch: int,
-                 schedule: str, seconds: float) -> dict:  # fmt: skip
+                 schedule: str, seconds: float) -> dict:
     """In the coordinator: place, warm up, trace worker 0 while training goes on."""
     import keras
 
@@ -35,7 +35,7 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
     model = ralp.build_model(model_name, image_size=image)
     names = [layer.name for layer in model.layers]
     trainer = ralp.wrap(model, spec, mode="ps", optimizer=keras.optimizers.SGD(1e-3),
-                        batch_size=batch, pull_schedule=schedule)  # fmt: skip
+                        batch_size=batch, pull_schedule=schedule)
     data = synthetic_dataset_fn(image, batch, 1000)
     workers = trainer.connection.num_workers
     trainer.fit(dataset_fn=data, steps_per_epoch=2 * workers, batch_size=batch, verbose=0)
@@ -64,7 +64,7 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
                                          if n.startswith("gradient_tape/")), None),
             "layers": names,
         },
-    }  # fmt: skip
+    }
 
 
 def plot(results: list[dict], path: str, title: str) -> None:
@@ -85,7 +85,7 @@ def plot(results: list[dict], path: str, title: str) -> None:
             if y is None:
                 continue
             ax.plot([p["start_s"], p["done_s"]], [y, y], color=colors[0], linewidth=4,
-                    solid_capstyle="butt", alpha=0.6)  # fmt: skip
+                    solid_capstyle="butt", alpha=0.6)
         for name, t in step["first_forward_op_s"].items():
             if name in row:
                 ax.plot([t], [row[name]], marker="|", color=colors[3], markersize=12, mew=2)
@@ -97,9 +97,9 @@ def plot(results: list[dict], path: str, title: str) -> None:
         ax.invert_yaxis()
         ax.set_xlabel("seconds after the step's first pull")
         ax.set_title(f"{r['schedule']}: step {step['seconds']:.2f} s, "
-                     f"{step['hidden_share']:.0%} of pull time hidden", fontsize=9)  # fmt: skip
+                     f"{step['hidden_share']:.0%} of pull time hidden", fontsize=9)
     fig.suptitle(f"{title}\nbars: pulls (receive issued -> arrived); ticks: first forward op; "
-                 "dotted: backward starts", fontsize=9)  # fmt: skip
+                 "dotted: backward starts", fontsize=9)
     fig.savefig(path, dpi=120)
 
 
@@ -130,17 +130,17 @@ def main() -> int:
             results.append(run_in_fresh_process(
                 traced_steps, handle.spec, handle.profiler_address, args.model,
                 args.image_size, args.batch_size, schedule, args.seconds,
-                netns=handle.netns, timeout=900))  # fmt: skip
+                netns=handle.netns, timeout=900))
         r = results[-1]
         first = r["step"]["first_forward_op_s"]
         layer = next(n for n in r["step"]["layers"] if n in first)  # the first layer's forward
         print(f"{schedule:8s} step {r['step_s_median']:.3f} s (median of {r['steps_traced']}), "
               f"pull time hidden {r['hidden_share_median']:.0%}, {layer} starts "
-              f"{first[layer]:.3f} s after the first pull")  # fmt: skip
+              f"{first[layer]:.3f} s after the first pull")
     title = (f"{args.model} {args.image_size}px batch {args.batch_size}, plain PS "
              f"{args.workers} workers + {args.ps} PS, netns {args.bandwidth}: worker 0")
     Path(args.out).write_text(json.dumps({"command": " ".join(sys.argv), "title": title,
-                                          "results": results}, indent=1))  # fmt: skip
+                                          "results": results}, indent=1))
     if args.plot:
         plot(results, args.plot, title)
     return 0

@@ -31,7 +31,7 @@ SWAP_MARGIN = 0.05  # a mode counts as ahead of another only by more than this
 
 def setting_of(r: dict) -> tuple:
     return (r["model"], r["mode"], r["devices"], r["bandwidth"], r["batch_size"],
-            r["image_size"], r["ps"])  # fmt: skip
+            r["image_size"], r["ps"])
 
 
 def most_within(values: list[float], tolerance: float = 0.10) -> int:
@@ -56,7 +56,7 @@ def swapped_pairs(records: list[tuple[str, dict]]) -> dict[tuple, list[tuple[str
         for i, a in enumerate(modes):
             for b in modes[i + 1:]:
                 ahead = {ms[a] > ms[b] for ms in by_file.values() if a in ms and b in ms
-                         and abs(ms[a] / ms[b] - 1) > SWAP_MARGIN}  # fmt: skip
+                         and abs(ms[a] / ms[b] - 1) > SWAP_MARGIN}
                 if len(ahead) == 2:
                     pairs.append((a, b))
         if pairs:
@@ -74,18 +74,18 @@ def main() -> None:
         by_setting[setting_of(r)].append((r["images_per_sec"], source))
     repeated = {k: v for k, v in by_setting.items() if len(v) > 1}
     spread = sorted((max(v for v, _ in runs) / min(v for v, _ in runs), k, runs)
-                    for k, runs in repeated.items())  # fmt: skip
+                    for k, runs in repeated.items())
     print(f"{len(records)} records, {len(by_setting)} settings, {len(repeated)} measured "
-          "more than once")  # fmt: skip
+          "more than once")
     if spread:
         ratios = [s for s, _, _ in spread]
         print(f"fastest / slowest record of a repeated setting: median {statistics.median(ratios):.2f}, "
               f"max {ratios[-1]:.2f}; above 5/3 (no prediction within 25% of both) in "
-              f"{sum(r > 5 / 3 for r in ratios)}")  # fmt: skip
+              f"{sum(r > 5 / 3 for r in ratios)}")
         print(f"best possible max |error| over these records: {(ratios[-1] - 1) / (ratios[-1] + 1):.1%}")
     within = sum(most_within([v for v, _ in runs]) for runs in by_setting.values())
     print(f"most records any predictor can have within 10%: {within} of {len(records)} "
-          f"({within / len(records):.0%})")  # fmt: skip
+          f"({within / len(records):.0%})")
     print("\nwidest spreads (images/s per result file):")
     for ratio, key, runs in spread[::-1][:10]:
         model, mode, n, bw = key[:4]
@@ -93,7 +93,7 @@ def main() -> None:
         print(f"  {ratio:4.2f}x {model} {mode} N={n} {bw}: {cells}")
     swaps = swapped_pairs(records)
     print(f"\nsettings whose modes swap order between recorded runs (each > {SWAP_MARGIN:.0%} "
-          f"ahead in some run): {len(swaps)}")  # fmt: skip
+          f"ahead in some run): {len(swaps)}")
     for (model, n, bw, batch, image), pairs in swaps.items():
         print(f"  {model} N={n} {bw} b{batch} {image}px: "
               + ", ".join(f"{a} / {b}" for a, b in pairs))

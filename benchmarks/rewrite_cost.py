@@ -103,26 +103,26 @@ def main() -> None:
     for mode in ("ralp", "ps"):
         with LocalCluster(workers=1, ps=1) as cluster:
             results[mode] = run_in_fresh_process(measure, cluster.spec, args.model, args.image_size,
-                                                 args.batch_size, args.steps, mode, timeout=3000)  # fmt: skip
+                                                 args.batch_size, args.steps, mode, timeout=3000)
     ralp_t, ps_t = results["ralp"], results["ps"]
     summary = {
         "device_fn_share_of_step": ralp_t["device_fn_s"] / ralp_t["step_s"],
         "plan_share_of_step": ralp_t["plan_s"] / ralp_t["step_s"],
         "extra_trace_vs_ps_share_of_step": (ralp_t["trace_and_instantiate_s"] - ps_t["trace_and_instantiate_s"]) / ralp_t["step_s"],
         "trace_and_instantiate_share_of_step": ralp_t["trace_and_instantiate_s"] / ralp_t["step_s"],
-    }  # fmt: skip
+    }
     for mode, t in results.items():
         print(f"{mode:5s} plan {t['plan_s']:.3f} s  clone {t['clone_s']:.2f} s  device fn "
               f"{t['device_fn_s'] * 1e3:.1f} ms ({t['device_fn_calls']} calls)  first step "
               f"{t['first_step_s']:.2f} s  step {t['step_s']:.2f} s  trace+instantiate "
-              f"{t['trace_and_instantiate_s']:.2f} s")  # fmt: skip
+              f"{t['trace_and_instantiate_s']:.2f} s")
     for key, value in summary.items():
         print(f"{key:40s} {value:8.2%}")
     if args.out:
         record = {"command": "python benchmarks/rewrite_cost.py " + " ".join(
                       f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out" and v is not None),
                   "machine": f"{platform.machine()}, {os.cpu_count()} cores", "results": results,
-                  "summary": summary}  # fmt: skip
+                  "summary": summary}
         with open(args.out, "w") as f:
             json.dump(record, f, indent=2)
             f.write("\n")

@@ -39,7 +39,7 @@ def run_one(model: str, args, workdir: Path) -> dict:
                args.bandwidth, "--models", model, "--modes", "stanza", "--devices",
                str(args.devices), "--batch-size", str(args.batch_size), "--image-size",
                str(args.image_size), "--steps", str(args.steps), "--warmup", "2", "--calibrate",
-               "--out", str(out)]  # fmt: skip
+               "--out", str(out)]
     env = dict(os.environ, HOROVOD_TIMELINE=str(timeline))
     subprocess.run(command, check=True, cwd=ROOT, env=env)
     record = json.loads(out.read_text())[0]  # the bench writes a list of records
@@ -50,7 +50,7 @@ def run_one(model: str, args, workdir: Path) -> dict:
     workers, fc = resources("stanza", args.devices)
     links = _zoo_workload(*key).links_on("stanza", workers, fc)
     modelled = stanza_phase_times(entry.compute, links, workers,
-                                  parse_bandwidth(args.bandwidth) / 8, entry.host_for(cal.host))  # fmt: skip
+                                  parse_bandwidth(args.bandwidth) / 8, entry.host_for(cal.host))
     return {
         "model": model, "bandwidth": args.bandwidth, "devices": args.devices,
         "images_per_sec": record["images_per_sec"],
@@ -64,8 +64,8 @@ def run_one(model: str, args, workdir: Path) -> dict:
         "modelled_s": {**modelled, "step": sum(modelled.values())},
         "calibration": {"head_s": entry.compute.head_s, "tail_s": entry.tail_s,
                         "tail_stacked_s": entry.tail_stacked_s,
-                        "capacities": entry.capacities},  # fmt: skip
-    }  # fmt: skip
+                        "capacities": entry.capacities},
+    }
 
 
 def main(argv=None) -> int:
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
                 ratio = f"{m / p_:5.2f}" if p_ > 0 else "    -"
                 print(f"  {phase:10s} {m:8.3f}s {p_:8.3f}s  {ratio}")
     args.out.write_text(json.dumps({"command": " ".join(sys.argv), "results": results},
-                                   indent=1))  # fmt: skip
+                                   indent=1))
     print(f"wrote {args.out}")
     return 0
 

@@ -53,7 +53,7 @@ def train(
     # mode auto predicts from the links' rate: loopback here, unshaped; say 10 Gbit/s
     auto = {"bandwidth": "10gbit", "calibration": calibration} if mode == "auto" else {}
     trainer = ralp.wrap(build_cnn(), spec, mode=mode, batch_size=32,
-                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), **auto)  # fmt: skip
+                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), **auto)
     if trainer.auto:
         print(trainer.auto.why)
     print(trainer.plan)
@@ -97,7 +97,7 @@ def main() -> None:
         with ralp.LocalCluster(workers=2, ps=1) as cluster:
             result = ralp.run_in_fresh_process(train, cluster.spec, *job)
     print(f"mode {result['mode']}: test accuracy {result['accuracy']:.3f}, training loss per epoch "
-          + ", ".join(f"{v:.3f}" for v in result["train_loss"]))  # fmt: skip
+          + ", ".join(f"{v:.3f}" for v in result["train_loss"]))
 
 
 if __name__ == "__main__":

@@ -189,7 +189,7 @@ def remote_value_done(remote) -> bool:
     status = _require(remote, "_status", "see whether a scheduled step has finished")
     if not isinstance(status, RemoteValueStatus):
         raise CompatError(f"RemoteValue._status is a {type(status).__name__}, not a "
-                          "RemoteValueStatus; update ralp/_compat.py")  # fmt: skip
+                          "RemoteValueStatus; update ralp/_compat.py")
     return status in (RemoteValueStatus.READY, RemoteValueStatus.ABORTED)
 
 
@@ -229,7 +229,7 @@ def read_xspace_events(path: str) -> Iterator[TraceEvent]:
         from tensorflow.tsl.profiler.protobuf import xplane_pb2
     except ImportError as e:
         raise CompatError(f"cannot read profiler traces: {e}; ralp/_compat.py needs updating "
-                          f"for tensorflow {PINNED['tensorflow']}+") from None  # fmt: skip
+                          f"for tensorflow {PINNED['tensorflow']}+") from None
     space = xplane_pb2.XSpace()
     with open(path, "rb") as f:
         space.ParseFromString(f.read())
@@ -251,7 +251,7 @@ def read_xspace_events(path: str) -> Iterator[TraceEvent]:
             yield TraceEvent(meta.name, meta.display_name,
                              line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12,
                              event.duration_ps * 1e-12,
-                             {stat_names.get(s.metadata_id, ""): str(value(s)) for s in event.stats})  # fmt: skip
+                             {stat_names.get(s.metadata_id, ""): str(value(s)) for s in event.stats})
 
 
 def colocating_creator(anchor) -> Callable:

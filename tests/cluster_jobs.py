@@ -45,12 +45,12 @@ def make_optimizer(name: str):
 
 
 def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0,
-                   pull_schedule: str = "default") -> list[float]:  # fmt: skip
+                   pull_schedule: str = "default") -> list[float]:
     """Per-step losses of ``steps`` batches through the PS trainer (1 worker, no shuffling)."""
     import ralp
 
     trainer = ralp.wrap(small_cnn(seed), spec, mode=mode, optimizer=make_optimizer(optimizer),
-                        batch_size=BATCH, threshold=10.0, pull_schedule=pull_schedule)  # fmt: skip
+                        batch_size=BATCH, threshold=10.0, pull_schedule=pull_schedule)
     assert trainer.mode == mode, trainer.plan
     assert trainer.plan.pull_schedule == pull_schedule
     assert bool(trainer.plan.pull_batches) == (pull_schedule != "default"), trainer.plan
@@ -65,7 +65,7 @@ def local_losses(optimizer: str, steps: int, seed: int = 0) -> list[float]:
 
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     return keras_loop_losses(small_cnn(seed), make_optimizer(optimizer), loss_fn, fixed_data(),
-                             steps)  # fmt: skip
+                             steps)
 
 
 def keras_loop_losses(model, opt, loss_fn, data, steps: int) -> list[float]:
@@ -102,7 +102,7 @@ def digits_accuracy(spec, mode: str, epochs: int, seed: int = 0) -> dict:
     )
     trainer = ralp.wrap(small_cnn(seed, dropout=0.0, channels=1), spec, mode=mode,
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=32,
-                        threshold=10.0)  # fmt: skip
+                        threshold=10.0)
     history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs, seed=seed, verbose=0)
     result = trainer.evaluate(x_test, y_test)
     result["train_loss"] = history.history["loss"]
@@ -115,7 +115,7 @@ def checkpoint_round_trip(spec, directory: str) -> dict:
     import ralp
 
     trainer = ralp.wrap(small_cnn(), spec, mode="ralp", optimizer=make_optimizer("adam"),
-                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+                        batch_size=BATCH, threshold=10.0)
     x, y = fixed_data()
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=5, verbose=0)
 
@@ -147,7 +147,7 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
 
     plan = None if plan_json is None else Plan.from_json(plan_json)
     trainer = ralp.wrap(small_cnn(), spec, mode=mode, plan=plan, optimizer=make_optimizer("adam"),
-                        batch_size=BATCH, threshold=10.0)  # fmt: skip
+                        batch_size=BATCH, threshold=10.0)
     x, y = fixed_data()
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2, verbose=0)
     layer_vars = {
@@ -162,7 +162,7 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
         layer.name: [slot.value.device for opt in trainer.optimizers.values()
                      for v in layer.trainable_variables for slot in slot_variables(opt, v)]
         for layer in trainer.model.layers if layer.trainable_variables
-    }  # fmt: skip
+    }
     again = ralp.wrap(trainer, spec, mode="ralp", plan=plan)
     plain = trainer.unwrap()
     same = all(
@@ -172,7 +172,7 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
     return {"plan": trainer.plan.to_dict(), "layer_vars": layer_vars, "slots": slots,
             "slots_by_layer": slots_by_layer,
             "wrap_twice_is_same": again is trainer, "unwrap_keeps_weights": same,
-            "unwrapped_type": type(plain).__name__}  # fmt: skip
+            "unwrapped_type": type(plain).__name__}
 
 
 def nothing_to_offload(spec) -> dict:
@@ -193,7 +193,7 @@ def nothing_to_offload(spec) -> dict:
     xs, ys = fixed_data()
     history = trainer.fit(xs, ys, batch_size=BATCH, steps_per_epoch=3, verbose=0)
     return {"mode": trainer.mode, "plan_empty": trainer.plan.is_empty, "note": trainer.plan.note,
-            "warnings": [str(w.message) for w in caught], "losses": history.step_losses}  # fmt: skip
+            "warnings": [str(w.message) for w in caught], "losses": history.step_losses}
 
 
 def wrap_with_plan(spec, plan_json: str) -> None:
@@ -207,7 +207,7 @@ def train_long(spec, steps: int, step_timeout: float = 120.0) -> None:
     import ralp
 
     trainer = ralp.wrap(small_cnn(), spec, mode="ralp", batch_size=BATCH, threshold=10.0,
-                        step_timeout=step_timeout)  # fmt: skip
+                        step_timeout=step_timeout)
     x, y = fixed_data()
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
 
@@ -248,7 +248,7 @@ def sequential_with_callback(spec) -> dict:
          keras.layers.MaxPooling2D(2, name="pool1"), keras.layers.Flatten(name="flatten"),
          keras.layers.Dense(64, activation="relu", name="fc1"), keras.layers.Dense(CLASSES, name="logits")],
         name="seq_cnn",
-    )  # fmt: skip
+    )
 
     class Recorder(keras.callbacks.Callback):
         def __init__(self):
@@ -286,13 +286,13 @@ def sequential_with_callback(spec) -> dict:
     # ledger's cond, so they are looked up in its branch functions (the graph's library)
     updates = [(op.name, name) for op in graph.get_operations()
                if op.name.startswith("critical_section_execute/")
-               for name in section_updates(op, graph)]  # fmt: skip
+               for name in section_updates(op, graph)]
     return {"mode": trainer.mode, "offloaded": list(trainer.plan.offloaded), "events": recorder.events,
             "epochs": len(history.history["loss"]), "locks": len(release),
             "updates": [name for _, name in updates],
             "updates_after_release": [name for holder, name in updates if holder not in ancestors],
             "tail_devices": sorted({v.value.device for layer in trainer.model.layers
-                                    if layer.name in ("fc1", "logits") for v in layer.variables})}  # fmt: skip
+                                    if layer.name in ("fc1", "logits") for v in layer.variables})}
 
 
 # ---------------------------------------------------------------- synchronization paradigms
@@ -308,7 +308,7 @@ def worker_batches_fn(rounds: int, workers: int):
     def dataset_fn(context=None):
         w = context.input_pipeline_id if context is not None else 0
         rows = [r for k in range(rounds) for r in range((k * workers + w) * BATCH,
-                                                         (k * workers + w + 1) * BATCH)]  # fmt: skip
+                                                         (k * workers + w + 1) * BATCH)]
         return tf.data.Dataset.from_tensor_slices((x[rows], y[rows])).batch(BATCH).repeat()
 
     return dataset_fn
@@ -323,13 +323,13 @@ def bsp_weights(spec, mode: str, rounds: int, workers: int) -> dict:
     model = small_cnn(0, dropout=0.0)
     initial = [w.copy() for w in model.get_weights()]
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(0.1),
-                        batch_size=BATCH, threshold=10.0, sync="bsp")  # fmt: skip
+                        batch_size=BATCH, threshold=10.0, sync="bsp")
     history = trainer.fit(dataset_fn=worker_batches_fn(rounds, workers), batch_size=BATCH,
-                          steps_per_epoch=rounds * workers, verbose=0)  # fmt: skip
+                          steps_per_epoch=rounds * workers, verbose=0)
     record = history.sync[0]
     iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
     return {"initial": initial, "final": trainer.get_weights(), "max_gap": record.max_gap,
-            "clocks": list(record.clocks), "iterations": iterations, "mode": trainer.mode}  # fmt: skip
+            "clocks": list(record.clocks), "iterations": iterations, "mode": trainer.mode}
 
 
 def sync_sgd_weights(initial, rounds: int, workers: int) -> list:
@@ -353,7 +353,7 @@ def sync_sgd_weights(initial, rounds: int, workers: int) -> list:
 
 
 def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str = "ps",
-               hook: bool = False) -> dict:  # fmt: skip
+               hook: bool = False) -> dict:
     """Train under ``sync`` with one slow worker; the recorded clocks and starts."""
     import keras
 
@@ -363,14 +363,14 @@ def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str =
     kwargs = {} if hook else {"sync": sync, "slow_worker": slow_worker}
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
                         optimizer=keras.optimizers.SGD(0.05), batch_size=BATCH, threshold=10.0,
-                        **kwargs)  # fmt: skip
+                        **kwargs)
     callbacks = [ralp.StalenessHook(sync, slow_worker=slow_worker)] if hook else []
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
-                          callbacks=callbacks)  # fmt: skip
+                          callbacks=callbacks)
     record = (callbacks[0].records if hook else history.sync)[0]
     iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
     return {"record": record.to_dict(), "workers": history.step_workers,
-            "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}  # fmt: skip
+            "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}
 
 
 def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
@@ -382,7 +382,7 @@ def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
     x, y = fixed_data()
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
-                        sync=sync)  # fmt: skip
+                        sync=sync)
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
     return {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
 
@@ -391,7 +391,7 @@ def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
 
 
 def train_through_failures(spec, mode: str, steps: int, directory: str, every: int,
-                           sync: str | None = None, restart_timeout: float = 120.0) -> dict:  # fmt: skip
+                           sync: str | None = None, restart_timeout: float = 120.0) -> dict:
     """Train ``steps`` batches with checkpoints, reporting each finished step to the parent
     (which kills tasks at chosen steps); the counts and the failures the history recorded."""
     import dataclasses
@@ -408,10 +408,10 @@ def train_through_failures(spec, mode: str, steps: int, directory: str, every: i
     x, y = fixed_data()
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
-                        sync=sync, step_timeout=60)  # fmt: skip
+                        sync=sync, step_timeout=60)
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
                           callbacks=[Progress()], checkpoint_dir=directory,
-                          checkpoint_every=every, restart_timeout=restart_timeout)  # fmt: skip
+                          checkpoint_every=every, restart_timeout=restart_timeout)
     return {
         "mode": trainer.mode,
         "steps": len(history.step_losses),
@@ -433,15 +433,15 @@ def bad_fit_inputs(spec, directory: str) -> dict:
 
     x, y = fixed_data()
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode="ralp", batch_size=BATCH,
-                        threshold=10.0)  # fmt: skip
+                        threshold=10.0)
     errors = {}
     cases = {
         "zero batch size": lambda: trainer.fit(x, y, batch_size=0, verbose=0),
         "non-integer steps": lambda: trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2.5,
-                                                 verbose=0),  # fmt: skip
+                                                 verbose=0),
         "checkpoint_every without a directory": lambda: trainer.fit(
             x, y, batch_size=BATCH, steps_per_epoch=2, checkpoint_every=1, verbose=0),
-    }  # fmt: skip
+    }
     for case, call in cases.items():
         try:
             call()
@@ -450,10 +450,10 @@ def bad_fit_inputs(spec, directory: str) -> dict:
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=2, verbose=0, checkpoint_dir=directory)
     # another model (one input channel: conv1's kernel differs) with the same directory
     other = ralp.wrap(small_cnn(0, dropout=0.0, channels=1), spec, mode="ralp", batch_size=BATCH,
-                      threshold=10.0, optimizer=keras.optimizers.Adam(1e-3))  # fmt: skip
+                      threshold=10.0, optimizer=keras.optimizers.Adam(1e-3))
     try:
         other.fit(x[..., :1], y, batch_size=BATCH, steps_per_epoch=2, verbose=0,
-                  checkpoint_dir=directory)  # fmt: skip
+                  checkpoint_dir=directory)
     except Exception as e:  # noqa: BLE001
         errors["checkpoint of another model"] = f"{type(e).__name__}: {e}"
     return errors
@@ -470,10 +470,10 @@ def application(name: str, seed: int = 0, compiled: bool = False):
 
     keras.utils.set_random_seed(seed)
     model = getattr(keras.applications, name)(weights=None, input_shape=(APP_IMAGE, APP_IMAGE, 3),
-                                              classes=CLASSES)  # fmt: skip
+                                              classes=CLASSES)
     if compiled:  # the user's own set-up: wrap must train with it
         model.compile(optimizer=keras.optimizers.SGD(0.02, momentum=0.9),
-                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])  # fmt: skip
+                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
 
 
@@ -498,7 +498,7 @@ def application_cluster_losses(spec, name: str, steps: int, compiled: bool) -> d
     x, y = application_data()
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, shuffle=False, verbose=0)
     return {"mode": trainer.mode, "offloaded": list(trainer.plan.offloaded),
-            "losses": history.step_losses, "history": dict(history.history)}  # fmt: skip
+            "losses": history.step_losses, "history": dict(history.history)}
 
 
 def application_local_losses(name: str, steps: int) -> list[float]:
@@ -507,7 +507,7 @@ def application_local_losses(name: str, steps: int) -> list[float]:
 
     loss_fn = keras.losses.SparseCategoricalCrossentropy()  # the models end in a softmax
     return keras_loop_losses(application(name), keras.optimizers.SGD(0.02, momentum=0.9),
-                             loss_fn, application_data(), steps)  # fmt: skip
+                             loss_fn, application_data(), steps)
 
 
 def wrap_auto(spec, calibration: str | None) -> dict:
@@ -517,7 +517,7 @@ def wrap_auto(spec, calibration: str | None) -> dict:
     model = small_cnn()
     weights = model.get_weights()
     trainer = ralp.wrap(model, spec, mode="auto", bandwidth="1gbit", batch_size=BATCH,
-                        calibration=calibration)  # fmt: skip
+                        calibration=calibration)
     # The placed model starts from the weights read after calibrating: those of the user.
     placed = trainer.model.get_weights()
     untouched = all((a == b).all() for a, b in zip(weights, placed, strict=True))
@@ -525,7 +525,7 @@ def wrap_auto(spec, calibration: str | None) -> dict:
     history = trainer.fit(xs, ys, batch_size=BATCH, steps_per_epoch=2, verbose=0)
     return {"mode": trainer.mode, "auto": trainer.auto.to_dict(),
             "plan_empty": trainer.plan.is_empty, "losses": history.step_losses,
-            "weights_untouched_by_calibration": untouched}  # fmt: skip
+            "weights_untouched_by_calibration": untouched}
 
 
 def fit_like_keras(spec, directory: str, mode: str) -> dict:
@@ -539,7 +539,7 @@ def fit_like_keras(spec, directory: str, mode: str) -> dict:
     x, y = fixed_data(n=96)
     xv, yv = fixed_data(n=32, seed=1)
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(0.05),
-                        batch_size=BATCH)  # fmt: skip
+                        batch_size=BATCH)
     batch_logs = []
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1, min_delta=10.0)
     callbacks = [
@@ -548,13 +548,13 @@ def fit_like_keras(spec, directory: str, mode: str) -> dict:
         keras.callbacks.ModelCheckpoint(f"{directory}/weights.weights.h5",
                                         save_weights_only=True),
         keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batch_logs.append(logs)),
-    ]  # fmt: skip
+    ]
     history = trainer.fit(x, y, batch_size=BATCH, epochs=6, steps_per_epoch=3,
-                          validation_data=(xv, yv), callbacks=callbacks, verbose=0)  # fmt: skip
+                          validation_data=(xv, yv), callbacks=callbacks, verbose=0)
     trained = trainer.unwrap().get_weights()  # what ModelCheckpoint saw at the last epoch
     evaluated = trainer.evaluate(xv, yv)
     split = trainer.fit(x, y, batch_size=BATCH, epochs=3, initial_epoch=1, steps_per_epoch=2,
-                        validation_split=0.25, validation_freq=2, verbose=0)  # fmt: skip
+                        validation_split=0.25, validation_freq=2, verbose=0)
     restored = small_cnn(seed=5)
     restored.load_weights(f"{directory}/weights.weights.h5")
     return {"history": history.history, "stopped_epoch": stopper.stopped_epoch,
@@ -562,4 +562,4 @@ def fit_like_keras(spec, directory: str, mode: str) -> dict:
             "split_history": split.history,
             "checkpoint_matches": all(np.allclose(a, b) for a, b in
                                       zip(restored.get_weights(), trained, strict=True)),
-            "evaluated": evaluated}  # fmt: skip
+            "evaluated": evaluated}

@@ -20,7 +20,7 @@ def read_only_cgroup_root(tmp_path):
         pytest.skip(f"cannot bind-mount here (not root?): {bind.stderr.strip()}")
     try:
         ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(root)], capture_output=True,
-                            text=True)  # fmt: skip
+                            text=True)
         if ro.returncode != 0:
             pytest.skip(f"cannot remount read-only here: {ro.stderr.strip()}")
         assert not os.access(root / "cpu", os.W_OK) or _mkdir_fails(root / "cpu")

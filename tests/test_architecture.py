@@ -53,7 +53,7 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     tree = ast.parse(path.read_text())
     skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
                and getattr(stmt.test, "id", None) == "TYPE_CHECKING"
-               for node in ast.walk(stmt)}  # fmt: skip
+               for node in ast.walk(stmt)}
     found = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -75,7 +75,7 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(path, modules) - {name} for name, path in modules.items()
-            if name != "ralp"}  # fmt: skip  (ralp/__init__ is the lazy public facade)
+            if name != "ralp"}  # ralp/__init__ is the lazy public facade
 
 
 def _room(module: str) -> str:

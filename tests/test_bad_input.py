@@ -20,10 +20,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TF_CONFIG_NO_PS = json.dumps({"cluster": {"chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001"]},
-                              "task": {"type": "worker", "index": 0}})  # fmt: skip
+                              "task": {"type": "worker", "index": 0}})
 # Horovod made unimportable in this one process, as in an environment without it.
 WITHOUT_HOROVOD = ("import runpy, sys; sys.modules['horovod'] = None; sys.argv[0] = 'ralp.bench'; "
-                   "runpy.run_module('ralp.bench', run_name='__main__')")  # fmt: skip
+                   "runpy.run_module('ralp.bench', run_name='__main__')")
 
 BENCH = ["-m", "ralp.bench", "--out", "{tmp}/out.json"]
 CASES = {
@@ -91,7 +91,7 @@ CASES = {
                         "--threshold: expected a finite number, got 'nan'"),
     "an infinite threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "inf"],
                               None, "--threshold: expected a finite number, got 'inf'"),
-}  # fmt: skip
+}
 
 
 def session_processes(sid: int) -> list[int]:
@@ -124,11 +124,11 @@ def test_a_cli_refuses_bad_input_cleanly(case, tmp_path):
         env["TF_CONFIG"] = json.dumps({"cluster": {"chief": ["127.0.0.1:1"],
                                                    "worker": [f"127.0.0.1:{port}"],
                                                    "ps": ["127.0.0.1:2"]},
-                                       "task": {"type": "worker", "index": 0}})  # fmt: skip
+                                       "task": {"type": "worker", "index": 0}})
     try:
         proc = subprocess.Popen([sys.executable, *[a.format(tmp=tmp_path) for a in args]],
                                 env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
         out, err = proc.communicate(timeout=180)
     finally:
         if holder is not None:
@@ -182,7 +182,7 @@ def test_labels_and_images_are_checked_before_training():
 @pytest.mark.parametrize("command", [
     ["-m", "ralp.audit", "--model", "vgg11", "--workers", "1", "--ps", "1"],  # minutes at 224 px
     ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"],
-])  # fmt: skip
+])
 def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):
     import signal
 
@@ -190,7 +190,7 @@ def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):
     proc = subprocess.Popen([sys.executable, *command], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(12)  # well into its work (TensorFlow imported, measuring or starting a cluster)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

@@ -98,10 +98,10 @@ def test_the_rebound_update_runs_and_computes_the_same_step(monkeypatch):
     monkeypatch.setattr(_compat, "variable_device", lambda v: calls.append(v) or original(v))
     reference_layer, grads = _dense_and_grads()
     keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01).apply_gradients(
-        zip(grads, reference_layer.trainable_variables, strict=True))  # fmt: skip
+        zip(grads, reference_layer.trainable_variables, strict=True))
     layer, _ = _dense_and_grads()
     optimizer = _compat.update_where_variables_live(
-        keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01))  # fmt: skip
+        keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01))
     optimizer.apply_gradients(zip(grads, layer.trainable_variables, strict=True))
     # our update and our weight decay each ran once per variable: the rebinding took effect
     assert len(calls) == 2 * len(layer.trainable_variables)
@@ -125,7 +125,7 @@ def test_the_update_counter_is_one_atomic_add():
 
 
 @pytest.mark.parametrize(("optimizer", "slots"), [(keras.optimizers.Adam, 2),
-                                                  (lambda: keras.optimizers.SGD(momentum=0.9), 1)])  # fmt: skip
+                                                  (lambda: keras.optimizers.SGD(momentum=0.9), 1)])
 def test_slot_variables_are_found_by_their_variable(optimizer, slots):
     layer, _ = _dense_and_grads()
     opt = optimizer()
@@ -184,7 +184,7 @@ def _coordinator_canaries(spec) -> dict:
     while not remote_value_done(remote) and time.monotonic() < deadline:
         time.sleep(0.01)
     return {"plain": [v.device for v in plain], "pinned": [v.device for v in pinned],
-            "early": early, "done": remote_value_done(remote), "value": float(remote.fetch())}  # fmt: skip
+            "early": early, "done": remote_value_done(remote), "value": float(remote.fetch())}
 
 
 @pytest.mark.cluster
@@ -228,7 +228,7 @@ def test_profiler_traces_can_be_read(tmp_path):
     # In a fresh interpreter: once a process has run an XLA-compiled function (the grouped
     # convolution canary above does), TensorFlow's profiler records no host events in it.
     run = subprocess.run([sys.executable, "-c", _PROFILE_MATMULS, str(tmp_path)],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
 
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.cluster
 def test_train_digits_example():
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits.py"), "--mode", "ralp",
-                           "--epochs", "4"], capture_output=True, text=True, timeout=600)  # fmt: skip
+                           "--epochs", "4"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "offloaded after 'pool'" in proc.stdout
     m = re.search(r"mode ralp: test accuracy (\d\.\d+)", proc.stdout)

@@ -50,7 +50,7 @@ def test_warnings_point_at_the_callers_line_outside_ralp():
     inside = str(Path(errors.__file__).with_name("_placing.py"))
     scope = {"warn": errors.warn}
     exec(compile("def place():\n    warn('nothing to offload', UserWarning)\n", inside, "exec"),
-         scope)  # fmt: skip
+         scope)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         scope["place"]()  # this line is the user's

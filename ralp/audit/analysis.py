@@ -95,7 +95,7 @@ class Crossing:
         return {"src": self.src_task, "dst": self.dst_task, "tensor": self.tensor,
                 "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape),
                 "bytes": self.nbytes, "layer": self.layer,
-                "offloaded_variable": self.offloaded_variable}  # fmt: skip
+                "offloaded_variable": self.offloaded_variable}
 
 
 @dataclass
@@ -177,7 +177,7 @@ def analyse(
                         t, captured, offloaded_handles, offloaded_shapes
                     )
             crossings.append(Crossing(task_of(src_dev), task_of(dst_dev), tensor, dtype.name, shape,
-                                      nbytes, layer_of_op(tensor, names), offloaded))  # fmt: skip
+                                      nbytes, layer_of_op(tensor, names), offloaded))
     return StepPlacement(ops_by_device, crossings, dict(layer_devices))
 
 

@@ -50,7 +50,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             f"--image-size {args.image_size} is too small for {args.model}: the minimum is {minimum}",
         )
     settings = AuditSettings(args.model, args.mode, args.workers, args.ps, args.image_size,
-                             args.batch_size, args.num_classes)  # fmt: skip
+                             args.batch_size, args.num_classes)
     try:
         report = audit(settings, timeout=args.timeout)
     except (ClusterError, ChildError) as e:
@@ -90,11 +90,11 @@ def to_text(r: dict) -> str:
     lines += text_grid(["layer", *short], body)
     if r["misplaced_ops"]:
         lines += ["", "Misplaced ops:"] + [f"  {m['op']} on {m['device']} (expected {m['expected']})"
-                                           for m in r["misplaced_ops"][:20]]  # fmt: skip
+                                           for m in r["misplaced_ops"][:20]]
     big = sorted(r["crossings"], key=lambda c: -(c["bytes"] or 0))[:10]
     lines += ["", "Largest crossing tensors (one worker batch):"]
     lines += [f"  {c['src']:>9s} -> {c['dst']:<9s} {human_bytes(c['bytes'] or 0):>10s}  {c['tensor']}"
-              + ("  [offloaded variable]" if c["offloaded_variable"] else "") for c in big]  # fmt: skip
+              + ("  [offloaded variable]" if c["offloaded_variable"] else "") for c in big]
     return "\n".join(lines)
 
 

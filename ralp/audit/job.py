@@ -70,7 +70,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
             dataset_fn=dataset_fn, steps_per_epoch=settings.workers, batch_size=batch, verbose=0
         )
         functions = [f for f in concrete_functions(trainer.step)
-                     if _name(f).startswith(STEP_FUNCTION)]  # fmt: skip
+                     if _name(f).startswith(STEP_FUNCTION)]
         if functions:
             function = functions[-1]
             partitions = read_partitions(dump_dir, _name(function))
@@ -81,13 +81,13 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
 
     offloaded_top = {name.split("/")[0] for name in reference.offloaded}
     offloaded_vars = [v for layer in trainer.model.layers if layer.name in offloaded_top
-                      for v in layer.variables]  # fmt: skip
+                      for v in layer.variables]
     slots = [slot for opt in trainer.optimizers.values() for v in offloaded_vars
-             for slot in slot_variables(opt, v)]  # fmt: skip
+             for slot in slot_variables(opt, v)]
     handles = {id(v.value.handle) for v in offloaded_vars + slots}
     shapes = {tuple(v.shape) for v in offloaded_vars if len(v.shape) > 0}
     step = analyse(partitions, function.graph, [layer.name for layer in trainer.model.layers],
-                   handles, shapes)  # fmt: skip
+                   handles, shapes)
 
     misplaced = []
     for device, ops in step.ops_by_device.items():
@@ -99,7 +99,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
                 and task_of(device) != f"ps:{plan.task_of(layer)}"
             ):
                 misplaced.append({"op": op_name, "type": op_type, "layer": layer, "device": device,
-                                  "expected": f"ps:{plan.task_of(layer)}"})  # fmt: skip
+                                  "expected": f"ps:{plan.task_of(layer)}"})
 
     W = settings.workers
     predicted = prof.traffic(plan.offloaded)
@@ -130,7 +130,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
             layer: dict(step.layer_devices[layer])
             for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
             if layer in step.layer_devices
-        },  # fmt: skip
+        },
         "crossings": [c.to_dict() for c in step.crossings],
         "unknown_size_crossings": step.unknown_size_crossings,
         "step_function": _name(function),

@@ -61,7 +61,7 @@ def read_events(path: str | Path) -> list[dict]:
 def _spans(events: list[dict]) -> dict[str, tuple[list[Span], list[Span]]]:
     """Per collective name: (negotiation spans, operation spans), top-level B/E pairs only."""
     names = {e["pid"]: e["args"]["name"] for e in events
-             if e.get("ph") == "M" and e.get("name") == "process_name" and "name" in e.get("args", {})}  # fmt: skip
+             if e.get("ph") == "M" and e.get("name") == "process_name" and "name" in e.get("args", {})}
     open_spans: dict[int, list[tuple[str, float]]] = {}
     out: dict[str, tuple[list[Span], list[Span]]] = {}
     for e in events:
@@ -91,7 +91,7 @@ def stanza_phases(events: list[dict]) -> list[StepPhases]:
     if missing:
         found = sorted(spans)[:8]
         raise TimelineError(f"no Stanza collectives {missing} in this timeline (it names "
-                            f"{found}); record one with HOROVOD_TIMELINE=FILE on a stanza run")  # fmt: skip
+                            f"{found}); record one with HOROVOD_TIMELINE=FILE on a stanza run")
     act_neg, act_op = spans[ACTIVATIONS]
     _, lab_op = spans[LABELS]
     grad_neg, grad_op = spans[GRADIENTS]
@@ -114,10 +114,10 @@ def stanza_phases(events: list[dict]) -> list[StepPhases]:
             heads_backward=backward_end - grad_op[i][1],
             ring=(head_op[i][1] - head_neg[i][1]) if head else 0.0,
             step=max(act_op[i + 1][1], lab_op[i + 1][1]) - received,
-        ))  # fmt: skip
+        ))
     if not rows:
         raise TimelineError(f"the timeline holds {steps} Stanza steps; at least 3 are needed "
-                            "(the first and the last are cut)")  # fmt: skip
+                            "(the first and the last are cut)")
     return rows
 
 

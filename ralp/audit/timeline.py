@@ -133,10 +133,10 @@ def step_timelines(path: str, layer_names: Iterable[str] = ()) -> list[StepTimel
             continue
         # a step ends where the next begins; the last one, with its last op
         end = (steps[k + 1][0] if k + 1 < len(steps)
-               else max((o[3] for o in ops if o[2] >= start), default=start))  # fmt: skip
+               else max((o[3] for o in ops if o[2] >= start), default=start))
         inside = [o for o in ops if start <= o[2] < end]
         timelines.append(StepTimeline(step_id, start, end, sorted(ps, key=lambda p: p.start),
-                                      sorted(inside, key=lambda o: o[2])))  # fmt: skip
+                                      sorted(inside, key=lambda o: o[2])))
     return timelines
 
 
@@ -146,16 +146,16 @@ def capture(worker_address: str, logdir: str, seconds: float) -> str:
     import tensorflow as tf
 
     tf.profiler.experimental.client.trace(f"grpc://{worker_address}", logdir,
-                                          duration_ms=int(seconds * 1000))  # fmt: skip
+                                          duration_ms=int(seconds * 1000))
     found = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True),
-                   key=os.path.getmtime)  # fmt: skip
+                   key=os.path.getmtime)
     if not found:
         raise RuntimeError(f"the profiler wrote no trace under {logdir}")
     return found[-1]
 
 
 def trace_while_training(trainer, dataset_fn: Callable, batch_size: int, worker_address: str,
-                         seconds: float, layer_names: Iterable[str] = ()) -> list[StepTimeline]:  # fmt: skip
+                         seconds: float, layer_names: Iterable[str] = ()) -> list[StepTimeline]:
     """The complete steps of a ``seconds`` trace of the worker serving tf.profiler at
     ``worker_address``, while ``trainer`` (a :class:`ralp.ps_strategy.trainer.Trainer`) keeps
     training on ``dataset_fn`` in a thread: a trace only sees the steps run while it lasts."""
@@ -165,7 +165,7 @@ def trace_while_training(trainer, dataset_fn: Callable, batch_size: int, worker_
     def keep_training() -> None:
         while not stop.is_set():
             trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=workers, batch_size=batch_size,
-                        verbose=0)  # fmt: skip
+                        verbose=0)
 
     thread = threading.Thread(target=keep_training, daemon=True)
     thread.start()

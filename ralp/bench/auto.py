@@ -35,11 +35,11 @@ def offered_modes(horovod_missing: str | None) -> tuple[str, ...]:
 
 
 def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
-            modes: tuple[str, ...]) -> ChooseMode:  # fmt: skip
+            modes: tuple[str, ...]) -> ChooseMode:
     """The function that resolves mode auto for one (model, N, workload)."""
     if backend != "netns" or not bandwidth:
         raise BenchError("--modes auto predicts each mode on the simulated cluster from its "
-                         "links' rate: use the netns backend (as root) with --bandwidth")  # fmt: skip
+                         "links' rate: use the netns backend (as root) with --bandwidth")
     bits = parse_bandwidth(bandwidth)
     loaded = Calibration.load(compute_profile) if compute_profile else None
     measured: dict[tuple, Calibration] = {}
@@ -72,11 +72,11 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
             # None: shared CPUs (asked, or no control group can be made here)
             budget = budget_for(cpus, devices).cpus
             cal, entry, source = calibration_for((model, batch, image, classes), devices, cpus,
-                                                 budget)  # fmt: skip
+                                                 budget)
             work = Workload(profile(build_model(model, classes, image), batch))
             # The run's devices, whatever the file was measured for.
             devices_host = (replace(cal.host, shared=True) if budget is None
-                            else replace(cal.host, shared=False, device_cpus=budget))  # fmt: skip
+                            else replace(cal.host, shared=False, device_cpus=budget))
             host = entry.host_for(devices_host)
             rec = recommend(work, entry.compute, host, [devices], [bits], modes)
         except (PlannerError, ClusterError) as e:

@@ -46,11 +46,11 @@ def workload_key(run: RunSpec) -> tuple:
 
 def calibration_command(run: RunSpec, output: str) -> list[str]:
     where = (["--shared-host"] if run.device_cpus == SHARED_CPUS else
-             ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])  # fmt: skip
+             ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])
     return [sys.executable, "-m", "ralp.planner", "--calibrate", *where,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
-            "--steps", str(CALIBRATION_STEPS), "--output", output]  # fmt: skip
+            "--steps", str(CALIBRATION_STEPS), "--output", output]
 
 
 def calibrate_workload(run: RunSpec) -> dict:
@@ -61,10 +61,10 @@ def calibrate_workload(run: RunSpec) -> dict:
         started = time.time()
         try:
             done = subprocess.run(calibration_command(run, output), capture_output=True,
-                                  text=True, timeout=CALIBRATION_TIMEOUT_S)  # fmt: skip
+                                  text=True, timeout=CALIBRATION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise CalibrationFailed(f"calibrating {run.model} took over "
-                                    f"{CALIBRATION_TIMEOUT_S:.0f} s") from None  # fmt: skip
+                                    f"{CALIBRATION_TIMEOUT_S:.0f} s") from None
         if done.returncode != 0:
             said = (done.stderr.strip().splitlines() or ["no message"])[-1]
             raise CalibrationFailed(f"calibrating {run.model} failed: {said}")

@@ -45,90 +45,90 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo models, by spaces or commas (default: "
-                   f"{' '.join(_D.models)})")  # fmt: skip
+                   f"{' '.join(_D.models)})")
     p.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
-                   "and N (netns backend)")  # fmt: skip
+                   "and N (netns backend)")
     p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
                    "calibration (python -m ralp.planner --calibrate --shared-host); default: "
-                   "measured here first")  # fmt: skip
+                   "measured here first")
     p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
-                   help="devices per job, one or more (default 4); the mode sets workers and PS")  # fmt: skip
+                   help="devices per job, one or more (default 4); the mode sets workers and PS")
     p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
-                   "--devices)")  # fmt: skip
+                   "--devices)")
     p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
     p.add_argument("--fc-workers", type=_fc_workers, metavar="F|auto", help="mode stanza: FC "
                    "ranks out of each job's N devices (default 1, as in every run of the "
                    "Stanza paper; at most N/2); auto: Stanza's node assignment, the n_c / n_f "
                    "split the planner predicts fastest (netns, from --compute-profile or a "
-                   "calibration measured first)")  # fmt: skip
+                   "calibration measured first)")
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
-                   "model's benchmark default)")  # fmt: skip
+                   "model's benchmark default)")
     p.add_argument("--num-classes", type=positive_int,
                    help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K); 10 with --data "
-                   "digits")  # fmt: skip
+                   "digits")
     p.add_argument("--data", choices=DATA, default="synthetic",
                    help="synthetic batches (default) or the real scikit-learn digits, resized "
-                   "to --image-size and sharded over the workers")  # fmt: skip
+                   "to --image-size and sharded over the workers")
     p.add_argument("--image-size", type=positive_int, help="scale the models' input down "
-                   "(default: each model's benchmark size)")  # fmt: skip
+                   "(default: each model's benchmark size)")
     p.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
-                   f"{DEFAULT_STEPS}; {_D.steps} in the default comparison)")  # fmt: skip
+                   f"{DEFAULT_STEPS}; {_D.steps} in the default comparison)")
     p.add_argument("--warmup", type=positive_int, help="warm-up steps "
                    f"per worker before measuring (default {DEFAULT_WARMUP}; {_D.warmup} in the "
-                   "default comparison)")  # fmt: skip
+                   "default comparison)")
     p.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
-                   help="gpu: each task uses its GPU, the RALP PS included")  # fmt: skip
+                   help="gpu: each task uses its GPU, the RALP PS included")
     p.add_argument("--backend", choices=(*BACKENDS, "auto"), default="auto",
                    help="local (loopback), netns (shaped links, root), tf-config (a running "
-                   "cluster); auto: netns if available, else local")  # fmt: skip
+                   "cluster); auto: netns if available, else local")
     p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit "
-                   f"(default {DEFAULT_BANDWIDTH})")  # fmt: skip
+                   f"(default {DEFAULT_BANDWIDTH})")
     p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
     p.add_argument("--sync", nargs="+", metavar="SYNC",
                    help="PS modes: synchronization "
                    "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
-                   "ParameterServerStrategy's own asynchronous scheduling)")  # fmt: skip
+                   "ParameterServerStrategy's own asynchronous scheduling)")
     p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
                    "takes FACTOR times as long per step (an injected delay); INDEX:+SECONDS: a fixed "
-                   "delay after each of its steps")  # fmt: skip
+                   "delay after each of its steps")
     p.add_argument("--pull-schedule", nargs="+", metavar="SCHEDULE",
                    help="PS modes: how workers pull their variables, each a run: default "
                    "(ParameterServerStrategy's own), layer, ibatch (Wang et al.'s "
-                   "iBatch)")  # fmt: skip
+                   "iBatch)")
     p.add_argument("--trace-pulls", action="store_true", help="PS modes: after measuring, "
-                   "trace worker 0 for a few steps: the share of pull time hidden behind compute")  # fmt: skip
+                   "trace worker 0 for a few steps: the share of pull time hidden behind compute")
     p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
-                   "host file ('host slots=N' lines); ranks are started over ssh")  # fmt: skip
+                   "host file ('host slots=N' lines); ranks are started over ssh")
     p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
-                   '({"chief": [...], "worker": [...], "ps": [...]}); default: TF_CONFIG')  # fmt: skip
+                   '({"chief": [...], "worker": [...], "ps": [...]}); default: TF_CONFIG')
     p.add_argument("--compute-reference", action="store_true", help="also run each config "
-                   "unshaped on loopback for the compute-only step time and bound ratio")  # fmt: skip
+                   "unshaped on loopback for the compute-only step time and bound ratio")
     p.add_argument("--calibrate", action="store_true", help="before each workload's first "
                    "run, calibrate it here (on budgeted devices inside one device's budget, as "
                    "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
                    "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
-                   "predicts each record from the calibration taken beside it)")  # fmt: skip
+                   "predicts each record from the calibration taken beside it)")
     p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
                    "'auto' (default: the host's CPUs less a reserve for the coordinator and the "
                    "kernel's network work, over N) or 'shared' (no budget: tasks share the "
-                   "host's CPUs)")  # fmt: skip
+                   "host's CPUs)")
     p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "
-                   "setting's median and min-max over the rounds (default 1)")  # fmt: skip
+                   "setting's median and min-max over the rounds (default 1)")
     p.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
-                   "shared bottleneck link (netns); see --scenarios")  # fmt: skip
+                   "shared bottleneck link (netns); see --scenarios")
     p.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
-                   help="consolidation scenarios (default: all three)")  # fmt: skip
+                   help="consolidation scenarios (default: all three)")
     p.add_argument("--out", metavar="JSON", help="write the records as JSON (and CSV beside)")
     p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
     p.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
                    "saved results, one or more files together (and write --out/--plot/--csv "
-                   "from them)")  # fmt: skip
+                   "from them)")
     return p
 
 
@@ -155,7 +155,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         scenarios=tuple(args.scenarios) if args.scenarios else None,
         compute_profile=args.compute_profile, calibrate=args.calibrate,
         device_cpus=listed(args.device_cpus), repeat=args.repeat,
-    )  # fmt: skip
+    )
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -187,7 +187,7 @@ def _run(request: BenchRequest, args) -> int:
     backend, why_not_netns = request.backend_choice()
     if why_not_netns:
         print(f"{PROG}: netns backend unavailable ({why_not_netns}); running on local loopback "
-              "(bytes are predicted, not measured)", file=sys.stderr)  # fmt: skip
+              "(bytes are predicted, not measured)", file=sys.stderr)
     modes = request.mode_names()  # checks the modes asked for before anything starts
     auto = modes == [AUTO]
     horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
@@ -209,20 +209,20 @@ def _run(request: BenchRequest, args) -> int:
 
         if auto:
             choose = chooser(backend, launcher.bandwidth, request.compute_profile,
-                             offered_modes(horovod_missing))  # fmt: skip
+                             offered_modes(horovod_missing))
         else:  # node assignment: the planner's best split among stanza's alone
             assign = chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
     if request.calibrate and (backend == "tf-config" or request.jobs):
         raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
                          "which share it; on tf-config calibrate a worker host with python -m "
-                         "ralp.planner --calibrate, and --jobs runs are not predicted")  # fmt: skip
+                         "ralp.planner --calibrate, and --jobs runs are not predicted")
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     if backend != "tf-config":
         jobs = request.jobs or 0
         settings = [(run.device_cpus, run.devices) for run in runs] or [
             (cpus, n * jobs) for n in (request.devices or (4,))[:1]
-            for cpus in request.cpu_budgets(n * jobs)]  # fmt: skip
+            for cpus in request.cpu_budgets(n * jobs)]
         print(_budget_line(settings))
     for run in runs:
         if run.auto:
@@ -240,7 +240,7 @@ def _run(request: BenchRequest, args) -> int:
             run_all(runs, launcher, compute_reference=request.compute_reference,
                     calibrations=Calibrations() if request.calibrate else None,
                     progress=not args.quiet, on_record=records.append,
-                    repeat=request.repeat)  # fmt: skip
+                    repeat=request.repeat)
     finally:
         # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
@@ -294,7 +294,7 @@ def _write(records: list[dict], args) -> None:
     except OSError as e:
         kept = report.keep_records(records)
         print(f"{PROG}: could not write {e.filename or 'the outputs'} ({e.strerror or e}); the "
-              f"records are in {kept}", file=sys.stderr)  # fmt: skip
+              f"records are in {kept}", file=sys.stderr)
 
 
 def _show(args) -> int:

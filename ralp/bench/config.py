@@ -109,12 +109,12 @@ class BenchRequest:
             return [AUTO]
         if self.compute_profile and self.fc_workers != AUTO:
             raise BenchError("--compute-profile is for --modes auto and --fc-workers auto (the "
-                             "planner's choice)")  # fmt: skip
+                             "planner's choice)")
         if self.modes is not None:
             unknown = [m for m in self.modes if m not in MODES]
             if unknown:
                 raise BenchError(f"unknown mode(s) {unknown}; choose from "
-                                 f"{', '.join((*MODES, AUTO))}")  # fmt: skip
+                                 f"{', '.join((*MODES, AUTO))}")
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
         return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
@@ -125,18 +125,18 @@ class BenchRequest:
         if len(self.modes) > 1:
             raise BenchError(f"--modes auto runs the planner's choice on its own; to measure "
                              f"modes side by side, list them without auto (got "
-                             f"{' '.join(self.modes)})")  # fmt: skip
+                             f"{' '.join(self.modes)})")
         clashes = [name for name, given in (
             ("--workers/--ps", self.workers or self.ps), ("--fc-workers", self.fc_workers),
             ("--jobs", self.jobs),
             ("--sync", self.sync), ("--slow-worker", self.slow_worker),
             ("--pull-schedule", self.pull_schedules), ("--trace-pulls", self.trace_pulls),
             ("--device-type gpu", self.device_type != "cpu"),
-        ) if given]  # fmt: skip
+        ) if given]
         if clashes:
             raise BenchError(f"--modes auto chooses a mode and its resources from the planner's "
                              f"predictions, which model N devices per mode, PSS's own "
-                             f"scheduling on CPU; drop {', '.join(clashes)} or name the modes")  # fmt: skip
+                             f"scheduling on CPU; drop {', '.join(clashes)} or name the modes")
 
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""
@@ -154,13 +154,13 @@ class BenchRequest:
         )
 
     def runs(self, modes: list[str], choose: ChooseMode | None = None,
-             assign: ChooseMode | None = None) -> list[RunSpec]:  # fmt: skip
+             assign: ChooseMode | None = None) -> list[RunSpec]:
         """The run matrix: every model x device count x mode x sync paradigm, in that order.
         Mode auto is resolved here, once per (model, N, device budget), by ``choose``; ``--fc-workers auto``
         by ``assign`` (the planner's choice among stanza's splits)."""
         if self.sync and not set(modes) - set(HOROVOD_MODES):
             raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
-                             "Stanza are synchronous by construction")  # fmt: skip
+                             "Stanza are synchronous by construction")
         if self.fc_workers and "stanza" not in modes:
             raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
@@ -178,7 +178,7 @@ class BenchRequest:
         syncs = list(self.sync) if self.sync and ps_mode else [None]
         pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
         return [replace(self._run(model, mode, n, sync, pull, assign, cpus), device_cpus=cpus)
-                for sync in syncs for pull in pulls]  # fmt: skip
+                for sync in syncs for pull in pulls]
 
     def cpu_budgets(self, devices: int) -> list[str]:
         """The ``--device-cpus`` values (default: the measured default budget), each checked
@@ -189,7 +189,7 @@ class BenchRequest:
         if self.backend == "tf-config":
             if self.device_cpus:
                 raise BenchError("--device-cpus budgets a simulated cluster's devices; a real "
-                                 "cluster's (tf-config) are its own")  # fmt: skip
+                                 "cluster's (tf-config) are its own")
             return asked
         for value in asked:
             try:
@@ -200,9 +200,9 @@ class BenchRequest:
 
     def _run(self, model: str, mode: str, devices: int, sync: str | None,
              pull_schedule: str = "default", assign: ChooseMode | None = None,
-             cpus: str = AUTO_CPUS) -> RunSpec:  # fmt: skip
+             cpus: str = AUTO_CPUS) -> RunSpec:
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
-                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}  # fmt: skip
+                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}
         if self.workers and mode == "horovod":
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
         if mode == "stanza" and self.fc_workers == AUTO:
@@ -210,7 +210,7 @@ class BenchRequest:
                 raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
             _, why = assign(model, devices, {**workload, "device_cpus": cpus})
             return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
-                                       **workload)  # fmt: skip
+                                       **workload)
         if mode == "stanza" and not (self.workers or self.ps):
             return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:
@@ -219,13 +219,13 @@ class BenchRequest:
         return RunSpec.for_devices(model, mode, devices, **workload)
 
     def _auto_run(self, model: str, devices: int, choose: ChooseMode | None,
-                  cpus: str = AUTO_CPUS) -> RunSpec:  # fmt: skip
+                  cpus: str = AUTO_CPUS) -> RunSpec:
         if choose is None:
             raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
         workload = {**self.workload(model), "device_cpus": cpus}  # each budget its own choice
         mode, why = choose(model, devices, workload)
         return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,
-                                   **workload)  # fmt: skip
+                                   **workload)
 
     def backend_choice(self) -> tuple[str, str | None]:
         """(backend, why netns was not chosen): ``auto`` is netns where it works, else local."""
@@ -255,5 +255,5 @@ class BenchRequest:
         spec, job, _ = ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))
         if job != "chief":
             raise ClusterError(f"TF_CONFIG says this is task {job!r}; run the bench as the 'chief' "
-                               "(each other host runs python -m ralp.server)")  # fmt: skip
+                               "(each other host runs python -m ralp.server)")
         return spec

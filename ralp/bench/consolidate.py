@@ -39,7 +39,7 @@ from ralp.emulation.budget import fidelity
 
 
 def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
-                  workload_for: Callable[[str], dict]) -> list[RunSpec]:  # fmt: skip
+                  workload_for: Callable[[str], dict]) -> list[RunSpec]:
     """The J runs of one scenario, in job order."""
     if scenario not in SCENARIOS:
         raise BenchError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
@@ -57,7 +57,7 @@ def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
 
 
 def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
-                 progress: bool = True) -> list[dict]:  # fmt: skip
+                 progress: bool = True) -> list[dict]:
     """Run the scenario's jobs at once on one fabric with a shared trunk; one record each."""
     from tqdm import tqdm
 
@@ -65,20 +65,20 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     from ralp.emulation.fabric import NetnsFabric
 
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
-                         trunk_bandwidth=launcher.bandwidth)  # fmt: skip
+                         trunk_bandwidth=launcher.bandwidth)
     # Every device of every job gets its budget: the host's CPUs shared by all of them.
     budget = launcher.budget(runs[0].device_cpus, sum(run.devices for run in runs))
     hosts = {(k, task): f"j{k}-{host}" for k, run in enumerate(runs)
-             for task, host in task_hosts(run.workers, run.ps).items()}  # fmt: skip
+             for task, host in task_hosts(run.workers, run.ps).items()}
     chiefs = [f"j{k}-chief" for k in range(len(runs))]
     groups_of = budget.groups(list(hosts.values()), chiefs) if budget else None
     results: list[dict | Exception | None] = [None] * len(runs)
     bar = tqdm(total=sum(r.measured_steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
-               disable=not progress, dynamic_ncols=True)  # fmt: skip
+               disable=not progress, dynamic_ncols=True)
     lock = threading.Lock()
     done = [0] * len(runs)
     with (groups_of or contextlib.nullcontext() as groups, fabric,
-          tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates):  # fmt: skip
+          tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates):
         def placed(k: int) -> dict:  # job k's tasks' device groups and thread pools
             if groups is None:
                 return {}
@@ -93,13 +93,13 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                 host_prefix=f"j{k}-",
                 device_type=launcher.device_type,
                 **placed(k),
-            )  # fmt: skip
+            )
             for k, run in enumerate(runs)
         ]
         meter = None
         if groups is not None:  # every job's tasks and coordinators, read at the gates
             meter = groups.meter({**{f"j{k}-{task}": h for (k, task), h in hosts.items()},
-                                  **{name: name for name in chiefs}})  # fmt: skip
+                                  **{name: name for name in chiefs}})
         try:
             for cluster in clusters:
                 cluster.start()
@@ -119,7 +119,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                         group=groups.group(chiefs[k]) if groups else None,
                         on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                         env={"CUDA_VISIBLE_DEVICES": "-1"},
-                    )  # fmt: skip
+                    )
                 except Exception as e:  # noqa: BLE001 - any failure becomes the job's record
                     results[k] = e
                     Path(gates, f"ready-{k}").touch()  # a failed job must not hold the others
@@ -129,7 +129,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                     done[k] = runs[k].measured_steps
 
             threads = [threading.Thread(target=job, args=(k,), daemon=True)
-                       for k in range(len(runs))]  # fmt: skip
+                       for k in range(len(runs))]
             for t in threads:
                 t.start()
             trunk, cpu_start = _gate(gates, "ready", "go", len(runs), fabric, meter)
@@ -147,7 +147,7 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     records = []
     for k, (run, result) in enumerate(zip(runs, results, strict=True)):
         where = {"backend": "netns", "bandwidth": launcher.bandwidth, "job": k,
-                 "scenario": scenario, "trunk_bytes_measured": trunk_bytes}  # fmt: skip
+                 "scenario": scenario, "trunk_bytes_measured": trunk_bytes}
         if isinstance(result, dict):
             result["setup_s"] = round(sum(result["setup"].values()), 3)
             if cpu is not None:  # one window for all jobs: from the first go to the last stop
@@ -171,11 +171,11 @@ def _gate(gates: str, phase: str, gate: str, jobs: int, fabric, meter=None):
 
 
 def run_consolidation(request: BenchRequest, launcher: Launcher, progress: bool = True,
-                      on_record=None) -> list[dict]:  # fmt: skip
+                      on_record=None) -> list[dict]:
     """``--jobs J``: every scenario asked for, in order; one record per job."""
     if launcher.backend != "netns":
         raise BenchError("--jobs needs the netns backend: the jobs must share one shaped link "
-                         "(run as root with --backend netns)")  # fmt: skip
+                         "(run as root with --backend netns)")
     if not launcher.bandwidth:
         raise BenchError("--jobs needs --bandwidth: the rate of the shared link")
     devices = (request.devices or DEFAULT_COMPARISON.devices)[0]

@@ -28,7 +28,7 @@ CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate i
 
 
 def horovod_bench_job(run, read_links=None, started: float | None = None,
-                      read_cpu=None) -> dict | None:  # fmt: skip
+                      read_cpu=None) -> dict | None:
     """Measure ``run`` (a RunSpec in mode ``horovod`` or ``stanza``) on this Horovod job;
     rank 0 returns the run's figures, other ranks None."""
     from ralp.bench.job import SetupClock, dataset_fn_for
@@ -53,7 +53,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     rank, size = hvd.rank(), hvd.size()
     if size != run.workers + run.ps:
         raise RuntimeError(f"the run asks for {run.workers + run.ps} ranks but Horovod started "
-                           f"{size}")  # fmt: skip
+                           f"{size}")
     W, B = run.workers, run.batch_size  # W: the ranks that read data (CONV ranks in stanza)
     keras.utils.set_random_seed(run.seed)  # rank 0's initial weights are broadcast anyway
     model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
@@ -116,7 +116,7 @@ def _trainer(run, hvd, model, optimizer):
         from ralp.horovod.stanza import StanzaTrainer
 
         trainer = StanzaTrainer(hvd, model, optimizer, fc_workers=run.ps,
-                                batch_size=run.batch_size)  # fmt: skip
+                                batch_size=run.batch_size)
         return trainer, not trainer.is_fc
     from ralp.horovod.trainer import HorovodTrainer
 
@@ -135,20 +135,20 @@ def _prediction(run, model, stanza_trainer) -> dict:
         predicted = prof.bytes_per_step["horovod"]
         return {**fields, "offloaded_layers": [], "split_after": None,
                 "bytes_per_step_predicted": float(predicted.worker_link.total),
-                "ps_bytes_per_step_predicted": None}  # fmt: skip
+                "ps_bytes_per_step_predicted": None}
     plan = stanza_trainer.plan
     predicted = mode_traffic(prof.table, "stanza", run.workers, run.ps, plan.offloaded)
     fc_bytes = sum(link.total for link in predicted.ps_links) / run.workers
     return {**fields, "offloaded_layers": list(plan.offloaded), "split_after": plan.split_after,
             "bytes_per_step_predicted": float(predicted.worker_link.total),
-            "ps_bytes_per_step_predicted": float(fc_bytes)}  # fmt: skip
+            "ps_bytes_per_step_predicted": float(fc_bytes)}
 
 
 def rank_command(run, links=None, started: float | None = None, cpu=None) -> list[str]:
     """The command every rank runs for ``run``; ``links`` a TaskLinks on the netns backend,
     ``cpu`` a DeviceMeter where the ranks have device budgets."""
     command = [sys.executable, "-m", "ralp.bench.horovod_job",
-               "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]  # fmt: skip
+               "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]
     if links is not None:
         fields = {"switch_namespace": links.switch_namespace, "hosts": [list(h) for h in links.hosts]}
         command += ["--links", json.dumps(fields, separators=(",", ":"))]
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
         fields = json.loads(args.links)
         read_links = TaskLinks(fields["switch_namespace"],
-                               tuple(tuple(pair) for pair in fields["hosts"]))  # fmt: skip
+                               tuple(tuple(pair) for pair in fields["hosts"]))
     try:
         read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
         figures = horovod_bench_job(run, read_links, args.started, read_cpu)

@@ -39,7 +39,7 @@ class SetupClock:
 
 def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
               barrier: Barrier | None = None, started: float | None = None,
-              profiler_address: str | None = None, read_cpu=None) -> dict:  # fmt: skip
+              profiler_address: str | None = None, read_cpu=None) -> dict:
     """Measure ``run`` on the cluster at ``cluster_spec``; returns the run's figures.
 
     ``started`` (``time.time()``) is when the coordinator process was asked for: the time
@@ -85,7 +85,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     # first step: warm up with at least one step per worker so none of that is measured.
     report_progress(("phase", "warm-up"))
     trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps, batch_size=B,
-                verbose=0)  # fmt: skip
+                verbose=0)
     clock.lap("warmup")
     steps = run.measured_steps
 
@@ -152,7 +152,7 @@ def trace_pulls(trainer, dataset_fn, profiler_address: str, step_s: float, batch
     if profiler_address is None:
         raise ValueError("tracing pulls needs worker 0's profiler (Launcher.cluster(trace=True))")
     steps = trace_while_training(trainer, dataset_fn, batch, profiler_address,
-                                 max(2.0, (TRACED_STEPS + 1) * step_s))  # fmt: skip
+                                 max(2.0, (TRACED_STEPS + 1) * step_s))
     shares = [s.hidden_share() for s in steps if s.hidden_share() is not None]
     if not shares:
         return {"pull_hidden_share": None, "pull_active_s": None, "traced_step_s": None}

@@ -70,14 +70,14 @@ class Launcher:
             raise BenchError(f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}")
         if self.backend != "netns" and (self.bandwidth or self.latency):
             raise BenchError(f"--bandwidth and --latency shape simulated links: they need the "
-                             f"netns backend, not {self.backend!r}")  # fmt: skip
+                             f"netns backend, not {self.backend!r}")
         if self.backend == "tf-config" and self.cluster_spec is None and self.hostfile is None:
             raise BenchError("the tf-config backend needs the cluster: set TF_CONFIG (with "
                              "task type 'chief') or pass --cluster FILE (PS modes), or "
-                             "--hostfile FILE (mode horovod)")  # fmt: skip
+                             "--hostfile FILE (mode horovod)")
         if self.hostfile and self.backend != "tf-config":
             raise BenchError("--hostfile names a real cluster's hosts for mode horovod: use it "
-                             "with --backend tf-config")  # fmt: skip
+                             "with --backend tf-config")
 
     def check(self, modes=()) -> None:
         """Fail now, before any run, if the backend (or Horovod, for mode horovod) cannot work
@@ -88,11 +88,11 @@ class Launcher:
                 raise BenchError(f"mode {mode} is unavailable: {reason}")
             if self.backend == "tf-config" and not self.hostfile:
                 raise BenchError(f"mode {mode} on a real cluster needs its hosts: pass "
-                                 "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")  # fmt: skip
+                                 "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")
         if (self.backend == "tf-config" and self.cluster_spec is None
-                and set(modes) - set(HOROVOD_MODES)):  # fmt: skip
+                and set(modes) - set(HOROVOD_MODES)):
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "
-                             "TF_CONFIG (task type 'chief') or pass --cluster FILE")  # fmt: skip
+                             "TF_CONFIG (task type 'chief') or pass --cluster FILE")
         if self.backend == "netns":
             from ralp.emulation.iproute import netns_unavailable_reason
             from ralp.units import parse_bandwidth
@@ -120,14 +120,14 @@ class Launcher:
 
     @contextlib.contextmanager
     def cluster(self, workers: int, ps: int, trace: bool = False,
-                budget: Budget | None = None) -> Iterator[ClusterHandle]:  # fmt: skip
+                budget: Budget | None = None) -> Iterator[ClusterHandle]:
         """A fresh cluster; with ``trace``, worker 0 serves tf.profiler (``profiler_address``);
         with a ``budget``, every task in a control group of its own (its device) and the
         coordinator in one that only counts (``chief_group``; ``read_cpu`` reads them all)."""
         if self.backend == "tf-config":
             if trace:
                 raise BenchError("--trace-pulls starts the profiler in the cluster's tasks: "
-                                 "use the local or netns backend")  # fmt: skip
+                                 "use the local or netns backend")
             yield ClusterHandle(self._subset(workers, ps))
             return
         task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
@@ -147,19 +147,19 @@ class Launcher:
                 for task in hosts:
                     task_env[task] = {**budget.task_env(), **task_env.get(task, {})}
                 counted = {"chief_group": groups.group(CHIEF),
-                           "read_cpu": groups.meter({**hosts, "chief:0": CHIEF})}  # fmt: skip
+                           "read_cpu": groups.meter({**hosts, "chief:0": CHIEF})}
             start = time.time()
             if self.backend == "local":
                 cluster = LocalCluster(workers, ps, task_env=task_env, task_groups=task_groups,
                                        device_type=self.device_type,
-                                       restart_lost=self.restart_lost)  # fmt: skip
+                                       restart_lost=self.restart_lost)
             else:
                 from ralp.cluster.netns_cluster import NetnsCluster
 
                 cluster = NetnsCluster(workers, ps, bandwidth=self.bandwidth, latency=self.latency,
                                        device_type=self.device_type, task_env=task_env,
                                        task_groups=task_groups,
-                                       restart_lost=self.restart_lost)  # fmt: skip
+                                       restart_lost=self.restart_lost)
             with cluster:
                 netns = {}
                 if self.backend == "netns":
@@ -167,7 +167,7 @@ class Launcher:
                 yield ClusterHandle(cluster.spec, cluster=cluster,
                                     start_s=round(time.time() - start, 3),
                                     profiler_address=_profiler(cluster.spec, port),
-                                    **netns, **counted)  # fmt: skip
+                                    **netns, **counted)
 
     def _subset(self, workers: int, ps: int) -> ClusterSpec:
         spec = self.cluster_spec
@@ -185,7 +185,7 @@ class Launcher:
 def task_hosts(workers: int, ps: int) -> dict[str, str]:
     """Task -> its host's (and device group's) name on a simulated cluster."""
     return {**{f"worker:{i}": f"w{i}" for i in range(workers)},
-            **{f"ps:{i}": f"ps{i}" for i in range(ps)}}  # fmt: skip
+            **{f"ps:{i}": f"ps{i}" for i in range(ps)}}
 
 
 PROFILER_PORT = 6009  # worker 0's tf.profiler service in its own namespace (netns)
@@ -200,7 +200,7 @@ def _gpu_env(workers: int, ps: int) -> dict[str, dict[str, str]]:
     count = _gpu_count()
     if count == 0:
         raise BenchError("--device-type gpu, but no GPU is visible here (nvidia-smi -L lists "
-                         "none); use --device-type cpu")  # fmt: skip
+                         "none); use --device-type cpu")
     tasks = [f"worker:{i}" for i in range(workers)] + [f"ps:{i}" for i in range(ps)]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = visible.split(",") if visible else [str(i) for i in range(count)]

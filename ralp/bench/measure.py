@@ -51,7 +51,7 @@ def link_figures(
     if before is None or after is None:
         return {"bytes_per_step_measured": None, "ps_bytes_per_step_measured": None,
                 "busiest_link": None, "busiest_link_bytes": None,
-                "busiest_link_one_way_bytes": None, "links": None}  # fmt: skip
+                "busiest_link_one_way_bytes": None, "links": None}
     delta = {
         task: LinkBytes(after[task].tx - before[task].tx, after[task].rx - before[task].rx)
         for task in after
@@ -90,7 +90,7 @@ def sync_figures(history) -> dict:
     if not history.sync:
         return {"sync_max_gap": None, "sync_waiting_s": None}
     return {"sync_max_gap": max(r.max_gap for r in history.sync),
-            "sync_waiting_s": sum(sum(r.waiting_s) for r in history.sync)}  # fmt: skip
+            "sync_waiting_s": sum(sum(r.waiting_s) for r in history.sync)}
 
 
 def _std(values: list[float]) -> float:

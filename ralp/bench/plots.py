@@ -14,7 +14,7 @@ from ralp.bench.records import BASELINE_MODE, add_speedups, consolidated, cpus_l
 
 MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horovod": "#2ca02c",
-               "stanza": "#9467bd"}  # fmt: skip
+               "stanza": "#9467bd"}
 
 
 def _modes(records: Iterable[dict]) -> list[str]:
@@ -30,7 +30,7 @@ def _plot_groups(records: Sequence[dict]) -> list[tuple]:
     budgets = list(dict.fromkeys(_cpus(r) for r in records))
     keys = {_bar_key(r) for r in records}
     return sorted(keys, key=lambda k: (first[k[0]], k[1], bandwidths.index(k[2]),
-                                       budgets.index(k[3])))  # fmt: skip
+                                       budgets.index(k[3])))
 
 
 def _cpus(r: dict) -> str:
@@ -103,7 +103,7 @@ def _draw_speedups(ax, groups, positions, modes, cells, colors) -> None:
             below = [y - lo for y, (lo, _) in zip(ys, spans, strict=True)]
             above = [hi - y for y, (_, hi) in zip(ys, spans, strict=True)]
             ax.errorbar(xs, ys, yerr=[below, above], fmt="none", ecolor="black",
-                        elinewidth=0.8, capsize=2)  # fmt: skip
+                        elinewidth=0.8, capsize=2)
         if mode != BASELINE_MODE:  # its bars are 1.00 by definition; labels would crowd
             ax.bar_label(bars, labels=[f"{y:.2f}" for y in ys], fontsize=7, padding=1)
     for x, key in zip(positions, groups, strict=True):
@@ -123,7 +123,7 @@ def _mark_failed(ax, groups, positions, modes, failed: Sequence[dict]) -> None:
         for mode, dx in zip(modes, offsets, strict=True):
             if (key, mode) in slots:
                 ax.text(x + dx, 0.02, "failed", transform=ax.get_xaxis_transform(), rotation=90,
-                        ha="center", va="bottom", fontsize=7, color="firebrick")  # fmt: skip
+                        ha="center", va="bottom", fontsize=7, color="firebrick")
 
 
 def _bytes_source(cells_of_bar: list[dict]) -> tuple[float | None, bool]:
@@ -151,11 +151,11 @@ def _draw_bytes(ax, groups, positions, modes, cells, colors) -> tuple[bool, bool
             any_predicted |= not measured
             drawn.append(value)
             ax.bar(x + dx, value, width, color=colors[mode], edgecolor="black", linewidth=0.4,
-                   hatch=None if measured else "///")  # fmt: skip
+                   hatch=None if measured else "///")
             predicted = _median_of(bar, "bytes_per_step_predicted")
             if measured and predicted:  # the model's figure, to read meas/pred at a glance
                 ax.plot([x + dx - width / 2, x + dx + width / 2], [predicted] * 2,
-                        color="black", linewidth=1.5)  # fmt: skip
+                        color="black", linewidth=1.5)
     ax.set_yscale("log")
     if drawn:  # bars on a log axis start at its bottom: keep it well below the shortest bar
         ax.set_ylim(min(drawn) / 4, max(drawn) * 2)
@@ -164,7 +164,7 @@ def _draw_bytes(ax, groups, positions, modes, cells, colors) -> tuple[bool, bool
     ax.yaxis.set_minor_formatter(NullFormatter())  # else a short range gets "4x10^8" labels
     ax.set_ylabel("bytes per step (all worker links)")
     source = {(True, False): "measured", (False, True): "predicted (none measured)",
-              (True, True): "measured; hatched: predicted"}.get((any_measured, any_predicted), "")  # fmt: skip
+              (True, True): "measured; hatched: predicted"}.get((any_measured, any_predicted), "")
     ax.set_title(f"(b) bytes per step: {source}" if source else "(b) bytes per step")
     return any_measured, any_predicted
 
@@ -226,7 +226,7 @@ def build_figure(records: Sequence[dict]):
     handles = [Patch(facecolor=colors[m], edgecolor="black", linewidth=0.4, label=m) for m in modes]
     if measured and predicted:
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="///",
-                             label="predicted (not measured)"))  # fmt: skip
+                             label="predicted (not measured)"))
     if measured:
         handles.append(Line2D([], [], color="black", linewidth=1.5, label="predicted bytes"))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)

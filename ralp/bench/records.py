@@ -19,14 +19,14 @@ SPEC_KEYS: tuple[str, ...] = (
     "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "device_cpus", "job",
     "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "pull_schedule",
     "steps", "warmup",
-)  # fmt: skip
+)
 FIGURE_KEYS: tuple[str, ...] = (
     "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
     "compute_step_time_s", "network_step_time_s", "bound_ratio", "sync_max_gap", "sync_waiting_s",
     "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up", "error",
-)  # fmt: skip
+)
 RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
 # Further fields, after the schema's in CSV: what a job reports beyond the table's figures.
 EXTRA_KEYS: tuple[str, ...] = (
@@ -36,17 +36,17 @@ EXTRA_KEYS: tuple[str, ...] = (
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
     "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round",
-)  # fmt: skip
+)
 
 BASELINE_MODE = "ps"
 # Fields a record must share with a plain-PS record to be compared with it: the same workload
 # on the same network. Consolidation jobs (``job`` set) are compared only with each other.
 SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
-               "slow_worker", "device_cpus", "round")  # fmt: skip
+               "slow_worker", "device_cpus", "round")
 # Fields a compute-only reference run (unshaped loopback) shares with the run it serves.
 REFERENCE_KEY = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
                  "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
-                 "round")  # fmt: skip
+                 "round")
 
 
 class RecordError(RalpError, ValueError):
@@ -54,7 +54,7 @@ class RecordError(RalpError, ValueError):
 
 
 def make_record(spec: Mapping, where: Mapping, figures: Mapping | None = None,
-                error: str | None = None) -> dict:  # fmt: skip
+                error: str | None = None) -> dict:
     """One record: the run's ``spec`` fields (RunSpec.to_dict()), ``where`` it ran (backend,
     bandwidth, job, scenario...), and its ``figures`` or ``error``. Unknown keys are an error."""
     given = {**spec, **where, **(figures or {})}
@@ -71,7 +71,7 @@ def derived_figures(record: Mapping, bits_per_s: float | None) -> dict:
     """Measured/predicted bytes, and the network-bound step time on the busiest link."""
     measured, predicted = record["bytes_per_step_measured"], record["bytes_per_step_predicted"]
     out = {"bytes_ratio": measured / predicted if measured is not None and predicted else None,
-           "network_step_time_s": None}  # fmt: skip
+           "network_step_time_s": None}
     if bits_per_s and record.get("busiest_link_bytes") is not None:
         # The busiest link's bytes (both directions) over the measured steps, at its rate,
         # per worker step: "measured bytes / bandwidth" on the bottleneck.

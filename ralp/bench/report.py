@@ -68,7 +68,7 @@ def _flagged(r: dict) -> bool:
 
 
 FLAG_NOTE = ("! the host could not keep up: the devices' budgets plus the CPU spent outside "
-             "them reached its CPUs, so some device got less than its budget; read with care")  # fmt: skip
+             "them reached its CPUs, so some device got less than its budget; read with care")
 
 
 def _with_spread(r: dict, field: str, spec: str) -> str:
@@ -82,7 +82,7 @@ def _with_spread(r: dict, field: str, spec: str) -> str:
 
 
 TABLE_HEADER = ["model", "N", "mode", "W+PS", "img/s", "vs PS", "step s", "B/step meas",
-                "B/step pred", "meas/pred", "bound"]  # fmt: skip
+                "B/step pred", "meas/pred", "bound"]
 HOROVOD_COLUMN = 6  # "vs hvd" goes after "vs PS" when some record ran Horovod
 _ID_COLUMNS = 4  # model, N, mode, W+PS: the cells a failed run still has
 _RIGHT = {1, 3, 4, 5, 6, 7, 8, 9, 10}  # numeric columns, right-aligned even when some are "-"
@@ -90,12 +90,12 @@ _RIGHT = {1, 3, 4, 5, 6, 7, 8, 9, 10}  # numeric columns, right-aligned even whe
 
 def _id_cells(r: dict) -> list[str]:
     return [str(r.get("model")), str(r.get("devices")), _mode_cell(r),
-            f"{r.get('workers')}+{r.get('ps')}"]  # fmt: skip
+            f"{r.get('workers')}+{r.get('ps')}"]
 
 
 def _table_row(r: dict, with_horovod: bool = False) -> list[str]:
     rate = (_with_spread(r, "images_per_sec", ".1f") if "rounds" in r
-            else _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"))  # fmt: skip
+            else _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"))
     row = [
         *_id_cells(r),
         rate,
@@ -134,7 +134,7 @@ def _group_label(r: dict) -> str:
 
 def _group_key(r: dict) -> tuple:
     return (r.get("model"), r.get("backend"), r.get("bandwidth"), r.get("device_cpus"),
-            r.get("scenario"))  # fmt: skip
+            r.get("scenario"))
 
 
 def _error_line(id_cells: list[str], message: str, width: int) -> str:
@@ -174,7 +174,7 @@ def to_table(records: Sequence[dict]) -> str:
     if any("rounds" in r for r in records):
         rounds = sorted({r["rounds"] for r in records})
         out.append(f"medians over {'/'.join(map(str, rounds))} rounds [min-max]; ratios: "
-                   "median of the per-round ratios")  # fmt: skip
+                   "median of the per-round ratios")
     if any(_flagged(r) for r in records):
         out.append(FLAG_NOTE)
     return "\n".join(out)
@@ -231,7 +231,7 @@ def check_outputs(*paths: str | None) -> None:
                 pass
         except OSError as e:
             raise BenchError(f"cannot write {str(path)!r}: {e.strerror or e}; choose another "
-                             "path") from None  # fmt: skip
+                             "path") from None
         if not existed:
             path.unlink()
 
@@ -278,7 +278,7 @@ def _scenario_summary(jobs: list[dict], reference_total: float | None) -> str:
     ok = [r for r in jobs if succeeded(r)]
     total = sum(r["images_per_sec"] for r in ok)
     per_model = {m: fmean(r["images_per_sec"] for r in ok if r["model"] == m)
-                 for m in dict.fromkeys(r["model"] for r in ok)}  # fmt: skip
+                 for m in dict.fromkeys(r["model"] for r in ok)}
     means = ", ".join(f"{m} {v:.1f}" for m, v in per_model.items()) or "-"
     line = f"total {total:.1f} img/s   mean per model: {means}"
     if reference_total:

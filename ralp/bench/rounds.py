@@ -19,7 +19,7 @@ from ralp.bench.records import SPEC_KEYS, succeeded
 # What one setting's summary carries of its rounds: (field, summary) pairs.
 SPREAD_FIELDS = ("images_per_sec", "speedup_vs_ps", "speedup_vs_horovod")
 MEDIAN_FIELDS = ("step_time_s", "bytes_per_step_measured", "bytes_per_step_predicted",
-                 "bytes_ratio", "compute_step_time_s", "network_step_time_s", "bound_ratio")  # fmt: skip
+                 "bytes_ratio", "compute_step_time_s", "network_step_time_s", "bound_ratio")
 
 
 def setting_key(r: dict) -> tuple:
@@ -57,7 +57,7 @@ def summarize(records: Sequence[dict]) -> list[dict]:
         summary = dict(rows[0])
         summary.update(rounds=len(rows), failed=len(rows) - len(ok),
                        flagged=sum(1 for r in ok if r.get("host_kept_up") is False),
-                       error=None if ok else rows[0].get("error"))  # fmt: skip
+                       error=None if ok else rows[0].get("error"))
         for field in SPREAD_FIELDS:
             values = [r[field] for r in ok if r.get(field) is not None]
             summary[f"{field}_spread"] = spread(values)

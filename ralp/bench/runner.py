@@ -54,7 +54,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
                 hostfile=launcher.hostfile, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
                 fc_ranks=run.ps, budget=budget,
-            )  # fmt: skip
+            )
             counted_apart = (DRIVER,)
         else:
             with launcher.cluster(run.workers, run.ps, run.trace_pulls, budget) as handle:
@@ -63,7 +63,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                     profiler_address=handle.profiler_address, read_cpu=handle.read_cpu,
                     netns=handle.netns, group=handle.chief_group, on_progress=on_progress,
                     timeout=RUN_TIMEOUT_S, env={"CUDA_VISIBLE_DEVICES": "-1"},  # computes nothing
-                )  # fmt: skip
+                )
                 figures["setup"] = {"cluster_start": handle.start_s, **figures["setup"]}
             counted_apart = ("chief:0",)
     except (ChildError, ClusterError, HorovodRunError) as e:

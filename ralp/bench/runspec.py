@@ -79,15 +79,15 @@ class RunSpec:
         if self.mode == "horovod":
             if self.workers < 1 or self.ps != 0:
                 raise BenchError(f"mode 'horovod' runs workers only (no PS task), got "
-                                 f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+                                 f"{self.workers} workers and {self.ps} PS")
             if self.device_type != "cpu":
                 raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
-                                 "Gloo only (no NCCL); use --device-type cpu")  # fmt: skip
+                                 "Gloo only (no NCCL); use --device-type cpu")
         elif self.mode == "stanza":
             self._check_stanza()
         elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
-                             f"{self.workers} workers and {self.ps} PS")  # fmt: skip
+                             f"{self.workers} workers and {self.ps} PS")
         if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
             # The RALP paper leaves several PS tasks (activations of many workers) to future work.
             raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
@@ -104,7 +104,7 @@ class RunSpec:
             raise BenchError(f"unknown data {self.data!r}; choose from {', '.join(DATA)}")
         if self.data == "digits" and self.num_classes != 10:
             raise BenchError(f"the digits have 10 classes: use --num-classes 10 with --data "
-                             f"digits, got {self.num_classes}")  # fmt: skip
+                             f"digits, got {self.num_classes}")
         self._resolve_sizes()
 
     def _resolve_sizes(self) -> None:
@@ -118,7 +118,7 @@ class RunSpec:
         image = self.image_size or spec.default_image_size
         if image < spec.min_image_size:
             raise BenchError(f"{self.model} needs --image-size >= {spec.min_image_size} "
-                             f"(its strides and pools), got {image}")  # fmt: skip
+                             f"(its strides and pools), got {image}")
         object.__setattr__(self, "image_size", image)
         object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
 
@@ -133,7 +133,7 @@ class RunSpec:
             if not cpus > 0 or cpus == float("inf"):
                 raise BenchError(f"--device-cpus {self.device_cpus!r}: give CPUs per device "
                                  f"(a positive number such as 0.45), {AUTO_CPUS!r} or "
-                                 f"{SHARED_CPUS!r}")  # fmt: skip
+                                 f"{SHARED_CPUS!r}")
             text = f"{cpus:g}"
         object.__setattr__(self, "device_cpus", text)
 
@@ -147,7 +147,7 @@ class RunSpec:
             )
         if self.device_type != "cpu":
             raise BenchError("mode 'stanza' runs on the CPU: ralp's Horovod build has Gloo only "
-                             "(no NCCL); use --device-type cpu")  # fmt: skip
+                             "(no NCCL); use --device-type cpu")
 
     def _check_sync(self) -> None:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
@@ -155,7 +155,7 @@ class RunSpec:
 
         if self.mode in HOROVOD_MODES:
             raise BenchError("--sync and --slow-worker are for the PS modes (Horovod and Stanza "
-                             "are BSP by construction)")  # fmt: skip
+                             "are BSP by construction)")
         try:
             policy = SyncPolicy.parse(self.sync) if self.sync else None
             slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
@@ -173,14 +173,14 @@ class RunSpec:
 
         if self.mode in HOROVOD_MODES:
             raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod "
-                             "and Stanza have no parameter server to pull from)")  # fmt: skip
+                             "and Stanza have no parameter server to pull from)")
         if self.pull_schedule not in SCHEDULES:
             raise BenchError(f"unknown pull schedule {self.pull_schedule!r}; choose from "
-                             f"{', '.join(SCHEDULES)}")  # fmt: skip
+                             f"{', '.join(SCHEDULES)}")
 
     @classmethod
     def for_devices(cls, model: str, mode: str, devices: int, fc_workers: int = 1,
-                    **workload) -> RunSpec:  # fmt: skip
+                    **workload) -> RunSpec:
         workers, ps = resources(mode, devices, fc_workers)
         return cls(model, mode, devices, workers, ps, **workload)
 
@@ -199,7 +199,7 @@ class RunSpec:
         mode = f"auto->{self.mode}" if self.auto else self.mode
         cpus = f" cpus={self.device_cpus}" if self.device_cpus != AUTO_CPUS else ""
         return (f"{self.model} {mode}{sync}{pulls} N={self.devices} ({self.workers}+{self.ps})"
-                f"{cpus}")  # fmt: skip
+                f"{cpus}")
 
     def to_dict(self) -> dict:
         """The spec's fields (``auto`` only for a run mode auto chose: records stay as they were)."""

@@ -106,7 +106,7 @@ class LocalCluster:
             raise
         if self.restart_lost:
             self._supervisor = threading.Thread(target=self._supervise, daemon=True,
-                                                name="ralp-cluster-supervisor")  # fmt: skip
+                                                name="ralp-cluster-supervisor")
             self._supervisor.start()
         return self.spec
 
@@ -135,7 +135,7 @@ class LocalCluster:
             target=serve_task, name=f"ralp-{job}{index}", daemon=True,
             args=(self.spec, job, index, self.device_type, os.getpid(), str(log), env,
                   self.task_netns.get(task), self.task_groups.get(task)),
-        )  # fmt: skip
+        )
         process.start()
         self.started_pids.append(process.pid)
         return _Task(job, index, process, log)
@@ -158,7 +158,7 @@ class LocalCluster:
             if pending and time.monotonic() > deadline:
                 names = ", ".join(f"{t.job}:{t.index}" for t in pending)
                 raise ClusterError(f"tasks {names} did not start within {timeout:.0f} s; "
-                                   f"logs in {self.log_dir}")  # fmt: skip
+                                   f"logs in {self.log_dir}")
             time.sleep(0.1)
 
     def stop(self, timeout: float = 10.0) -> None:

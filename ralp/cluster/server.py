@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--parent-pid", type=int, help="exit when this process exits")
     parser.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
-                        help="gpu: let this task use its GPU (default cpu: hide GPUs)")  # fmt: skip
+                        help="gpu: let this task use its GPU (default cpu: hide GPUs)")
     args = parser.parse_args(argv)
 
     try:
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve_task(spec, job: str, index: int, device_type: str, parent_pid: int, log_path: str,
-               env: dict[str, str], netns: str | None = None, group=None) -> None:  # fmt: skip
+               env: dict[str, str], netns: str | None = None, group=None) -> None:
     """A task of :class:`~ralp.cluster.local.LocalCluster`, in a process fresh from the zygote:
     in its device's control group ``group`` (a :class:`~ralp.emulation.devices.DeviceGroup`)
     if given, output to ``log_path``, ``env`` applied, inside network namespace ``netns`` if
@@ -92,11 +92,11 @@ def _name_process(name: str) -> None:
 
 
 def serve(spec, task_type: str, task_index: int, device_type: str = "cpu",
-          parent_pid: int | None = None) -> int:  # fmt: skip
+          parent_pid: int | None = None) -> int:
     """Serve ``task_type:task_index`` of ``spec`` until SIGTERM (or ``parent_pid`` exits)."""
     if task_type not in ("ps", "worker"):
         return fail(PROG, f"task type {task_type!r}: ralp.server runs 'ps' and 'worker' tasks; "
-                          "the chief runs the training job itself")  # fmt: skip
+                          "the chief runs the training job itself")
     if device_type == "cpu":
         os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
     # TensorFlow's failure handling needs it on every task: an RPC to a lost task fails at
@@ -113,11 +113,11 @@ def serve(spec, task_type: str, task_index: int, device_type: str = "cpu",
         server = tf.distribute.Server(
             tf.train.ClusterSpec(spec.as_dict()), job_name=task_type, task_index=task_index,
             protocol="grpc", start=True,
-        )  # fmt: skip
+        )
     except tf.errors.UnknownError as e:
         print(f"{PROG}: error: could not start the gRPC server for {task_type}:{task_index} "
               f"on {address} ({e.message}). The port is probably in use: stop what holds it "
-              "or choose another port in TF_CONFIG.", file=sys.stderr)  # fmt: skip
+              "or choose another port in TF_CONFIG.", file=sys.stderr)
         return EXIT_PORT_BUSY
     profiler_port = os.environ.get(PROFILER_PORT_ENV)
     if profiler_port:  # the step timeline of this task, for tf.profiler's client (the trace)

@@ -74,11 +74,11 @@ class ClusterSpec:
         if unknown:
             raise ClusterError(f"unknown job(s) {sorted(unknown)} in the cluster; use {list(JOBS)}"
                                + (" (Kubeflow's 'Master' replica type: use 'Chief')"
-                                  if "master" in unknown else ""))  # fmt: skip
+                                  if "master" in unknown else ""))
         chief = cluster.get("chief")
         if not chief or not isinstance(chief, list | tuple) or len(chief) != 1:
             raise ClusterError("the cluster needs exactly one 'chief' address (where the "
-                               "coordinator runs), e.g. \"chief\": [\"host0:2222\"]")  # fmt: skip
+                               "coordinator runs), e.g. \"chief\": [\"host0:2222\"]")
         for job in ("worker", "ps"):
             if not isinstance(cluster.get(job, []), list | tuple):
                 raise ClusterError(f"'{job}' must be a list of host:port addresses")
@@ -108,7 +108,7 @@ class ClusterSpec:
         if job in IGNORED_JOBS:
             raise ClusterError(f"TF_CONFIG names this task {job!r}, which takes no part in "
                                "ralp's training (run ralp.server on 'ps' and 'worker' tasks, "
-                               "the training job on the 'chief')")  # fmt: skip
+                               "the training job on the 'chief')")
         spec.address(job, index)
         return spec, job, index
 

@@ -41,7 +41,7 @@ def host_cpus() -> int:
 
 
 def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None,
-                reserve: float = DEVICE_RESERVE_CPUS) -> float | None:  # fmt: skip
+                reserve: float = DEVICE_RESERVE_CPUS) -> float | None:
     """CPUs per device for ``devices`` devices as ``asked`` (``auto``/None: the default,
     ``shared``: None, else a number); raises :class:`ClusterError` on a budget the host
     cannot give."""
@@ -50,7 +50,7 @@ def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None
         share = (cpus - reserve) / devices
         if share <= 0:
             raise ClusterError(f"{cpus} CPUs less a reserve of {reserve:g} leave nothing for "
-                               f"{devices} devices: use --device-cpus shared")  # fmt: skip
+                               f"{devices} devices: use --device-cpus shared")
         return round(share, 3)
     if asked == SHARED:
         return None
@@ -58,13 +58,13 @@ def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None
         share = float(asked)
     except (TypeError, ValueError):
         raise ClusterError(f"--device-cpus {asked!r}: give CPUs per device (e.g. 0.45), "
-                           f"'{AUTO}' or '{SHARED}'") from None  # fmt: skip
+                           f"'{AUTO}' or '{SHARED}'") from None
     if not math.isfinite(share) or share <= 0:
         raise ClusterError(f"--device-cpus {asked!r}: CPUs per device must be a positive number")
     if share * devices > cpus:
         raise ClusterError(f"--device-cpus {share:g} for {devices} devices asks for "
                            f"{share * devices:g} CPUs, more than this host's {cpus}: ask for at "
-                           f"most {cpus / devices:.3g}, or '{SHARED}'")  # fmt: skip
+                           f"most {cpus / devices:.3g}, or '{SHARED}'")
     return share
 
 
@@ -87,7 +87,7 @@ def thread_env(cpus: float | None) -> dict[str, str]:
         return {}
     intra, inter = counts
     return {"TF_NUM_INTRAOP_THREADS": str(intra), "TF_NUM_INTEROP_THREADS": str(inter),
-            "OMP_NUM_THREADS": str(intra), "OPENBLAS_NUM_THREADS": "1"}  # fmt: skip
+            "OMP_NUM_THREADS": str(intra), "OPENBLAS_NUM_THREADS": "1"}
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Budget:
         if self.hierarchy is None:
             return contextlib.nullcontext(None)
         return DeviceGroups(self.hierarchy, new_prefix(), devices,
-                            self.cpus, unlimited=unlimited, period_us=self.period_us)  # fmt: skip
+                            self.cpus, unlimited=unlimited, period_us=self.period_us)
 
     def task_env(self) -> dict[str, str]:
         """What a budgeted task's environment adds (its thread pools' sizes)."""
@@ -123,14 +123,14 @@ class Budget:
 
 
 def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | None,
-             unbudgeted: tuple[str, ...] = ()) -> dict:  # fmt: skip
+             unbudgeted: tuple[str, ...] = ()) -> dict:
     """The ``cpu`` field of a record: each task's CPU use against its budget and the share of
     CFS periods it was throttled; the host's CPU outside the budgets (``unbudgeted`` tasks,
     such as the coordinator, counted there and shown apart) and stolen; and ``kept_up``:
     False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
                  "host_cpus": budget.host_cpus, "threads": _listed(thread_counts(budget.cpus)),
-                 "fallback": budget.fallback}  # fmt: skip
+                 "fallback": budget.fallback}
     if before is None or after is None:
         return {**out, "kept_up": None}
     wall = max(after.time - before.time, 1e-9)
@@ -151,7 +151,7 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     steal = (after.host_steal_s - before.host_steal_s) / wall
     outside = max(0.0, host - budgeted_used)
     out.update(wall_s=round(wall, 3), tasks=tasks, host_used_cpus=round(host, 4),
-               unbudgeted_cpus=round(outside, 4), steal_cpus=round(steal, 4))  # fmt: skip
+               unbudgeted_cpus=round(outside, 4), steal_cpus=round(steal, 4))
     if budget.cpus is None:
         return {**out, "kept_up": None}
     demand = budget.cpus * budgeted + outside + steal

@@ -84,7 +84,7 @@ def find_hierarchy(root: str | None = None) -> tuple[Hierarchy | None, str | Non
 
 def _v1(root: str) -> Hierarchy | None:
     limit = next((os.path.join(root, d) for d in ("cpu", "cpu,cpuacct")
-                  if os.path.exists(os.path.join(root, d, "cpu.cfs_quota_us"))), None)  # fmt: skip
+                  if os.path.exists(os.path.join(root, d, "cpu.cfs_quota_us"))), None)
     if limit is None:
         return None
     if os.path.exists(os.path.join(limit, "cpuacct.usage")):
@@ -116,7 +116,7 @@ class DeviceGroup:
         import shlex
 
         joins = "".join(f"echo $$ > {shlex.quote(os.path.join(d, 'cgroup.procs'))} && "
-                        for d in self.dirs)  # fmt: skip
+                        for d in self.dirs)
         return ["sh", "-c", joins + 'exec "$@"', "sh", *command]
 
     def holds(self, pid: int | str = "self") -> bool:
@@ -187,7 +187,7 @@ class CpuSnapshot:
         """Plain JSON (a Horovod rank sends its snapshots as a message)."""
         tasks = {task: [r.used_s, r.periods, r.throttled] for task, r in self.tasks.items()}
         return {"time": self.time, "host_busy_s": self.host_busy_s,
-                "host_steal_s": self.host_steal_s, "tasks": tasks}  # fmt: skip
+                "host_steal_s": self.host_steal_s, "tasks": tasks}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> CpuSnapshot:
@@ -213,7 +213,7 @@ class DeviceMeter:
 
         h = self.hierarchy
         return json.dumps({"hierarchy": [h.version, h.limit, h.usage],
-                           "groups": [list(g) for g in self.groups]})  # fmt: skip
+                           "groups": [list(g) for g in self.groups]})
 
     @classmethod
     def from_json(cls, text: str) -> DeviceMeter:
@@ -263,7 +263,7 @@ class DeviceGroups:
 
     def __init__(self, hierarchy: Hierarchy, prefix: str, devices: Iterable[str],
                  cpus: float | None, *, unlimited: Iterable[str] = (),
-                 period_us: int = PERIOD_US):  # fmt: skip
+                 period_us: int = PERIOD_US):
         if not _NAME.match(prefix):
             raise ClusterError(f"control group prefix {prefix!r}: use letters, digits, '_.-'")
         self.hierarchy, self.prefix, self.period_us = hierarchy, prefix, period_us
@@ -273,7 +273,7 @@ class DeviceGroups:
             raise ClusterError(f"device names {bad or 'repeated'}: give each a name of letters, digits, '_.-'")
         if cpus is not None and cpus * period_us < MIN_QUOTA_US:
             raise ClusterError(f"a budget of {cpus:g} CPU per device is below the kernel's "
-                               f"smallest quota ({MIN_QUOTA_US / period_us:g} CPU)")  # fmt: skip
+                               f"smallest quota ({MIN_QUOTA_US / period_us:g} CPU)")
         self.cpus = cpus
         self._made: list[str] = []  # directories made, parents first
 
@@ -298,7 +298,7 @@ class DeviceGroups:
             os.mkdir(path)
         except FileExistsError:
             raise ClusterError(f"control group {path} exists: a run with prefix {self.prefix!r} "
-                               "is open already") from None  # fmt: skip
+                               "is open already") from None
         except OSError as e:
             raise ClusterError(f"cannot create control group {path}: {e.strerror}") from None
         self._made.append(path)
@@ -308,7 +308,7 @@ class DeviceGroups:
         quota = -1 if cpus is None else round(cpus * self.period_us)
         if self.hierarchy.version == 2:
             _write(os.path.join(directory, "cpu.max"),
-                   f"{'max' if quota < 0 else quota} {self.period_us}")  # fmt: skip
+                   f"{'max' if quota < 0 else quota} {self.period_us}")
         else:  # the period first: a quota above the old period's would be refused otherwise
             _write(os.path.join(directory, "cpu.cfs_period_us"), str(self.period_us))
             _write(os.path.join(directory, "cpu.cfs_quota_us"), str(quota))
@@ -322,7 +322,7 @@ class DeviceGroups:
     def meter(self, tasks: Mapping[str, str]) -> DeviceMeter:
         """A reader of the groups' counters keyed by task (``{"worker:0": "w0", ...}``)."""
         return DeviceMeter(self.hierarchy,
-                           tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()))  # fmt: skip
+                           tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()))
 
     def close(self, wait_s: float = 5.0) -> list[str]:
         """Remove the groups, children first; returns those that could not be removed (a
@@ -385,7 +385,7 @@ def sweep_stale(hierarchy: Hierarchy) -> list[str]:
             except ProcessLookupError:
                 parent = os.path.join(root, name)
                 stale += [os.path.join(parent, c) for c in os.listdir(parent)
-                          if os.path.isdir(os.path.join(parent, c))] + [parent]  # fmt: skip
+                          if os.path.isdir(os.path.join(parent, c))] + [parent]
             except (PermissionError, OverflowError):
                 pass
     remove_groups(stale, wait_s=0.0)

@@ -171,7 +171,7 @@ class NetnsFabric:
             # netem delays what the host sends, so a round trip between two hosts is 2 x delay;
             # tbf goes under it as its child. limit: the default 1000 packets is below the BDP.
             command = (f"tc -n {ns} qdisc add dev eth0 root handle 1: "
-                       f"netem delay {round(self.delay * 1e6)}us limit 100000")  # fmt: skip
+                       f"netem delay {round(self.delay * 1e6)}us limit 100000")
             done = subprocess.run(command.split(), capture_output=True, text=True)
             if "Specified qdisc kind is unknown" in done.stderr:
                 raise ClusterError(_NO_NETEM)

@@ -60,7 +60,7 @@ class Kill:
             kill = cls(job, int(index), int(step))
         except ValueError:
             raise UsageError(f"--kill {text!r}: write TASK@STEP, e.g. worker:1@100 or ps:0@200"
-                             ) from None  # fmt: skip
+                             ) from None
         if job not in ("worker", "ps") or kill.index < 0 or kill.step < 1:
             raise UsageError(f"--kill {text!r}: the task is worker:I or ps:I, the step >= 1")
         return kill
@@ -71,7 +71,7 @@ class Kill:
 
 def chaos_training(spec, mode: str, steps: int, batch: int, optimizer: str,
                    learning_rate: float, schedule: str, seed: int, checkpoint_dir: str,
-                   checkpoint_every: int) -> dict:  # fmt: skip
+                   checkpoint_every: int) -> dict:
     """The coordinator's job: train with checkpoints, reporting each finished step to the
     parent (which kills tasks at chosen steps); the counts, the failures, test accuracy."""
     import keras
@@ -94,11 +94,11 @@ def chaos_training(spec, mode: str, steps: int, batch: int, optimizer: str,
     if schedule == "cosine":  # from the optimizer's (checkpointed) step count
         learning_rate = keras.optimizers.schedules.CosineDecay(learning_rate, steps)
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=make_optimizer(learning_rate),
-                        batch_size=batch)  # fmt: skip
+                        batch_size=batch)
     start = time.perf_counter()
     history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
                           verbose=0, callbacks=[Progress()], checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every)  # fmt: skip
+                          checkpoint_every=checkpoint_every)
     wall = time.perf_counter() - start
     logits = trainer.unwrap().predict(to_model_input(x_test, IMAGE), batch_size=512, verbose=0)
     return {
@@ -125,7 +125,7 @@ class Killer:
             kill = self.pending.pop(0)
             self.cluster.kill_task(kill.job, kill.index)
             self.done.append({"task": f"{kill.job}:{kill.index}", "asked_at_step": kill.step,
-                              "killed_at_step": message[1], "at": time.time()})  # fmt: skip
+                              "killed_at_step": message[1], "at": time.time()})
 
 
 def left_running(cluster) -> list[str]:
@@ -168,12 +168,12 @@ def run_mode(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
                              + r["failure_free"]["left_running"]}),
         runs=[{kind: {k: r[kind][k] for k in _RUN_FIGURES} for kind in ("failure_free", "chaos")}
               for r in runs],
-    )  # fmt: skip
+    )
     return figures
 
 
 _RUN_FIGURES = ("accuracy", "steps_completed", "steps_redone", "wall_s", "time_lost_s",
-                "left_running")  # fmt: skip
+                "left_running")
 
 
 def _mean(values) -> float:
@@ -195,7 +195,7 @@ def _run_pair(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
                     args.optimizer, args.learning_rate, args.schedule, args.seed, directory,
                     args.checkpoint_every, netns=handle.netns, on_progress=killer,
                     timeout=3600, env={"CUDA_VISIBLE_DEVICES": "-1"},
-                )  # fmt: skip
+                )
                 cluster = handle.cluster
             out["left_running"] = left_running(cluster)
         if chaos:
@@ -208,7 +208,7 @@ def table(results: list[dict]) -> str:
     from ralp._text import text_grid
 
     header = ["mode", "steps done/asked", "redone", "accuracy", "failure-free", "wall s",
-              "failure-free s", "time lost s", "left running"]  # fmt: skip
+              "failure-free s", "time lost s", "left running"]
     rows = []
     for r in results:
         if r.get("error"):
@@ -218,13 +218,13 @@ def table(results: list[dict]) -> str:
                      str(r["steps_redone"]), f"{r['accuracy']:.3f}",
                      f"{r['accuracy_failure_free']:.3f}", f"{r['wall_s']:.1f}",
                      f"{r['wall_s_failure_free']:.1f}", f"{r['time_lost_s']:.1f}",
-                     ", ".join(r["left_running"]) or "nothing"])  # fmt: skip
+                     ", ".join(r["left_running"]) or "nothing"])
     return "\n".join(text_grid(header, rows))
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Training through killed tasks (a worker, "
-                                "the PS) against a failure-free run, on the digits.")  # fmt: skip
+                                "the PS) against a failure-free run, on the digits.")
     p.add_argument("--modes", nargs="+", default=list(MODES), metavar="MODE",
                    help="ralp, ps (default: both), by spaces or commas")
     p.add_argument("--workers", type=positive_int, default=3)
@@ -247,7 +247,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=positive_int, default=1,
                    help="failure-free and chaos runs per mode; accuracies are their means "
-                        "(async training's final accuracy varies run to run)")  # fmt: skip
+                        "(async training's final accuracy varies run to run)")
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--show", metavar="JSON", help="run nothing: the table of saved results")
     return p
@@ -293,13 +293,13 @@ def _run(args) -> list[dict]:
                  "bandwidth": bandwidth, "batch_size": args.batch_size, "optimizer": args.optimizer,
                  "learning_rate": args.learning_rate, "schedule": args.schedule,
                  "seed": args.seed, "repeats": args.repeats,
-                 "steps_requested": args.steps, "checkpoint_every": args.checkpoint_every}  # fmt: skip
+                 "steps_requested": args.steps, "checkpoint_every": args.checkpoint_every}
         print(f"{PROG}: {mode}: a failure-free run, then one killing {' '.join(map(str, kills))}",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
         try:
             figures = run_mode(lambda chaos: Launcher(backend, bandwidth=bandwidth,
                                                       restart_lost=chaos),
-                               mode, args, kills)  # fmt: skip
+                               mode, args, kills)
         except (ChildError, ClusterError) as e:
             results.append(make_chaos_result(mode, where, error=short_error(e)))
             continue

@@ -26,7 +26,7 @@ def digits_split(seed: int = 0):
 
     images, labels = digits_arrays(seed)
     x_train, x_test, y_train, y_test = train_test_split(images, labels, test_size=0.25,
-                                                        random_state=seed, stratify=labels)  # fmt: skip
+                                                        random_state=seed, stratify=labels)
     return x_train, y_train.astype(np.int32), x_test, y_test.astype(np.int32)
 
 
@@ -39,19 +39,19 @@ def sharded_dataset_fn(x_train, y_train, batch: int, seed: int):
 
     def dataset_fn(context=None):
         shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
-            else (0, 1)  # fmt: skip
+            else (0, 1)
         xs, ys = x_train[shard::shards], y_train[shard::shards]
         return (tf.data.Dataset.from_tensor_slices((xs, ys))
                 .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
                 .batch(batch, drop_remainder=True)
-                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+                .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))
 
     return dataset_fn
 
 
 def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, batch: int,
                learning_rate: float, eval_every: float, seed: int,
-               read_links=None) -> dict:  # fmt: skip
+               read_links=None) -> dict:
     """The coordinator's job: train under ``sync``; weight snapshots over time, evaluated."""
     import keras
     import numpy as np
@@ -66,7 +66,7 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
     model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
     initial = model.get_weights()  # before wrap: PSS makes the local variables unreadable
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
-                        batch_size=batch, sync=sync, slow_worker=slow_worker)  # fmt: skip
+                        batch_size=batch, sync=sync, slow_worker=slow_worker)
     snapshots: list[tuple[float, int, list]] = []
     done = [0]
     stop = threading.Event()
@@ -86,7 +86,7 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
     watcher.start()
     try:
         history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
-                              verbose=0, callbacks=[Count()])  # fmt: skip
+                              verbose=0, callbacks=[Count()])
     finally:
         stop.set()
         watcher.join()
@@ -104,7 +104,7 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
         curve.append({"time_s": t, "steps": n, "accuracy": accuracy})
     record = history.sync[0].to_dict() if history.sync else {}
     counts = np.bincount(history.step_workers, minlength=len(spec.workers)).tolist() \
-        if history.step_workers else None  # fmt: skip
+        if history.step_workers else None
     return {
         "sync": sync, "slow_worker": slow_worker, "mode": trainer.mode, "steps": steps,
         "batch_size": batch, "learning_rate": learning_rate, "wall_s": wall,
@@ -118,7 +118,7 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
         # the chief's link carries only control and the weight snapshots.
         "link_bytes": {t: links_after[t].total - links_before[t].total for t in links_after}
         if links_after else None,
-    }  # fmt: skip
+    }
 
 
 def time_to(curve: list[dict], target: float) -> float | None:
@@ -133,7 +133,7 @@ def median_time_to(runs: list[dict], target: float) -> float | None:
     """The median over ``runs`` (seeds) of the time to ``target``; a run that never got there
     counts as infinitely long, so the median is None when fewer than half did."""
     times = sorted(t if (t := time_to(r["curve"], target)) is not None else math.inf
-                   for r in runs)  # fmt: skip
+                   for r in runs)
     value = statistics.median(times) if times else math.inf
     return None if math.isinf(value) else value
 

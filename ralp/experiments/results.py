@@ -15,11 +15,11 @@ SYNC_RESULT_KEYS: tuple[str, ...] = (
     "learning_rate", "wall_s", "iterations_per_s", "curve", "final_accuracy", "max_gap",
     "total_waiting_s", "waiting_s", "steps_per_worker", "dssp_decisions", "slow_delay_s",
     "link_bytes", "error",
-)  # fmt: skip
+)
 
 
 def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
-                     error: str | None = None) -> dict:  # fmt: skip
+                     error: str | None = None) -> dict:
     """One paradigm's result of the sync experiment, in :data:`SYNC_RESULT_KEYS` order."""
     return _laid_out({"sync": sync, **where, **(figures or {})}, SYNC_RESULT_KEYS, "sync", error)
 
@@ -32,11 +32,11 @@ CHAOS_RESULT_KEYS: tuple[str, ...] = (
     "steps_requested", "steps_completed", "steps_redone", "checkpoint_every", "kills",
     "accuracy", "accuracy_failure_free", "wall_s", "wall_s_failure_free", "time_lost_s",
     "failures", "duplicate_steps", "iterations", "left_running", "runs", "error",
-)  # fmt: skip
+)
 
 
 def make_chaos_result(mode: str, where: Mapping, figures: Mapping | None = None,
-                      error: str | None = None) -> dict:  # fmt: skip
+                      error: str | None = None) -> dict:
     """One mode's result of the chaos benchmark, in :data:`CHAOS_RESULT_KEYS` order."""
     return _laid_out({"mode": mode, **where, **(figures or {})}, CHAOS_RESULT_KEYS, "chaos", error)
 
@@ -54,11 +54,11 @@ STANZA_RESULT_KEYS: tuple[str, ...] = (
     "mode", "workers", "bandwidth", "seed", "batch_size", "learning_rate", "worker_batches",
     "samples_per_s", "wall_s", "final_accuracy", "time_to", "server_link_bytes", "link_bytes",
     "curve", "error",
-)  # fmt: skip
+)
 
 
 def make_stanza_result(mode: str, where: Mapping, figures: Mapping | None = None,
-                       error: str | None = None) -> dict:  # fmt: skip
+                       error: str | None = None) -> dict:
     """One run of the Stanza experiment, in :data:`STANZA_RESULT_KEYS` order."""
     return _laid_out({"mode": mode, **where, **(figures or {})}, STANZA_RESULT_KEYS, "stanza",
-                     error)  # fmt: skip
+                     error)

@@ -44,7 +44,7 @@ MODEL = "lenet"
 
 
 def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int, seed: int,
-                read_links=None) -> dict | None:  # fmt: skip
+                read_links=None) -> dict | None:
     """One Horovod rank of the Stanza run (all but the last rank read data); rank 0 returns
     the run's figures, the other ranks None."""
     import horovod.tensorflow as hvd
@@ -60,7 +60,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
     keras.utils.set_random_seed(seed)
     model = build_model(MODEL, num_classes=10, image_size=IMAGE)
     trainer = StanzaTrainer(hvd, model, keras.optimizers.SGD(learning_rate), fc_workers=1,
-                            batch_size=batch)  # fmt: skip
+                            batch_size=batch)
     conv = trainer.layout.conv_workers
     x_train, y_train, x_test, y_test = digits_split(seed)
     batches = None
@@ -69,7 +69,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
         batches = iter(tf.data.Dataset.from_tensor_slices((xs, ys))
                        .shuffle(len(ys), seed=seed + hvd.rank(), reshuffle_each_iteration=True)
                        .repeat().batch(batch, drop_remainder=True)
-                       .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))  # fmt: skip
+                       .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))
     steps = max(1, samples // (conv * batch))  # each step takes one batch per CONV rank
     snapshots = [(0.0, 0, trainer.share_weights().get_weights())]
     trainer.barrier()
@@ -92,11 +92,11 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
         model.set_weights(weights)
         logits = model.predict(x_eval, batch_size=512, verbose=0)
         curve.append({"time_s": t, "steps": n,
-                      "accuracy": float(np.mean(np.argmax(logits, -1) == y_test))})  # fmt: skip
+                      "accuracy": float(np.mean(np.argmax(logits, -1) == y_test))})
     return {"wall_s": clock, "steps": steps * conv, "curve": curve,
             "final_accuracy": curve[-1]["accuracy"], "final_loss": history.final_loss,
             "link_bytes": {t: after[t].total - before[t].total for t in after}
-            if after else None}  # fmt: skip
+            if after else None}
 
 
 def _rank_main(argv: Sequence[str]) -> int:
@@ -109,7 +109,7 @@ def _rank_main(argv: Sequence[str]) -> int:
 
         fields = json.loads(argv[1])
         read_links = TaskLinks(fields["switch_namespace"],
-                               tuple(tuple(pair) for pair in fields["hosts"]))  # fmt: skip
+                               tuple(tuple(pair) for pair in fields["hosts"]))
     quiet_tensorflow()
     figures = stanza_rank(**spec, read_links=read_links)
     if figures is not None:
@@ -131,23 +131,23 @@ def learning_rate_for(mode: str, workers: int, learning_rate: float, scaling: st
 
 
 def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_rate: float,
-               eval_steps: int, seed: int) -> dict:  # fmt: skip
+               eval_steps: int, seed: int) -> dict:
     from ralp.horovod.launch import launch
 
     spec = {"samples": samples, "batch": batch, "learning_rate": learning_rate,
-            "eval_steps": eval_steps, "seed": seed}  # fmt: skip
+            "eval_steps": eval_steps, "seed": seed}
 
     def rank_command(links, _cpu=None) -> list[str]:  # shared CPUs: no device meter
         fields = {"switch_namespace": links.switch_namespace,
-                  "hosts": [list(h) for h in links.hosts]}  # fmt: skip
+                  "hosts": [list(h) for h in links.hosts]}
         return [sys.executable, "-m", "ralp.experiments.stanza", "--rank",
-                json.dumps(spec), json.dumps(fields)]  # fmt: skip
+                json.dumps(spec), json.dumps(fields)]
 
     return launch(rank_command, workers, "netns", bandwidth=bandwidth, fc_ranks=1, timeout=3600)
 
 
 def run_ps(workers: int, bandwidth: str, samples: int, batch: int, learning_rate: float,
-           eval_every: float, seed: int) -> dict:  # fmt: skip
+           eval_every: float, seed: int) -> dict:
     from ralp.bench.launcher import Launcher
     from ralp.cluster.fresh_process import run_in_fresh_process
 
@@ -158,7 +158,7 @@ def run_ps(workers: int, bandwidth: str, samples: int, batch: int, learning_rate
             sync_curve, handle.spec, None, None, "ps", max(1, samples // batch), batch,
             learning_rate, eval_every, seed, handle.read_links, netns=handle.netns,
             timeout=3600, env={"CUDA_VISIBLE_DEVICES": "-1"},
-        )  # fmt: skip
+        )
     figures["steps"] = max(1, samples // batch)
     return figures
 
@@ -173,22 +173,22 @@ def _figures(figures: dict, batch: int, targets) -> dict:
         "final_accuracy": figures["final_accuracy"],
         "time_to": {f"{t:g}": time_to(curve, t) for t in targets},
         "server_link_bytes": links.get("ps:0"), "link_bytes": links or None, "curve": curve,
-    }  # fmt: skip
+    }
 
 
 def table(results: list[dict], targets: Sequence[float]) -> str:
     from ralp._text import text_grid
 
     header = ["mode", "W", "samples/s", *(f"t to {t:.0%} (s)" for t in targets),
-              "speedup", "final acc", "PS/FC link MB"]  # fmt: skip
+              "speedup", "final acc", "PS/FC link MB"]
     rows = []
     for r in results:
         if r.get("error"):
             rows.append([r["mode"], str(r["workers"]), *["-"] * (len(header) - 3),
-                         f"error: {r['error']}"])  # fmt: skip
+                         f"error: {r['error']}"])
             continue
         ps = next((p for p in results if p["mode"] == "ps" and p["workers"] == r["workers"]
-                   and not p.get("error")), None)  # fmt: skip
+                   and not p.get("error")), None)
         key = f"{targets[0]:g}"
         speed = "-"
         if r["mode"] == "stanza" and ps and ps["time_to"][key] and r["time_to"][key]:
@@ -199,7 +199,7 @@ def table(results: list[dict], targets: Sequence[float]) -> str:
                        else f"{r['time_to'][f'{t:g}']:.1f}" for t in targets),
                      speed, f"{r['final_accuracy']:.3f}",
                      "-" if r["server_link_bytes"] is None
-                     else f"{r['server_link_bytes'] / 1e6:.1f}"])  # fmt: skip
+                     else f"{r['server_link_bytes'] / 1e6:.1f}"])
     return "\n".join(text_grid(header, rows))
 
 
@@ -213,7 +213,7 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
         curve = r["curve"]
         ax.plot([p["time_s"] for p in curve], [p["accuracy"] for p in curve],
                 "-" if r["mode"] == "stanza" else "--", marker=".",
-                label=f"{r['mode']}, {r['workers']} workers")  # fmt: skip
+                label=f"{r['mode']}, {r['workers']} workers")
     for t in targets:
         ax.axhline(t, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="training wall time (s)", ylabel="test accuracy", ylim=(0, 1), title=title)
@@ -225,13 +225,13 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Stanza against plain PS on the digits: "
-                                "time to a target accuracy over a shaped network.")  # fmt: skip
+                                "time to a target accuracy over a shaped network.")
     p.add_argument("--workers", type=positive_int, nargs="+", default=[2, 4],
                    help="data-reading workers (Stanza: CONV ranks, plus one FC rank; PS: "
-                   "workers, plus one PS task); default 2 4")  # fmt: skip
+                   "workers, plus one PS task); default 2 4")
     p.add_argument("--bandwidth", default="1gbit", help="every link's rate (default 1gbit)")
     p.add_argument("--samples", type=positive_int, default=19200,
-                   help="training samples seen in all, the same for both modes")  # fmt: skip
+                   help="training samples seen in all, the same for both modes")
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
     p.add_argument("--lr-scaling", choices=LR_SCALINGS, default="none",
@@ -239,10 +239,10 @@ def _parser() -> argparse.ArgumentParser:
                         "sqrt(W) x (sqrt) the learning rate; PS keeps it (default none)")
     p.add_argument("--scale-lr", dest="lr_scaling", action="store_const", const="linear",
                    help="the same as --lr-scaling linear: as W asynchronous PS workers each "
-                        "take a step per batch")  # fmt: skip
+                        "take a step per batch")
     p.add_argument("--eval-every", type=float, default=2.0, help="PS: seconds between snapshots")
     p.add_argument("--eval-steps", type=positive_int, default=20,
-                   help="Stanza: steps between snapshots")  # fmt: skip
+                   help="Stanza: steps between snapshots")
     p.add_argument("--target", type=float, nargs="+", default=[0.9])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", metavar="JSON")
@@ -287,19 +287,19 @@ def _run(args) -> list[dict]:
     for mode, w in tqdm(plan, unit="run", desc="modes x workers"):
         lr = learning_rate_for(mode, w, args.learning_rate, args.lr_scaling)
         where = {"workers": w, "bandwidth": args.bandwidth, "seed": args.seed,
-                 "batch_size": args.batch_size, "learning_rate": lr}  # fmt: skip
+                 "batch_size": args.batch_size, "learning_rate": lr}
         try:
             if mode == "ps":
                 figures = run_ps(w, args.bandwidth, args.samples, args.batch_size, lr,
-                                 args.eval_every, args.seed)  # fmt: skip
+                                 args.eval_every, args.seed)
             else:
                 figures = run_stanza(w, args.bandwidth, args.samples, args.batch_size, lr,
-                                     args.eval_steps, args.seed)  # fmt: skip
+                                     args.eval_steps, args.seed)
         except (ChildError, ClusterError, HorovodRunError) as e:
             results.append(make_stanza_result(mode, where, error=short_error(e)))
             continue
         results.append(make_stanza_result(
-            mode, where, _figures(figures, args.batch_size, args.target)))  # fmt: skip
+            mode, where, _figures(figures, args.batch_size, args.target)))
     write_results(args, results)
     return results
 

@@ -44,13 +44,13 @@ def table(results: list[dict], targets: Sequence[float]) -> str:
     from ralp._text import text_grid
 
     header = ["sync", "seeds", "it/s", *(f"t to {t:.0%} (s)" for t in targets), "final acc",
-              "wall s", "wait s", "max gap", "slow delay s", "steps per worker"]  # fmt: skip
+              "wall s", "wait s", "max gap", "slow delay s", "steps per worker"]
     rows = []
     for sync, runs in _by_sync(results).items():
         done = [r for r in runs if not r.get("error")]
         if not done:
             rows.append([sync, str(len(runs)), *["-"] * (len(header) - 3),
-                         f"error: {runs[0]['error']}"])  # fmt: skip
+                         f"error: {runs[0]['error']}"])
             continue
 
         def med(key, done=done):
@@ -64,9 +64,9 @@ def table(results: list[dict], targets: Sequence[float]) -> str:
                      else f"{med('total_waiting_s'):.1f}",
                      str(max(r.get("max_gap") or 0 for r in done)),
                      "-" if done[0].get("slow_delay_s") is None else f"{med('slow_delay_s'):.3f}",
-                     " ".join(map(str, done[0].get("steps_per_worker") or []))])  # fmt: skip
+                     " ".join(map(str, done[0].get("steps_per_worker") or []))])
     note = " (medians over seeds; max gap: the largest of any seed)" if any(
-        len(r) > 1 for r in _by_sync(results).values()) else ""  # fmt: skip
+        len(r) > 1 for r in _by_sync(results).values()) else ""
     return "\n".join(text_grid(header, rows)) + ("\n" + note.strip() if note else "")
 
 
@@ -85,7 +85,7 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
         curve = done[0]["curve"]
         style = "--" if sync.startswith("dssp") else "-"
         ax_t.plot([p["time_s"] for p in curve], [p["accuracy"] for p in curve], style,
-                  marker=".", label=sync)  # fmt: skip
+                  marker=".", label=sync)
     for t in targets:
         ax_t.axhline(t, color="grey", lw=0.8, ls=":")
     ax_t.set(xlabel="wall time (s)", ylabel="test accuracy", ylim=(0, 1))
@@ -98,7 +98,7 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
         xs = [i + (k - (len(targets) - 1) / 2) * width for i in range(len(names))]
         bars = ax_b.bar(xs, [v or 0 for v in values], width, label=f"to {t:.0%}")
         ax_b.bar_label(bars, labels=["never" if v is None else f"{v:.0f}" for v in values],
-                       fontsize=7)  # fmt: skip
+                       fontsize=7)
     ax_b.set_xticks(range(len(names)), names, fontsize=8, rotation=20)
     ax_b.set_ylabel("seconds (median over seeds)")
     ax_b.legend(fontsize=8)
@@ -109,25 +109,25 @@ def plot(results: list[dict], targets: Sequence[float], path: str, title: str) -
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Accuracy against wall time of the "
-                                "synchronization paradigms on the digits, one worker slowed.")  # fmt: skip
+                                "synchronization paradigms on the digits, one worker slowed.")
     p.add_argument("--syncs", nargs="+", default=list(DEFAULT_SYNCS), metavar="SYNC",
-                   help=f"paradigms (default: {' '.join(DEFAULT_SYNCS)})")  # fmt: skip
+                   help=f"paradigms (default: {' '.join(DEFAULT_SYNCS)})")
     p.add_argument("--workers", type=positive_int, default=4)
     p.add_argument("--slow-worker", default="0:2", metavar="INDEX:FACTOR",
                    help="heterogeneity (default 0:2: worker 0 takes twice as long; "
-                   "INDEX:+SECONDS for a fixed delay after each of its steps)")  # fmt: skip
+                   "INDEX:+SECONDS for a fixed delay after each of its steps)")
     p.add_argument("--mode", choices=("ps", "ralp"), default="ps")
     p.add_argument("--steps", type=positive_int, default=480, help="steps in all (all workers)")
     p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     p.add_argument("--learning-rate", type=float, default=0.05)
     p.add_argument("--eval-every", type=float, default=2.0, help="seconds between snapshots")
     p.add_argument("--target", type=float, nargs="+", default=[0.9],
-                   help="target test accuracies (default 0.9)")  # fmt: skip
+                   help="target test accuracies (default 0.9)")
     p.add_argument("--backend", choices=("auto", "local", "netns"), default="auto")
     p.add_argument("--bandwidth", default=None,
                    help=f"netns link rate (default {DEFAULT_BANDWIDTH})")
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
-                   help="each paradigm runs once per seed; the table shows medians")  # fmt: skip
+                   help="each paradigm runs once per seed; the table shows medians")
     p.add_argument("--out", metavar="JSON")
     p.add_argument("--plot", metavar="PNG")
     p.add_argument(
@@ -146,7 +146,7 @@ def plot_title(results: list[dict]) -> str:
     workers = len(done[0].get("steps_per_worker") or [])
     slow = done[0].get("slow_worker")
     return (f"lenet on digits, {workers} workers, "
-            + (SlowWorker.parse(slow).describe() if slow else "no slow worker"))  # fmt: skip
+            + (SlowWorker.parse(slow).describe() if slow else "no slow worker"))
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -187,7 +187,7 @@ def _run(args) -> list[dict]:
     plan = [(seed, sync) for seed in args.seeds for sync in args.syncs]
     for seed, sync in tqdm(plan, unit="run", desc="paradigms x seeds"):
         where = {"backend": backend, "bandwidth": bandwidth, "workers": args.workers,
-                 "seed": seed}  # fmt: skip
+                 "seed": seed}
         try:
             with launcher.cluster(args.workers, 1) as handle:
                 figures = run_in_fresh_process(
@@ -195,7 +195,7 @@ def _run(args) -> list[dict]:
                     args.batch_size, args.learning_rate, args.eval_every, seed,
                     handle.read_links, netns=handle.netns, timeout=3600,
                     env={"CUDA_VISIBLE_DEVICES": "-1"},
-                )  # fmt: skip
+                )
         except (ChildError, ClusterError) as e:
             results.append(make_sync_result(sync, where, error=short_error(e)))
             continue

@@ -33,7 +33,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
                batch_size: int = 32, epochs: int = 1, steps_per_epoch: int | None = None,
                validation_data=None, validation_split: float = 0.0, validation_freq=1,
                initial_epoch: int = 0, callbacks: Sequence = (), shuffle: bool = True,
-               seed: int = 0) -> RankHistory:  # fmt: skip
+               seed: int = 0) -> RankHistory:
     """Train ``trainer`` (a ``HorovodTrainer`` or ``StanzaTrainer``) for epochs
     ``initial_epoch`` .. ``epochs`` - 1; the module's docstring says what each rank does."""
     from ralp.models.training import check_training_arrays
@@ -43,7 +43,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
         raise ValueError(f"initial_epoch must be in [0, epochs={epochs}), got {initial_epoch}")
     x, y, validation = validation_for(x, y, validation_data=validation_data,
                                       validation_split=validation_split,
-                                      validation_freq=validation_freq)  # fmt: skip
+                                      validation_freq=validation_freq)
     shard = trainer.data_shard  # (index, count) of the ranks that read data; None: reads none
     if batches is None:
         if x is None or y is None:
@@ -53,7 +53,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
         steps_per_epoch = steps_per_epoch or max(1, len(x) // (count * batch_size))
         if shard:
             batches = _shard_batches(x[shard[0]::shard[1]], y[shard[0]::shard[1]], batch_size,
-                                     shuffle, seed + shard[0])  # fmt: skip
+                                     shuffle, seed + shard[0])
     elif steps_per_epoch is None:
         raise ValueError("with batches, give steps_per_epoch (the same on every rank)")
     iterator = iter(batches) if shard and batches is not None else None

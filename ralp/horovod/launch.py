@@ -52,10 +52,10 @@ def horovod_unavailable_reason() -> str | None:
     """Why Horovod cannot run here, or None. (Does not import TensorFlow.)"""
     if importlib.util.find_spec("horovod") is None:
         return ("Horovod is not installed in this environment: run ./scripts/setup.sh (it builds "
-                "and caches Horovod 0.28.1 with Gloo), or scripts/build_horovod.sh")  # fmt: skip
+                "and caches Horovod 0.28.1 with Gloo), or scripts/build_horovod.sh")
     if horovodrun_path() is None:
         return "Horovod is installed but its horovodrun command is missing: reinstall it with " \
-               "scripts/build_horovod.sh --rebuild"  # fmt: skip
+               "scripts/build_horovod.sh --rebuild"
     return None
 
 
@@ -65,7 +65,7 @@ def horovodrun_command(workers: int, rank_command: list[str], hostfile: str | No
     if hostfile:
         return [run, "-np", str(workers), "--hostfile", hostfile, "--gloo", *rank_command]
     return [run, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo",
-            "--network-interface", "lo", *rank_command]  # fmt: skip
+            "--network-interface", "lo", *rank_command]
 
 
 def launch(
@@ -99,7 +99,7 @@ def launch(
         raise HorovodRunError(f"Horovod cannot run on backend {backend!r}")
     if backend == "tf-config" and not hostfile:
         raise HorovodRunError("Horovod on a real cluster needs its hosts: pass "
-                              "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")  # fmt: skip
+                              "--hostfile FILE (horovodrun's format, 'host slots=N' lines)")
     names = [f"worker:{k}" for k in range(workers)] + [f"ps:{g}" for g in range(fc_ranks)]
     hosts = [f"w{k}" for k in range(len(names))]  # the ranks' hosts and device groups
     groups_of = budget.groups(hosts, [DRIVER]) if budget and backend != "tf-config" else None
@@ -112,7 +112,7 @@ def launch(
             meter = groups.meter({**dict(zip(names, hosts, strict=True)), DRIVER: DRIVER})
         if backend == "netns":
             return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout,
-                                 env, wrap, meter)  # fmt: skip
+                                 env, wrap, meter)
         command = horovodrun_command(len(names), rank_command(None, meter), hostfile)
         return run_and_collect(wrap(command), on_progress, timeout, env)
 
@@ -121,7 +121,7 @@ DRIVER = "driver"  # the launcher's host and control group (it only counts, unli
 
 
 def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, timeout, env,
-                  wrap, meter) -> dict:  # fmt: skip
+                  wrap, meter) -> dict:
     from ralp.emulation.fabric import NetnsFabric
 
     prefix = f"rlp{os.getpid()}h"
@@ -129,14 +129,14 @@ def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, tim
         driver = fabric.add_host(DRIVER)
         hosts = [fabric.add_host(f"w{k}") for k in range(len(link_names))]
         links = TaskLinks(fabric.switch_namespace,
-                          tuple((name, h.name) for name, h in zip(link_names, hosts, strict=True)))  # fmt: skip
+                          tuple((name, h.name) for name, h in zip(link_names, hosts, strict=True)))
         # The driver enters its namespace itself: `ip netns exec` would also remount /sys,
         # hiding the control groups its forked ranks join.
         command = wrap([sys.executable, "-m", "ralp.horovod.netns_gloo",
                         "--netns", driver.namespace, "--iface", "eth0",
                         "--driver-ip", driver.address,
                         "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
-                        "--", *rank_command(links, meter)])  # fmt: skip
+                        "--", *rank_command(links, meter)])
         try:
             return run_and_collect(command, on_progress, timeout, env)
         finally:
@@ -146,12 +146,12 @@ def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, tim
 
 
 def run_and_collect(command: list[str], on_progress: Callable | None, timeout: float,
-                    env: dict[str, str] | None = None) -> dict:  # fmt: skip
+                    env: dict[str, str] | None = None) -> dict:
     """Run a Horovod launcher command; forward progress; return rank 0's record."""
     tail: collections.deque[str] = collections.deque(maxlen=60)
     record = error = None
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, start_new_session=True, env=env)  # fmt: skip
+                               text=True, bufsize=1, start_new_session=True, env=env)
     # A job that hangs prints nothing: a timer stops it, which ends the output loop.
     timed_out = threading.Event()
 

@@ -41,10 +41,10 @@ def netns_exec_command(namespace_of: dict[str, str]):
         inner = f"cd {quote(os.getcwd())} >/dev/null 2>&1 ; {command}"
         # The rank's device group is joined before `ip netns exec`, which remounts /sys.
         wrapped = shlex.join(rank_group_command(slot_info.rank,
-                                              ["ip", "netns", "exec", namespace, "sh", "-c", inner]))  # fmt: skip
+                                              ["ip", "netns", "exec", namespace, "sh", "-c", inner]))
         try:
             code = safe_shell_exec.execute(wrapped, index=slot_info.rank,
-                                           events=[*(events or []), terminate_all])  # fmt: skip
+                                           events=[*(events or []), terminate_all])
         except Exception as e:  # noqa: BLE001 - as horovodrun: report and count as a failure
             print(f"rank {slot_info.rank}: could not run: {e}", flush=True)
             code = 1
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ralp.horovod.netns_gloo")
     parser.add_argument("--netns", help="the network namespace this driver runs in")
     parser.add_argument("--hosts", required=True,
-                        help="ADDRESS=NAMESPACE,... one Horovod slot per host, ranks in order")  # fmt: skip
+                        help="ADDRESS=NAMESPACE,... one Horovod slot per host, ranks in order")
     parser.add_argument("--iface", default="eth0", help="the hosts' interface for Gloo")
     parser.add_argument("--driver-ip", required=True, help="this driver's address on the bridge")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND to run per rank")

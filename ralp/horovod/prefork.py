@@ -115,12 +115,12 @@ class PreforkedRanks:
             child = self.children[slot_info.rank]
             env, words = split_env_command(command)
             call = {"env": env, "module": python_module(words), "argv": words[3:],
-                    "cwd": os.getcwd(), "namespace": self.namespace_of[slot_info.hostname]}  # fmt: skip
+                    "cwd": os.getcwd(), "namespace": self.namespace_of[slot_info.hostname]}
             with os.fdopen(child.command_fd, "w") as f:
                 f.write(json.dumps(call))
             forwarders = [
                 threading.Thread(target=_forward, args=(fd, f"[{slot_info.rank}]<{name}>:"),
-                                 daemon=True)  # fmt: skip
+                                 daemon=True)
                 for fd, name in ((child.stdout_fd, "stdout"), (child.stderr_fd, "stderr"))
             ]
             for t in forwarders:

@@ -56,7 +56,7 @@ class StanzaLayout:
     def __post_init__(self) -> None:
         if self.size < 2:
             raise StanzaError(f"Stanza needs at least 2 ranks (a CONV rank and an FC rank), "
-                              f"got {self.size}")  # fmt: skip
+                              f"got {self.size}")
         if self.fc_workers < 1:
             raise StanzaError(f"Stanza needs at least one FC rank, got {self.fc_workers}")
         if self.fc_workers > self.conv_workers:
@@ -127,7 +127,7 @@ class StanzaTrainer:
 
     def __init__(self, hvd, model, optimizer, loss_fn=None, *, fc_workers: int = 1,
                  plan=None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 label_shape: tuple[int, ...] = (), label_dtype: str = "int32"):  # fmt: skip
+                 label_shape: tuple[int, ...] = (), label_dtype: str = "int32"):
         import keras
 
         self.split, self.plan = _split(model, plan, batch_size)  # bad models fail before Horovod
@@ -207,7 +207,7 @@ class StanzaTrainer:
                 outputs = head(x, training=True)
                 outputs = outputs if isinstance(outputs, list | tuple) else [outputs]
                 flat = tf.concat([tf.reshape(t, [K, w]) for t, w in
-                                  zip(outputs, widths, strict=True)], axis=1)  # fmt: skip
+                                  zip(outputs, widths, strict=True)], axis=1)
             labels = tf.reshape(tf.cast(y, self.label_dtype), [K, *self.label_shape])
             sent = _alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
             sent_labels = _alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
@@ -217,7 +217,7 @@ class StanzaTrainer:
             grads = tape.gradient(flat, self.variables, output_gradients=grad)
             if self.conv_set is not None:
                 grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
-                                              name=HEAD_GRADS, ignore_name_scope=True)  # fmt: skip
+                                              name=HEAD_GRADS, ignore_name_scope=True)
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # Horovod's ops are not stateful: one whose result feeds nothing the function
             # returns may be pruned. The sends' (empty) results feed the output.
@@ -244,7 +244,7 @@ class StanzaTrainer:
         def step(empty_rows, empty_labels):
             stacked = _alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
             labels = _alltoall(hvd, empty_labels, nothing, LABELS,
-                               [rows, *self.label_shape])  # fmt: skip
+                               [rows, *self.label_shape])
             with tf.GradientTape() as tape:
                 tape.watch(stacked)
                 parts = tf.split(stacked, widths, axis=1) if len(widths) > 1 else [stacked]
@@ -256,7 +256,7 @@ class StanzaTrainer:
             back = _alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
             if self.fc_set is not None:
                 grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
-                                              name=TAIL_GRADS, ignore_name_scope=True)  # fmt: skip
+                                              name=TAIL_GRADS, ignore_name_scope=True)
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # The send's (empty) result feeds the output, or the unstateful op may be pruned.
             return loss + tf.cast(tf.reduce_sum(back), loss.dtype)
@@ -354,7 +354,7 @@ class StanzaTrainer:
     def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
             validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0):  # fmt: skip
+            callbacks=(), shuffle: bool = True, seed: int = 0):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
         callbacks and a ``history`` of epoch logs (:mod:`ralp.horovod.keras_fit`)."""
@@ -364,7 +364,7 @@ class StanzaTrainer:
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed)  # fmt: skip
+                          seed=seed)
 
     def agree(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is True on any (a collective)."""
@@ -389,7 +389,7 @@ def _split(model, plan, batch_size: int):
         raise StanzaError(str(e)) from None
     if choice.plan.is_empty:
         raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
-                          f"{model.name!r} has none: {choice.profile.verdict}")  # fmt: skip
+                          f"{model.name!r} has none: {choice.profile.verdict}")
     try:
         split = split_model(PlacedModel(model, choice.plan, {}))
     except PlanError as e:
@@ -413,5 +413,5 @@ def _alltoall(hvd, tensor, splits: list[int], name: str, received_shape: list[in
     import tensorflow as tf
 
     received, _ = hvd.alltoall(tensor, splits=tf.constant(splits, tf.int32), name=name,
-                               ignore_name_scope=True)  # fmt: skip
+                               ignore_name_scope=True)
     return tf.ensure_shape(received, received_shape)

@@ -140,7 +140,7 @@ class HorovodTrainer:
     def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
             validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0):  # fmt: skip
+            callbacks=(), shuffle: bool = True, seed: int = 0):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
         callbacks and a ``history`` of epoch logs (:mod:`ralp.horovod.keras_fit`)."""
@@ -150,7 +150,7 @@ class HorovodTrainer:
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed)  # fmt: skip
+                          seed=seed)
 
     def agree(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is True on any (a collective)."""

@@ -115,7 +115,7 @@ def _compiled_metrics(model) -> list:
     metrics = (model.get_compile_config() or {}).get("metrics") or []
     if isinstance(metrics, dict):  # per output name; one output here
         metrics = [m for value in metrics.values() for m in (value if isinstance(value, list)
-                                                             else [value])]  # fmt: skip
+                                                             else [value])]
     return list(metrics) if isinstance(metrics, list | tuple) else [metrics]
 
 
@@ -134,7 +134,7 @@ class TrainingSetup:
 
 
 def training_setup(model, optimizer=None, loss=None, metrics: Sequence | None = None,
-                   where: str = "ralp") -> TrainingSetup:  # fmt: skip
+                   where: str = "ralp") -> TrainingSetup:
     """The set-up to train ``model`` with: the arguments given, else the model's compiled
     optimizer, loss and metrics, else the defaults (a ``None`` optimizer: the trainer's own;
     the loss: :func:`default_loss`; no metrics beyond the trainers' loss and accuracy)."""
@@ -212,15 +212,15 @@ def check_training_arrays(x, y, model, where: str = "fit") -> None:
     x, y = np.asarray(x), np.asarray(y)
     if len(x) != len(y):
         raise TrainingSetupError(f"{where}: {len(x)} images but {len(y)} labels; give one "
-                                 "label per image")  # fmt: skip
+                                 "label per image")
     if np.issubdtype(x.dtype, np.number) and not np.isfinite(x).all():
         bad = int(x.size - np.isfinite(x).sum())
         raise TrainingSetupError(f"{where}: the images hold {bad} NaN or infinite values; "
-                                 "clean or impute them first (training would reach a NaN loss)")  # fmt: skip
+                                 "clean or impute them first (training would reach a NaN loss)")
     whole = np.issubdtype(y.dtype, np.floating) and bool(np.all(np.mod(y, 1) == 0))
     if not np.issubdtype(y.dtype, np.integer) and not whole:
         raise TrainingSetupError(f"{where}: labels must be integer class ids, got {y.dtype} "
-                                 f"values such as {y.flat[0]!r}")  # fmt: skip
+                                 f"values such as {y.flat[0]!r}")
     classes = int(model.outputs[0].shape[-1])
     low, high = (int(y.min()), int(y.max())) if y.size else (0, 0)
     if low < 0 or high >= classes:
@@ -232,14 +232,14 @@ def check_training_arrays(x, y, model, where: str = "fit") -> None:
 
 
 def evaluate_model(model, loss_fn, metrics: BatchMetrics, x, y,
-                   batch_size: int = 256) -> dict[str, float]:  # fmt: skip
+                   batch_size: int = 256) -> dict[str, float]:
     """Loss, accuracy and the metrics of ``model`` on ``x``, ``y`` in this process."""
     import numpy as np
 
     y = np.asarray(y)
     logits = model.predict(np.asarray(x), batch_size=batch_size, verbose=0)
     out = {"loss": float(loss_fn(y, logits)),
-           "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}  # fmt: skip
+           "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}
     for metric, value in zip(metrics.metrics, metrics(y, logits), strict=True):
         out[metric.name] = float(value)
     return out

@@ -44,33 +44,33 @@ class Validation:
 
 
 def validation_for(x, y, *, validation_data=None, validation_split: float = 0.0,
-                   validation_freq: int | Collection[int] = 1):  # fmt: skip
+                   validation_freq: int | Collection[int] = 1):
     """(training x, training y, the :class:`Validation` or None), checked as Keras checks
     them; ``validation_split`` takes the last share of ``x`` and ``y`` before shuffling."""
     if not 0.0 <= validation_split < 1.0:
         raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
     if isinstance(validation_freq, bool) or (
-            isinstance(validation_freq, int) and validation_freq < 1):  # fmt: skip
+            isinstance(validation_freq, int) and validation_freq < 1):
         raise ValueError(f"validation_freq must be a positive integer or a collection of epoch "
-                         f"numbers, got {validation_freq!r}")  # fmt: skip
+                         f"numbers, got {validation_freq!r}")
     if validation_split and validation_data is not None:
         raise ValueError("give validation_data or validation_split, not both")
     if validation_split:
         if x is None:
             raise ValueError("validation_split takes the last samples of x and y: give arrays "
-                             "(with a dataset_fn, pass validation_data)")  # fmt: skip
+                             "(with a dataset_fn, pass validation_data)")
         x, y = np.asarray(x), np.asarray(y)
         keep = len(x) - int(len(x) * validation_split)
         if keep < 1 or keep == len(x):
             raise ValueError(f"validation_split={validation_split} of {len(x)} samples leaves "
-                             "no training or no validation samples")  # fmt: skip
+                             "no training or no validation samples")
         return x[:keep], y[:keep], Validation(x[keep:], y[keep:], freq=validation_freq)
     if validation_data is None:
         return x, y, None
     if isinstance(validation_data, tuple | list):
         if len(validation_data) != 2:
             raise ValueError("validation_data is (x_val, y_val) or a tf.data.Dataset of "
-                             "(images, labels) batches")  # fmt: skip
+                             "(images, labels) batches")
         xv, yv = (np.asarray(a) for a in validation_data)
         return x, y, Validation(xv, yv, freq=validation_freq)
     return x, y, Validation(dataset=validation_data, freq=validation_freq)

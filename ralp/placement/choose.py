@@ -54,7 +54,7 @@ def choose_plan(
     if mode == "auto":
         raise ValueError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
                          "mode='auto', bandwidth=...) (ralp.planner.auto.wrap), which resolves "
-                         "it to 'ps' or 'ralp'")  # fmt: skip
+                         "it to 'ps' or 'ralp'")
     if mode not in PLACEMENT_MODES:
         raise ValueError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
     p = profile(model, batch_size, threshold=threshold, workers=workers, ps=num_ps)
@@ -72,7 +72,7 @@ def choose_plan(
         sizes = {r.name: r.param_bytes for r in p.table.rows}
         forced = Plan.offloading(names, moved, num_ps, param_bytes=sizes)
         chosen = Plan(model.name, num_ps, names, forced.offloaded, p.candidate_split_after,
-                      "profiler", p.verdict)  # fmt: skip
+                      "profiler", p.verdict)
         return PlanChoice(chosen, p, None)
     by_rule = Plan.from_profile(p, num_ps)
     if by_rule.is_empty:

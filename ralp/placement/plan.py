@@ -75,7 +75,7 @@ class Plan:
     def offloading(
         cls, layers: Sequence[str], offloaded: Iterable[str], num_ps: int = 1,
         *, param_bytes: Mapping[str, int] | None = None, model_name: str = "", note: str = "",
-    ) -> Plan:  # fmt: skip
+    ) -> Plan:
         """Offload ``offloaded`` (spread over ``num_ps`` tasks by ``param_bytes``)."""
         moved = [name for name in layers if name in set(offloaded)]
         missing = sorted(set(offloaded) - set(layers))
@@ -95,7 +95,7 @@ class Plan:
         return cls(
             profile.model, num_ps, tuple(r.name for r in rows), tasks, profile.split_after,
             "profiler", profile.verdict,
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ queries
 
@@ -166,14 +166,14 @@ class Plan:
                         f"{WORKER!r}, got {target!r}"
                     )
         return Plan(self.model_name, self.num_ps, self.layers, offloaded, None, "override",
-                    f"overrides {dict(rules)} on a plan from {self.source}")  # fmt: skip
+                    f"overrides {dict(rules)} on a plan from {self.source}")
 
     # ------------------------------------------------------------------ JSON
 
     def with_pulls(self, schedule: str, batches) -> Plan:
         """The same plan with the workers' pulls in ``batches`` (lists of layer names)."""
         return replace(self, pull_schedule=schedule,
-                       pull_batches=tuple(tuple(b) for b in batches))  # fmt: skip
+                       pull_batches=tuple(tuple(b) for b in batches))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -215,7 +215,7 @@ class Plan:
             return cls(data.get("model", ""), int(data["num_ps"]), tuple(layers), offloaded,
                        data.get("split_after"), "json", data.get("note", ""),
                        data.get("pull_schedule", "default"),
-                       tuple(tuple(b) for b in data.get("pull_batches", ())))  # fmt: skip
+                       tuple(tuple(b) for b in data.get("pull_batches", ())))
         except (KeyError, TypeError, AttributeError) as e:
             raise PlanError(f"not a ralp plan: missing or malformed field ({e})") from None
 
@@ -255,7 +255,7 @@ class Plan:
         for name, task in self.offloaded.items():
             by_task.setdefault(task, []).append(name)
         lines = [head + f"{len(self.offloaded)} layer(s) offloaded"
-                 + (f" after {self.split_after!r}" if self.split_after else "")]  # fmt: skip
+                 + (f" after {self.split_after!r}" if self.split_after else "")]
         lines.append(
             f"  workers: {len(self.kept)} layers (variables round-robin over the PS tasks)"
         )

@@ -90,7 +90,7 @@ def _extend(profile: PullProfile, batches: list[tuple[int, int]], end: int) -> l
         compute = profile.forward(batches[-1])
         options = [(profile.pull((start, last)) - compute, last)
                    for last in range(start, end)
-                   if profile.pull((start, last)) > compute]  # fmt: skip
+                   if profile.pull((start, last)) > compute]
         if not options:
             first, _ = batches[-1]
             batches[-1] = (first, end - 1)
@@ -108,7 +108,7 @@ def _forward_greedy(profile: PullProfile) -> Batches:
     for b1 in range(n - 1):
         first = (0, b1)
         b2 = next((b for b in range(b1 + 1, n)
-                   if profile.pull((b1 + 1, b)) > profile.forward(first)), None)  # fmt: skip
+                   if profile.pull((b1 + 1, b)) > profile.forward(first)), None)
         if b2 is not None:
             key = (profile.forward(first), -profile.pull(first))
             if best is None or key > best[:2]:
@@ -147,7 +147,7 @@ def _backward_greedy(profile: PullProfile) -> Batches:
         end = batches[0][0] - 1
         pull_after = profile.pull(batches[0])
         options = [(pull_after - profile.forward((f, end)), f) for f in range(end, -1, -1)
-                   if pull_after > profile.forward((f, end))]  # fmt: skip
+                   if pull_after > profile.forward((f, end))]
         if not options:
             batches[0] = (0, batches[0][1])
             break
@@ -159,7 +159,7 @@ def ibatch_batches(profile: PullProfile) -> Batches:
     """iBatch's greedy batching: both passes, the better by :func:`pull_and_forward_time`
     among those meeting constraint (5) (a single batch always does)."""
     candidates = [b for b in (_forward_greedy(profile), _backward_greedy(profile))
-                  if meets_constraint(profile, b)]  # fmt: skip
+                  if meets_constraint(profile, b)]
     candidates.append(((0, len(profile.layers) - 1),))
     return min(candidates, key=lambda b: (pull_and_forward_time(profile, b), len(b)))
 

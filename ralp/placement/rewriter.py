@@ -231,7 +231,7 @@ def split_model(placed: PlacedModel) -> Split:
                     + (" (a shared layer runs whole on one side: offload it too, or keep "
                        f"{producer.name!r})" if shared else
                        f": offload {op.name!r} too, or keep {producer.name!r}")
-                )  # fmt: skip
+                )
     if not cut:
         raise PlanError("the plan offloads no layer that the kept layers feed: nothing to split")
     crossing = sorted(cut.values(), key=lambda entry: entry[0])

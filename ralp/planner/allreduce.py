@@ -41,13 +41,13 @@ class AllreduceProbeError(RalpError, RuntimeError):
 def horovodrun_path() -> str:
     """``horovodrun`` on PATH, else the one beside this Python."""
     return shutil.which("horovodrun") or os.path.join(os.path.dirname(sys.executable),
-                                                      "horovodrun")  # fmt: skip
+                                                      "horovodrun")
 
 
 def probe_command(sizes: tuple[int, ...], repeats: int) -> list[str]:
     return [horovodrun_path(), "-np", str(RANKS), "-H", f"localhost:{RANKS}", "--gloo",
             sys.executable, "-m", "ralp.planner.allreduce",
-            ",".join(map(str, sizes)), str(repeats)]  # fmt: skip
+            ",".join(map(str, sizes)), str(repeats)]
 
 
 def ring_link_bytes(size: int, ranks: int = RANKS) -> int:
@@ -64,7 +64,7 @@ def run_probe(command: list[str], mark: str, what: str, timeout_s: float):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                              env=env)  # fmt: skip
+                              env=env)
     except subprocess.TimeoutExpired:
         raise AllreduceProbeError(f"{what} took over {timeout_s:.0f} s") from None
     found = [line.split(mark, 1)[1] for line in done.stdout.splitlines() if mark in line]
@@ -75,7 +75,7 @@ def run_probe(command: list[str], mark: str, what: str, timeout_s: float):
 
 
 def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
-                      repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:  # fmt: skip
+                      repeats: int = ALLREDUCE_REPEATS) -> tuple[float, list]:
     """(ring_cpu_s_per_byte, [(tensor bytes, link bytes, CPU seconds of all ranks)...])."""
     found = run_probe(probe_command(sizes, repeats), MARK, "the allreduce probe", PROBE_TIMEOUT_S)
     points = [tuple(p) for p in found]

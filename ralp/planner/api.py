@@ -48,15 +48,15 @@ def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
     try:
         ring, _ = measure_allreduce()
     except AllreduceProbeError as e:
-        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")  # fmt: skip
+        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")
         ring = None
     return Host(True, cpu_s_per_byte, message_s, capacity, cores=os.cpu_count() or 1,
-                ring_cpu_s_per_byte=ring)  # fmt: skip
+                ring_cpu_s_per_byte=ring)
 
 
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
               steps: int = DEFAULT_CALIBRATION_STEPS, device_cpus: str | None = None,
-              devices: int = 4) -> Calibration:  # fmt: skip
+              devices: int = 4) -> Calibration:
     """A calibration of ``model`` (a Keras model) on this host: its compute times and the
     cost of a transfer (measured in a fresh process). ``shared_host``: the cluster to plan
     shares this host's cores (the simulated netns cluster on shared CPUs), so compute and
@@ -79,14 +79,14 @@ def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool 
         except Exception as e:  # noqa: BLE001 - Keras raises many types; say why and go on
             warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
                           f"{e}): the host's capacity and Stanza's phases under Horovod are "
-                          "not measured (capacity 1 serves)")  # fmt: skip
+                          "not measured (capacity 1 serves)")
             return Calibration(transfer_host(True), [entry], this_machine())
         return _calibrate_shared(entry, path)
 
 
 def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int, *,
                   shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS,
-                  device_cpus: str | None = None, devices: int = 4) -> Calibration:  # fmt: skip
+                  device_cpus: str | None = None, devices: int = 4) -> Calibration:
     """A calibration of the zoo's ``model`` on this host (``python -m ralp.planner --calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
     cluster on shared CPUs), how many single-process steps this host runs side by side and
@@ -95,7 +95,7 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
     inside its budget (:func:`ralp.planner.device.device_entry`)."""
     if device_cpus is not None:
         return calibrate_device(model, batch_size, image_size, num_classes, device_cpus,
-                                devices, steps=steps)  # fmt: skip
+                                devices, steps=steps)
     net = load_source(model, num_classes, image_size)
     entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
     if not shared_host:
@@ -104,7 +104,7 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
 
 
 def _calibrate_on_device(model, batch_size: int, device_cpus: str, devices: int,
-                         steps: int) -> Calibration:  # fmt: skip
+                         steps: int) -> Calibration:
     image, classes = shape_facts(model)
     with tempfile.TemporaryDirectory(prefix="ralp-calibrate-") as folder:
         path = os.path.join(folder, f"{model.name}.keras")
@@ -113,9 +113,9 @@ def _calibrate_on_device(model, batch_size: int, device_cpus: str, devices: int,
         except Exception as e:  # noqa: BLE001 - Keras raises many types; say why
             raise PlannerError(f"{model.name} cannot be saved to a .keras file for the device "
                                f"that measures it ({type(e).__name__}: {e}); calibrate it "
-                               "without device_cpus") from None  # fmt: skip
+                               "without device_cpus") from None
         return calibrate_device(path, batch_size, image, classes, device_cpus, devices,
-                                steps=steps)  # fmt: skip
+                                steps=steps)
 
 
 def _calibrate_shared(entry: Entry, source: str) -> Calibration:
@@ -132,14 +132,14 @@ def _calibrate_shared(entry: Entry, source: str) -> Calibration:
             entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
         except AllreduceProbeError as e:
             warn(f"Stanza's phases under Horovod not measured ({e}); its "
-                          "single-process times serve")  # fmt: skip
+                          "single-process times serve")
     host = replace(transfer_host(True, capacity), capacities=capacities)
     return Calibration(host, [entry], this_machine())
 
 
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
               batch_size: int = DEFAULT_BATCH_SIZE, calibration: Calibration | None = None,
-              threshold: float = DEFAULT_THRESHOLD) -> Recommendation:  # fmt: skip
+              threshold: float = DEFAULT_THRESHOLD) -> Recommendation:
     """Every mode's predicted throughput for ``model`` on each of ``devices`` at each
     ``bandwidth`` ('10gbit'), the best per setting, and the skewness rule's verdict. Without
     a ``calibration`` (or one lacking this model) the model is calibrated here first."""
@@ -151,4 +151,4 @@ def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
         entry = calibrate_entry(model, batch_size)
     work = Workload(profile(model, batch_size, threshold=threshold))
     return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices),
-                      [parse_bandwidth(b) for b in bandwidth])  # fmt: skip
+                      [parse_bandwidth(b) for b in bandwidth])

@@ -55,24 +55,24 @@ class AutoChoice:
         ranked = sorted(self.predicted_images_per_sec.items(), key=lambda kv: -kv[1])
         figures = ", ".join(f"{m} {v:.1f}" + self._detail(m) for m, v in ranked)
         text = (f"auto chose {self.mode}: predicted images/s on {self.devices} devices at "
-                f"{self.bandwidth}: {figures} (calibration: {self.calibration})")  # fmt: skip
+                f"{self.bandwidth}: {figures} (calibration: {self.calibration})")
         return text + (f"; the skewness rule: {self.rule}" if self.rule else "")
 
     def _detail(self, mode: str) -> str:
         if not self.step_s or not self.bytes_per_step:
             return ""
         return (f" (step {self.step_s[mode]:.3g} s, "
-                f"{human_bytes(self.bytes_per_step[mode])} per step)")  # fmt: skip
+                f"{human_bytes(self.bytes_per_step[mode])} per step)")
 
     def to_dict(self) -> dict:
         """The bench record's ``auto`` field."""
         return {"chosen": self.mode, "predicted_images_per_sec": dict(self.predicted_images_per_sec),
                 "calibration": self.calibration, "why": self.why, "step_s": self.step_s,
-                "bytes_per_step": self.bytes_per_step, "rule": self.rule}  # fmt: skip
+                "bytes_per_step": self.bytes_per_step, "rule": self.rule}
 
 
 def choose(predictions: Sequence[Prediction], bandwidth: str, calibration: str,
-           names: dict[str, str] | None = None) -> AutoChoice:  # fmt: skip
+           names: dict[str, str] | None = None) -> AutoChoice:
     """The fastest of ``predictions`` (one setting; the first listed wins a tie). ``names``
     maps a prediction's mode to the runtime's name of it (``ralp.wrap``: ralp-n -> ralp)."""
     if not predictions:
@@ -83,7 +83,7 @@ def choose(predictions: Sequence[Prediction], bandwidth: str, calibration: str,
     best = max(predictions, key=lambda p: p.images_per_sec)  # max keeps the first of equals
     return AutoChoice(names.get(best.mode, best.mode), best.devices, bandwidth,
                       {names.get(p.mode, p.mode): p.images_per_sec for p in predictions},
-                      calibration)  # fmt: skip
+                      calibration)
 
 
 def describe(calibration: Calibration, source: str) -> str:
@@ -100,7 +100,7 @@ def describe(calibration: Calibration, source: str) -> str:
 
 def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration | str, *,
                        batch_size: int = DEFAULT_BATCH_SIZE,
-                       threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:  # fmt: skip
+                       threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:
     """Plain PS or RALP for ``model`` on ``cluster`` (its own workers and PS tasks) with links
     at ``bandwidth``, from ``calibration`` (a :class:`Calibration` or a calibration JSON
     path). A calibration lacking this model is completed here, on its host description."""
@@ -125,11 +125,11 @@ def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration 
     workload = Workload(profile(model, batch_size, threshold=threshold))
     host = entry.host_for(cal.host)
     return decide(workload, entry.compute, host, cluster, bandwidth,
-                  describe(replace(cal, host=host), source))  # fmt: skip
+                  describe(replace(cal, host=host), source))
 
 
 def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
-           source: str) -> AutoChoice:  # fmt: skip
+           source: str) -> AutoChoice:
     """Plain PS or RALP on ``cluster``'s workers and PS tasks: RALP where the model predicts
     it faster by more than :data:`PLACEMENT_MARGIN` (the figures are predictions; a tie keeps
     the model whole) and it moves at least :data:`PLACEMENT_MIN_BYTES_SAVED` fewer bytes,
@@ -139,23 +139,23 @@ def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
     bits = parse_bandwidth(bandwidth)
     candidates = WRAP_CANDIDATES if workload.offloaded else {"ps": "ps"}
     predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
-                   for planned in candidates.values()]  # fmt: skip
+                   for planned in candidates.values()]
     by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
     links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
     chosen = "ps"
     if ("ralp" in by_mode
             and by_mode["ralp"].images_per_sec > by_mode["ps"].images_per_sec * (1 + PLACEMENT_MARGIN)
-            and links["ralp"].total < links["ps"].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):  # fmt: skip
+            and links["ralp"].total < links["ps"].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):
         chosen = "ralp"
     return AutoChoice(chosen, workers + ps, bandwidth,
                       {m: p.images_per_sec for m, p in by_mode.items()}, source,
                       step_s={m: p.step_time_s for m, p in by_mode.items()},
                       bytes_per_step={m: float(link.total) for m, link in links.items()},
-                      rule=workload.profile.verdict)  # fmt: skip
+                      rule=workload.profile.verdict)
 
 
 def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                         threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:  # fmt: skip
+                         threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:
     """``ralp.wrap``'s default decision, with no calibration and no cluster run: the model's
     compute estimated from its FLOPs at rates a probe of this device measures in about a
     second (:mod:`ralp.planner.estimate`), its bytes and links from the profiler."""
@@ -252,25 +252,25 @@ def wrap(
     placing = dict(plan=plan, optimizer=optimizer, loss=loss, metrics=metrics,
                    batch_size=batch_size, threshold=threshold, device_type=device_type,
                    connect_timeout=connect_timeout, step_timeout=step_timeout, sync=sync,
-                   staleness=staleness, slow_worker=slow_worker, pull_schedule=pull_schedule)  # fmt: skip
+                   staleness=staleness, slow_worker=slow_worker, pull_schedule=pull_schedule)
     if mode != "auto":
         if bandwidth is not None or calibration is not None:
             raise PlannerError(f"bandwidth= and calibration= are for mode='auto' (the planner's "
-                               f"choice); mode {mode!r} does not use them")  # fmt: skip
+                               f"choice); mode {mode!r} does not use them")
         return place(model, cluster, mode=mode, **placing)
     if plan is not None:
         raise PlannerError("mode='auto' chooses between plain PS and RALP at the profiler's "
-                           "split; a plan= is a RALP placement: pass mode='ralp' with it")  # fmt: skip
+                           "split; a plan= is a RALP placement: pass mode='ralp' with it")
     keras_model = model.unwrap() if hasattr(model, "unwrap") else model
     assumed = bandwidth is None
     rate = ASSUMED_BANDWIDTH if assumed else bandwidth
     parse_bandwidth(rate)  # a bad rate fails before anything is measured
     if calibration is None:
         choice = estimate_for_cluster(keras_model, cluster, rate, batch_size=batch_size,
-                                      threshold=threshold)  # fmt: skip
+                                      threshold=threshold)
     else:
         choice = choose_for_cluster(keras_model, cluster, rate, calibration,
-                                    batch_size=batch_size, threshold=threshold)  # fmt: skip
+                                    batch_size=batch_size, threshold=threshold)
     if assumed:
         choice = replace(choice, bandwidth=f"{rate} (assumed: pass bandwidth=)")
     trainer = place(model, cluster, mode=choice.mode, **placing)

@@ -35,14 +35,14 @@ PROBE_TIMEOUT_S = 600.0
 
 
 def probe_command(model: str, batch_size: int, image_size: int, num_classes: int,
-                  steps: int, ranks: int = RANKS) -> list[str]:  # fmt: skip
+                  steps: int, ranks: int = RANKS) -> list[str]:
     return [horovodrun_path(), "-np", str(ranks), "-H", f"localhost:{ranks}", "--gloo",
             sys.executable, "-m", "ralp.planner.beside", model, str(batch_size),
-            str(image_size), str(num_classes), str(steps)]  # fmt: skip
+            str(image_size), str(num_classes), str(steps)]
 
 
 def measure_beside(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                   steps: int = BESIDE_STEPS, ranks: int = RANKS) -> dict:  # fmt: skip
+                   steps: int = BESIDE_STEPS, ranks: int = RANKS) -> dict:
     """{"conv_ranks", "heads_s", "tail_s"}: the seconds per step of the CONV ranks' heads
     together (the FC rank waiting) and of the FC rank's tail on their stacked batches (the
     CONV ranks waiting), measured under Horovod on this host. ``model``: a zoo name or a
@@ -65,7 +65,7 @@ def _window(hvd, tf, run, steps: int, name: str) -> float:
 
 
 def _rank_main(model_name: str, batch_size: int, image_size: int, num_classes: int,
-               steps: int) -> None:  # fmt: skip
+               steps: int) -> None:
     import horovod.tensorflow as hvd
     import numpy as np
     import tensorflow as tf
@@ -106,10 +106,10 @@ def _rank_main(model_name: str, batch_size: int, image_size: int, num_classes: i
     heads_s = _window(hvd, tf, None if hvd.rank() == conv else run, steps, "ralp_beside_heads")
     if hvd.rank() == 0:
         print(MARK + json.dumps({"conv_ranks": conv, "heads_s": heads_s, "tail_s": tail_s}),
-              flush=True)  # fmt: skip
+              flush=True)
     hvd.shutdown()
 
 
 if __name__ == "__main__":
     _rank_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
-               int(sys.argv[5]))  # fmt: skip
+               int(sys.argv[5]))

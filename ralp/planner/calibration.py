@@ -76,7 +76,7 @@ class Entry:
             conv, heads, tail = self.stanza_beside
             beside = (int(conv), float(heads), float(tail))
         return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked,
-                       self.head_s, beside)  # fmt: skip
+                       self.head_s, beside)
 
 
 @dataclass
@@ -102,7 +102,7 @@ class Calibration:
 
     def to_dict(self) -> dict:
         return {"format": CALIBRATION_FORMAT, "machine": self.machine,
-                "host": asdict(self.host), "entries": [asdict(e) for e in self.entries]}  # fmt: skip
+                "host": asdict(self.host), "entries": [asdict(e) for e in self.entries]}
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -134,7 +134,7 @@ class Calibration:
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],
-                   data.get("machine", ""))  # fmt: skip
+                   data.get("machine", ""))
 
     def merged(self, other: Calibration) -> Calibration:
         """This calibration with ``other``'s entries and host replacing its own."""
@@ -204,7 +204,7 @@ def random_inputs(net, rows: int, rng):
     import tensorflow as tf
 
     made = [tf.constant(rng.standard_normal((rows, *t.shape[1:])), tf.float32)
-            for t in net.inputs]  # fmt: skip
+            for t in net.inputs]
     return made[0] if len(made) == 1 else made
 
 
@@ -217,7 +217,7 @@ def head_step(head, batch_size: int, rng):
     optimizer = keras.optimizers.SGD(1e-3)
     outputs = head.outputs if isinstance(head.outputs, list) else [head.outputs]
     grads_in = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
-                for t in outputs]  # fmt: skip
+                for t in outputs]
 
     @tf.function
     def step(x):
@@ -233,7 +233,7 @@ def head_step(head, batch_size: int, rng):
 
 def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[str, ...], *,
             model_name: str, image_size: int, num_classes: int, split_after: str | None,
-            steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
+            steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:
     """Time one training step of ``model`` and of its tail (``offloaded`` layers) on random
     data, in this process. The tail step returns the boundary gradient, as RALP's PS does."""
     import numpy as np
@@ -253,15 +253,15 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
         tail = split.tail
         tail_step = train_step(tail, boundary_gradient=True)
         tail_s = _median_step_time(tail_step, (random_inputs(tail, batch_size, rng), labels),
-                                   steps)  # fmt: skip
+                                   steps)
         stacked_labels = tf.concat([labels] * STACKED, 0)
         stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size, rng),
-                                                  stacked_labels), steps)  # fmt: skip
+                                                  stacked_labels), steps)
         head_s = _median_step_time(head_step(split.head, batch_size, rng),
-                                   (random_inputs(model, batch_size, rng),), steps)  # fmt: skip
+                                   (random_inputs(model, batch_size, rng),), steps)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
-                 stacked=STACKED if offloaded else 1, head_s=head_s)  # fmt: skip
+                 stacked=STACKED if offloaded else 1, head_s=head_s)
 
 
 def shape_facts(model) -> tuple[int, int]:
@@ -270,10 +270,10 @@ def shape_facts(model) -> tuple[int, int]:
 
 
 def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,
-                    steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:  # fmt: skip
+                    steps: int = DEFAULT_CALIBRATION_STEPS) -> Entry:
     """Measure ``model``'s whole-model and tail step times here (one process)."""
     work = Workload(profile(model, batch_size))
     image, classes = shape_facts(model)
     return measure(model, batch_size, tuple(r.name for r in work.table.rows), work.offloaded,
                    model_name=model.name, image_size=image, num_classes=classes,
-                   split_after=work.profile.candidate_split_after, steps=steps)  # fmt: skip
+                   split_after=work.profile.candidate_split_after, steps=steps)

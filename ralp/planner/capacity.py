@@ -43,7 +43,7 @@ class CapacityRun:
 
 
 def _timed_window(barrier, results, model: str, batch_size: int, image_size: int,
-                  num_classes: int, window_s: float) -> None:  # fmt: skip
+                  num_classes: int, window_s: float) -> None:
     """One process: build and warm up the model, wait for all, then count steps in the window."""
     try:
         import keras
@@ -82,7 +82,7 @@ def _timed_window(barrier, results, model: str, batch_size: int, image_size: int
 
 
 def run_together(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                 processes: int, window_s: float = CAPACITY_WINDOW_S) -> CapacityRun:  # fmt: skip
+                 processes: int, window_s: float = CAPACITY_WINDOW_S) -> CapacityRun:
     """``processes`` zygote-forked processes train ``model`` (a zoo name or a saved
     ``.keras`` path: :func:`ralp.planner.calibration.load_source`) in one shared timed
     window."""
@@ -111,23 +111,23 @@ def run_together(model: str, batch_size: int, image_size: int, num_classes: int,
 
 
 def measure_host_capacity(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                          processes: int, window_s: float = CAPACITY_WINDOW_S) -> float:  # fmt: skip
+                          processes: int, window_s: float = CAPACITY_WINDOW_S) -> float:
     """Steps per second of ``processes`` processes at once over one process's alone (both
     measured the same way: forked, warmed up, a barrier, a shared window)."""
     [(_, capacity)] = measure_host_capacities(model, batch_size, image_size, num_classes,
-                                              counts=(processes,), window_s=window_s)  # fmt: skip
+                                              counts=(processes,), window_s=window_s)
     return capacity
 
 
 def measure_host_capacities(model: str, batch_size: int, image_size: int, num_classes: int, *,
                             counts: tuple[int, ...] = CAPACITY_COUNTS,
-                            window_s: float = CAPACITY_WINDOW_S) -> tuple[tuple[int, float], ...]:  # fmt: skip
+                            window_s: float = CAPACITY_WINDOW_S) -> tuple[tuple[int, float], ...]:
     """``((processes, capacity), ...)`` for each count: steps per second of that many
     processes at once over one process's alone (one alone measured once for all)."""
     alone = run_together(model, batch_size, image_size, num_classes, processes=1,
-                         window_s=window_s).total_steps_per_s  # fmt: skip
+                         window_s=window_s).total_steps_per_s
     return tuple(
         (n, run_together(model, batch_size, image_size, num_classes, processes=n,
-                         window_s=window_s).total_steps_per_s / alone)  # fmt: skip
+                         window_s=window_s).total_steps_per_s / alone)
         for n in sorted(counts)
     )

@@ -24,40 +24,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument("--calibrate", action="store_true",
-                      help="measure the model's compute times on this host into --output")  # fmt: skip
+                      help="measure the model's compute times on this host into --output")
     what.add_argument("--validate", nargs="+", metavar="RESULTS.json",
-                      help="predict every recorded netns run of these bench results")  # fmt: skip
+                      help="predict every recorded netns run of these bench results")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", help="a model of the zoo")
     src.add_argument("--keras-model", metavar="PATH", help="a saved .keras model file")
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
-                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")  # fmt: skip
+                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")
     p.add_argument("--image-size", type=positive_int, help="zoo model input side")
     p.add_argument("--num-classes", type=positive_int, default=1000)
     p.add_argument("--devices", type=positive_int, nargs="+", default=[4],
-                   help="devices N (several: an extrapolation)")  # fmt: skip
+                   help="devices N (several: an extrapolation)")
     p.add_argument("--bandwidth", nargs="+", default=["1gbit"],
-                   help="every link's rate, tc style (several: one curve each)")  # fmt: skip
+                   help="every link's rate, tc style (several: one curve each)")
     p.add_argument("--compute-profile", metavar="FILE",
-                   help="a calibration JSON (from --calibrate, here or on another host)")  # fmt: skip
+                   help="a calibration JSON (from --calibrate, here or on another host)")
     p.add_argument("--shared-host", action="store_true",
                    help="all tasks share this host's cores (the simulated netns cluster); "
-                   "without it a recommendation is for a real cluster, a task per machine")  # fmt: skip
+                   "without it a recommendation is for a real cluster, a task per machine")
     p.add_argument("--device-cpus", metavar="CPUS", help="--calibrate: measure on one device "
                    "of the budgeted simulated cluster of --devices N devices: 'auto' (the "
-                   "bench's default budget) or CPUs per device")  # fmt: skip
+                   "bench's default budget) or CPUs per device")
     p.add_argument("--output", metavar="FILE", help="--calibrate: the calibration JSON to "
-                   "write (entries of an existing file are kept)")  # fmt: skip
+                   "write (entries of an existing file are kept)")
     p.add_argument("--steps", type=positive_int, default=None, help="--calibrate: timed steps")
     p.add_argument("--fit-half", action="store_true",
                    help="--validate: fit the shared host's capacity on every other "
-                   "record and report the errors on the held-out rest")  # fmt: skip
+                   "record and report the errors on the held-out rest")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
-                   "beside: same name, .csv)")  # fmt: skip
+                   "beside: same name, .csv)")
     p.add_argument("--csv", metavar="CSV", help="write every prediction as CSV here")
     p.add_argument("--threshold", type=finite_float, default=DEFAULT_THRESHOLD,
-                   help="the skewness rule's K, shown beside the planner's choice")  # fmt: skip
+                   help="the skewness rule's K, shown beside the planner's choice")
     return p
 
 
@@ -83,14 +83,14 @@ def _calibrate(args) -> str:
     steps = args.steps or DEFAULT_CALIBRATION_STEPS
     if args.device_cpus is not None and args.shared_host:
         raise UsageError("--device-cpus measures one budgeted device; --shared-host a host "
-                         "whose tasks share its CPUs: give one of them")  # fmt: skip
+                         "whose tasks share its CPUs: give one of them")
     on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
-                            shared_host=args.shared_host, steps=steps, **on_device)  # fmt: skip
+                            shared_host=args.shared_host, steps=steps, **on_device)
         name = args.model
     elif args.keras_model is not None:
         from ralp.profiler.cli import _load_keras_model
@@ -125,14 +125,14 @@ def _validate(args) -> str:
     records = validate.load_records(args.validate)
     if not records:
         raise UsageError(f"no successful netns run in {' '.join(args.validate)}: nothing to "
-                         "validate (python -m ralp.bench --backend netns --out FILE records some)")  # fmt: skip
+                         "validate (python -m ralp.bench --backend netns --out FILE records some)")
     if any(repeats.budgeted(r) for _, r in records) and not args.fit_half:
         return _validate_repeats(args, [r for _, r in records if repeats.budgeted(r)])
     carried = sum(1 for _, r in records if r.get("calibration"))
     if not args.compute_profile and carried < len(records):
         raise UsageError(f"--validate needs --compute-profile FILE (a calibration JSON): "
                          f"{len(records) - carried} of the {len(records)} records carry no "
-                         "calibration of their own (python -m ralp.bench --calibrate)")  # fmt: skip
+                         "calibration of their own (python -m ralp.bench --calibrate)")
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     extra: dict = {"own_calibrations": carried}
     if cal is not None:
@@ -143,16 +143,16 @@ def _validate(args) -> str:
         )
         rows = held_out
         extra.update(capacity=value, fit_half=validate.errors(fitted),
-                     held_out_half=validate.errors(held_out))  # fmt: skip
+                     held_out_half=validate.errors(held_out))
         note = (f"host capacity = {value:.3g} fitted on {len(fitted)} records (median "
                 f"|error| {extra['fit_half']['median_abs_error']:.1%} there); the held-out "
-                f"{len(held_out)} records:")  # fmt: skip
+                f"{len(held_out)} records:")
     else:
         rows = validate.predict_records(records, cal, _zoo_workload)
         # each workload's measured capacity (the host's where a workload has none)
         if cal is not None:
             extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
-                                 e.host_for(cal.host).capacity for e in cal.entries}  # fmt: skip
+                                 e.host_for(cal.host).capacity for e in cal.entries}
         note = ""
     if args.format == "json":
         return validate.to_json(rows, **extra)
@@ -170,7 +170,7 @@ def _validate_repeats(args, records: list[dict]) -> str:
     if missing and not args.compute_profile:
         raise UsageError(f"--validate needs --compute-profile FILE: {missing} of the "
                          f"{len(records)} budgeted records carry no calibration of their own "
-                         "(python -m ralp.bench --calibrate)")  # fmt: skip
+                         "(python -m ralp.bench --calibrate)")
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
 
     def predicted(setting) -> float:

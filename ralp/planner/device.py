@@ -31,7 +31,7 @@ DEVICE = "dev"  # the one control group of a device calibration
 
 def device_entry(source: str, batch_size: int, image_size: int, num_classes: int, *,
                  cpus: str = "auto", devices: int = 4,
-                 steps: int = DEFAULT_CALIBRATION_STEPS) -> tuple[Entry, Budget]:  # fmt: skip
+                 steps: int = DEFAULT_CALIBRATION_STEPS) -> tuple[Entry, Budget]:
     """The calibration entry of ``source`` (a zoo name or a ``.keras`` path) measured on one
     device whose budget is ``cpus`` (as ``--device-cpus`` takes it) on a simulated cluster of
     ``devices`` devices; and that budget (shared CPUs, with the reason, where no control
@@ -41,26 +41,26 @@ def device_entry(source: str, batch_size: int, image_size: int, num_classes: int
         entry = run_in_fresh_process(
             _entry, source, batch_size, image_size, num_classes, steps,
             group=groups.group(DEVICE) if groups else None, env=budget.task_env(),
-        )  # fmt: skip
+        )
     return entry, budget
 
 
 def calibrate_device(source: str, batch_size: int, image_size: int, num_classes: int,
                      cpus: str = "auto", devices: int = 4, *,
-                     steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:  # fmt: skip
+                     steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
     (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
     (left out, with a warning, where Horovod is missing), and the devices' CPUs."""
     entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
-                                 devices=devices, steps=steps)  # fmt: skip
+                                 devices=devices, steps=steps)
     message_s, cpu_s_per_byte, _ = measure_transfer()
     try:
         ring, _ = measure_allreduce()
     except AllreduceProbeError as e:
-        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")  # fmt: skip
+        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")
         ring = None
     host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
-                device_cpus=budget.cpus)  # fmt: skip
+                device_cpus=budget.cpus)
     machine = f"{this_machine()}, {budget.describe()}"
     return Calibration(host, [entry], machine)
 

@@ -35,12 +35,12 @@ class DeviceRates:
 
     def layer_s(self, kind: str, flops: float) -> float:
         rate = {"conv": self.conv_flops_per_s, "fc": self.fc_flops_per_s}.get(
-            kind, self.other_flops_per_s)  # fmt: skip
+            kind, self.other_flops_per_s)
         return TRAIN_FLOPS_PER_FORWARD * flops / rate + self.per_layer_s
 
 
 def estimate_compute(table: LayerTable, offloaded: tuple[str, ...] | list[str],
-                     rates: DeviceRates) -> Compute:  # fmt: skip
+                     rates: DeviceRates) -> Compute:
     """The whole model's, the tail's and the head's step on one worker batch, from FLOPs."""
     batch = table.batch_size
     moved = set(offloaded)
@@ -65,7 +65,7 @@ def probe(budget_s: float = PROBE_BUDGET_S) -> DeviceRates:
         "conv": (layers.Conv2D(64, 3, padding="same"), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
         "fc": (layers.Dense(1024), (8, 2048), 2 * 2048 * 1024),
         "other": (layers.ReLU(), (8, 64, 64, 64), 64 * 64 * 64),
-    }  # fmt: skip
+    }
     one = _timed_step(keras.Sequential([layers.Dense(4)]), (8, 4), budget_s / 8)
     ten = _timed_step(keras.Sequential([layers.Dense(4) for _ in range(10)]), (8, 4), budget_s / 8)
     per_layer = max(0.0, (ten - one) / 9)
@@ -74,7 +74,7 @@ def probe(budget_s: float = PROBE_BUDGET_S) -> DeviceRates:
         seconds = max(_timed_step(layer, shape, budget_s / 4) - one, 1e-6)
         rates[kind] = TRAIN_FLOPS_PER_FORWARD * flops_per_sample * shape[0] / seconds
     return DeviceRates(rates["conv"], rates["fc"], rates["other"], per_layer,
-                       time.perf_counter() - started)  # fmt: skip
+                       time.perf_counter() - started)
 
 
 def _timed_step(layer, shape: tuple[int, ...], budget_s: float) -> float:

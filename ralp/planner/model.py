@@ -173,14 +173,14 @@ def mva_cycle_time(stations: list[Station], customers: int) -> float:
         for i, s in enumerate(stations):
             if s.speedup:
                 p = [0.0] + [s.demand_s / s.rate(j) * throughput * marginal[i][j - 1]
-                             for j in range(1, n + 1)]  # fmt: skip
+                             for j in range(1, n + 1)]
                 p[0] = max(0.0, 1.0 - sum(p[1:]))
                 marginal[i] = p
     return cycle
 
 
 def _link_stations(links: Links, workers: int, bandwidth: float, *,
-                   duplex: bool) -> list[Station]:  # fmt: skip
+                   duplex: bool) -> list[Station]:
     """The PS links' queues, demand per worker batch at ``bandwidth``.
 
     A worker's transfers to every PS task run at once (a step reads and writes every variable
@@ -200,7 +200,7 @@ def _link_stations(links: Links, workers: int, bandwidth: float, *,
     they add no station of their own."""
     if duplex:
         return [Station("busiest PS link in", max(links.ps_rx) / workers / bandwidth, True),
-                Station("busiest PS link out", max(links.ps_tx) / workers / bandwidth, True)]  # fmt: skip
+                Station("busiest PS link out", max(links.ps_tx) / workers / bandwidth, True)]
     both = max(tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
     return [Station("busiest PS link", both / workers / bandwidth, True)]
 
@@ -225,7 +225,7 @@ def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Sta
     byte_cpu = _transfer_cpu_s(links, workers, host)
     share = host.capacity_at(workers) / host.cores if host.cores else 1.0
     return Station("compute (one shared host)", compute_s + byte_cpu * share, True,
-                   host.speedups(workers))  # fmt: skip
+                   host.speedups(workers))
 
 
 def _on_device(host: Host, cpu_s: float) -> float:
@@ -242,7 +242,7 @@ def _grpc_end_s(host: Host, nbytes: float) -> float:
 
 
 def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
-                        ps_work_s: float = 0.0) -> list[Station]:  # fmt: skip
+                        ps_work_s: float = 0.0) -> list[Station]:
     """A cluster of devices' CPU stations of a PS mode, per worker batch: each worker's
     device (a delay: ``work_s`` and its end of every transfer) and the busiest PS task's (a
     queue: ``ps_work_s``, such as RALP's tail in the critical section, and its end of every
@@ -254,7 +254,7 @@ def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
 
 
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                 host: Host) -> float:  # fmt: skip
+                 host: Host) -> float:
     """Plain PS (ParameterServerStrategy): each worker pulls every variable from its PS task
     (round-robin placement, so ps:0 carries the most: the byte model's ``ps_tx``/``ps_rx``),
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
@@ -270,7 +270,7 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
 
 
 def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                   host: Host) -> float:  # fmt: skip
+                   host: Host) -> float:
     """RALP (one PS): a worker runs the head, sends the boundary activations, the PS runs the
     tail inside a critical section (one worker's batch at a time), returns the boundary
     gradient, and the worker finishes the head. Stations per batch: the head on the worker
@@ -287,7 +287,7 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                      host: Host) -> float:  # fmt: skip
+                      host: Host) -> float:
     """Horovod ring allreduce: every worker runs the whole model, then all allreduce the
     gradients together (lockstep: no overlap with compute, as the trainer allreduces after
     the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
@@ -298,7 +298,7 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
-                + host.bytes_phase_s(ring_s, host.ring_cost * links.total))  # fmt: skip
+                + host.bytes_phase_s(ring_s, host.ring_cost * links.total))
     return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx)
 
 
@@ -322,17 +322,17 @@ def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
     heads_alone = host.together_s(conv * compute.head_s, conv)
     tail_alone = compute.tail_group_s(conv)
     return (heads_s / heads_alone if heads_alone > 0 else 1.0,
-            tail_s / tail_alone if tail_alone > 0 else 1.0)  # fmt: skip
+            tail_s / tail_alone if tail_alone > 0 else 1.0)
 
 
 def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                     host: Host) -> float:  # fmt: skip
+                     host: Host) -> float:
     """Stanza's step: the sum of its phases (:func:`stanza_phase_times`)."""
     return sum(stanza_phase_times(compute, links, workers, bandwidth, host).values())
 
 
 def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: float,
-                       host: Host) -> dict[str, float]:  # fmt: skip
+                       host: Host) -> dict[str, float]:
     """Stanza (layer separation on Horovod), ``workers`` = n_c CONV ranks, ``len(links.ps_tx)``
     = n_f FC ranks, each FC rank serving a group of at most g = ceil(n_c / n_f) CONV ranks.
     One lockstep step, its phases one after the other (nothing overlaps, as the trainer runs
@@ -360,9 +360,9 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
     exchange = max(tx + rx - 2 * tail_ring
-                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / bandwidth  # fmt: skip
+                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / bandwidth
     rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
-                tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)  # fmt: skip
+                tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)
     if host.shared:
         ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
         heads_beside, tail_beside = _beside_factors(compute, host)
@@ -370,14 +370,14 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
                 "tail": host.together_s(fc * compute.tail_group_s(group), fc) * tail_beside,
                 "exchange": host.bytes_phase_s(exchange,
                                                host.ring_cost * (links.total - ring_bytes)),
-                "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}  # fmt: skip
+                "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}
     # On devices: the FC rank's end of its group's exchange (a Gloo alltoall), and each
     # rank's share of the rings, on its device (:func:`_device_bytes_phase`).
     fc_bytes = max(tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
     ring_bytes = max(head_ring, tail_ring if fc > 1 else 0)
     return {"heads": compute.head_s, "tail": compute.tail_group_s(group),
             "exchange": _device_bytes_phase(host, exchange, fc_bytes / 2),
-            "rings": _device_bytes_phase(host, rings, ring_bytes)}  # fmt: skip
+            "rings": _device_bytes_phase(host, rings, ring_bytes)}
 
 
 # One step-time function per mode, all with the same signature; a mode's (workers, ps)

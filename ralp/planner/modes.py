@@ -36,7 +36,7 @@ def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
     if mode == "stanza":
         if devices < 2:
             raise PlannerError(f"mode 'stanza' needs at least 2 devices (a CONV rank and an FC "
-                               f"rank), got {devices}")  # fmt: skip
+                               f"rank), got {devices}")
         return devices - fc_workers, fc_workers
     if mode == "horovod":
         if devices < 2:
@@ -58,6 +58,6 @@ def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
     if mode == "ralp-h":
         if devices % 2:
             raise PlannerError(f"mode 'ralp-h' gives half the devices to workers and one to the "
-                               f"PS: N must be even, got {devices}")  # fmt: skip
+                               f"PS: N must be even, got {devices}")
         return devices // 2, 1
     return devices - 1, 1

@@ -22,25 +22,25 @@ class Prediction:
 
 
 def predict(workload: Workload, compute: Compute, host: Host, mode: str, devices: int,
-            bandwidth_bits: int) -> Prediction:  # fmt: skip
+            bandwidth_bits: int) -> Prediction:
     """``mode`` on ``devices`` devices with every link at ``bandwidth_bits`` bits/s."""
     workers, ps = resources(mode, devices)
     return predict_on(workload, compute, host, mode, workers, ps, bandwidth_bits, devices)
 
 
 def predict_on(workload: Workload, compute: Compute, host: Host, mode: str, workers: int,
-               ps: int, bandwidth_bits: int, devices: int | None = None) -> Prediction:  # fmt: skip
+               ps: int, bandwidth_bits: int, devices: int | None = None) -> Prediction:
     """``mode`` on a given cluster shape (``workers`` + ``ps`` tasks, ``devices`` their sum
     unless given): for a cluster the user sized rather than the mode's resource rule."""
     links = workload.links_on(mode, workers, ps)
     step = STEP_TIME[mode](compute, links, workers, bandwidth_bits / 8, host)
     return Prediction(mode, workers + ps if devices is None else devices, workers, ps,
                       bandwidth_bits, step,
-                      images_per_sec(workers, workload.table.batch_size, step))  # fmt: skip
+                      images_per_sec(workers, workload.table.batch_size, step))
 
 
 def predict_stanza(workload: Workload, compute: Compute, host: Host, devices: int,
-                   bandwidth_bits: int, memory_bytes: int = DEFAULT_DEVICE_MEMORY_BYTES) -> Prediction:  # fmt: skip
+                   bandwidth_bits: int, memory_bytes: int = DEFAULT_DEVICE_MEMORY_BYTES) -> Prediction:
     """Stanza's best split of ``devices`` into n_c CONV and n_f FC ranks: every n_f from 1 to
     N/2 (no more FC than CONV ranks, as the runtime requires) whose FC rank fits in
     ``memory_bytes`` (:meth:`Workload.fc_rank_bytes` for its group), the fastest predicted."""
@@ -49,8 +49,8 @@ def predict_stanza(workload: Workload, compute: Compute, host: Host, devices: in
         conv = devices - fc
         if workload.fc_rank_bytes(-(-conv // fc)) <= memory_bytes:
             fits.append(predict_on(workload, compute, host, "stanza", conv, fc, bandwidth_bits,
-                                   devices))  # fmt: skip
+                                   devices))
     if not fits:
         raise PlannerError(f"mode 'stanza' on {devices} devices: no FC rank fits in "
-                           f"{memory_bytes / 2**30:.3g} GiB (or N < 2)")  # fmt: skip
+                           f"{memory_bytes / 2**30:.3g} GiB (or N < 2)")
     return max(fits, key=lambda p: p.images_per_sec)

@@ -40,11 +40,11 @@ class Recommendation:
         return {"model": self.model, "batch_size": self.batch_size, "skewness": self.skewness,
                 "skewness_verdict": self.skewness_verdict,
                 "predictions": [asdict(p) for p in self.predictions],
-                "best": [asdict(p) for p in self.best()]}  # fmt: skip
+                "best": [asdict(p) for p in self.best()]}
 
 
 def recommend(workload: Workload, compute: Compute, host: Host, devices: Sequence[int],
-              bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:  # fmt: skip
+              bandwidths_bits: Sequence[int], modes: Sequence[str] = PREDICTED_MODES) -> Recommendation:
     """Predict every mode in ``modes`` that can run on each N of ``devices`` (plain PS needs
     an even N) at each bandwidth; stanza with its best n_c / n_f split."""
     predictions = []
@@ -75,7 +75,7 @@ def how_to_run(rec: Recommendation, p: Prediction) -> str:
     ``ralp.wrap`` call (Horovod modes run inside ``horovodrun``: docs/training.md)."""
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
     bench = (f"python -m ralp.bench --backend tf-config --models {rec.model} --modes {p.mode} "
-             f"--devices {p.devices}{fc} --batch-size {rec.batch_size}")  # fmt: skip
+             f"--devices {p.devices}{fc} --batch-size {rec.batch_size}")
     wrap = {"ps": "ps", "ralp-h": "ralp", "ralp-n": "ralp"}.get(p.mode)
     if wrap is None:
         return bench
@@ -93,10 +93,10 @@ def lead(rec: Recommendation) -> list[str]:
         ranked = sorted(found, key=lambda p: -p.images_per_sec)
         best = ranked[0]
         parts = [f"N={n} at {_bits_text(bits)}: {best.mode} ({best.workers} + {best.ps}), "
-                 f"{best.images_per_sec:.1f} images/s"]  # fmt: skip
+                 f"{best.images_per_sec:.1f} images/s"]
         if len(ranked) > 1:
             parts.append(f"{best.images_per_sec / ranked[1].images_per_sec:.2f}x the runner-up "
-                         f"{ranked[1].mode}")  # fmt: skip
+                         f"{ranked[1].mode}")
         ps = next((p for p in found if p.mode == "ps"), None)
         if ps is not None and best.mode != "ps":
             parts.append(f"{best.images_per_sec / ps.images_per_sec:.2f}x plain PS")
@@ -113,18 +113,18 @@ def to_csv(rec: Recommendation) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["model", "batch_size", "bandwidth_bits", "devices", "mode", "workers",
-                     "ps", "step_time_s", "images_per_sec", "best"])  # fmt: skip
+                     "ps", "step_time_s", "images_per_sec", "best"])
     best = {(p.bandwidth_bits, p.devices): p.mode for p in rec.best()}
     for p in rec.predictions:
         writer.writerow([rec.model, rec.batch_size, p.bandwidth_bits, p.devices, p.mode,
                          p.workers, p.ps, f"{p.step_time_s:.6g}", f"{p.images_per_sec:.6g}",
-                         best[(p.bandwidth_bits, p.devices)] == p.mode])  # fmt: skip
+                         best[(p.bandwidth_bits, p.devices)] == p.mode])
     return buffer.getvalue()
 
 
 def to_text(rec: Recommendation) -> str:
     lines = [f"{rec.model}, batch {rec.batch_size} per worker: the fastest mode", *lead(rec), "",
-             f"skewness rule: {rec.skewness_verdict}", ""]  # fmt: skip
+             f"skewness rule: {rec.skewness_verdict}", ""]
     head = f"{'bandwidth':>9} {'N':>4} " + " ".join(f"{m:>9}" for m in PREDICTED_MODES)
     lines += [head + "  best (workers + PS)", "-" * (len(head) + 22)]
     by_key = {(p.bandwidth_bits, p.devices, p.mode): p for p in rec.predictions}
@@ -135,7 +135,7 @@ def to_text(rec: Recommendation) -> str:
             cells.append(f"{p.images_per_sec:>9.1f}" if p else f"{'-':>9}")
         lines.append(f"{_bits_text(best.bandwidth_bits):>9} {best.devices:>4} "
                      + " ".join(cells)
-                     + f"  {best.mode} ({best.workers} + {best.ps})")  # fmt: skip
+                     + f"  {best.mode} ({best.workers} + {best.ps})")
     lines.append("")
     lines.append("images/s predicted by the planner's per-mode models (ralp.planner.model)")
     return "\n".join(lines)
@@ -150,11 +150,11 @@ def plot(rec: Recommendation, path: str) -> None:
 
     bandwidths = list(dict.fromkeys(p.bandwidth_bits for p in rec.predictions))
     fig, axes = plt.subplots(1, len(bandwidths), figsize=(5 * len(bandwidths), 4),
-                             squeeze=False, sharey=True)  # fmt: skip
+                             squeeze=False, sharey=True)
     for ax, bits in zip(axes[0], bandwidths, strict=True):
         for mode in PREDICTED_MODES:
             pts = [(p.devices, p.images_per_sec) for p in rec.predictions
-                   if p.bandwidth_bits == bits and p.mode == mode]  # fmt: skip
+                   if p.bandwidth_bits == bits and p.mode == mode]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="o", label=mode)
         ax.set_xscale("log", base=2)
@@ -177,7 +177,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
 
     if args.model is None and args.keras_model is None:
         raise UsageError("say which model: --model NAME or --keras-model PATH "
-                         "(or --calibrate / --validate)")  # fmt: skip
+                         "(or --calibrate / --validate)")
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
@@ -205,14 +205,14 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
             model = build_model(name, args.num_classes, image)
         entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
                         model_name=name, image_size=image, num_classes=args.num_classes,
-                        split_after=work.profile.candidate_split_after)  # fmt: skip
+                        split_after=work.profile.candidate_split_after)
         cal = Calibration(Host(args.shared_host), [entry], this_machine())
         keep = ("" if args.model is None else f"; to plan again without measuring: python -m "
                 f"ralp.planner --calibrate --model {name} --batch-size {batch} --image-size "
-                f"{image} --output cal.json, then --compute-profile cal.json")  # fmt: skip
+                f"{image} --output cal.json, then --compute-profile cal.json")
         print(f"measured {name} here (batch {batch}, {image} px): whole model {entry.full_s:.2f}"
               f" s, tail {entry.tail_s:.2f} s per step, in {time.perf_counter() - started:.0f}"
-              f" s{keep}", file=sys.stderr)  # fmt: skip
+              f" s{keep}", file=sys.stderr)
     # The cluster planned for decides the contention term: a real one (the default) gives
     # every task its own machine, --shared-host the simulated one on this host's cores.
     host = entry.host_for(replace(cal.host, shared=args.shared_host))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from scipy.stats import kendalltau
 
 GROUP_FIELDS = ("model", "devices", "bandwidth", "batch_size", "image_size", "num_classes",
-                "device_cpus")  # fmt: skip
+                "device_cpus")
 
 
 @dataclass
@@ -57,7 +57,7 @@ def budgeted(record: dict) -> bool:
     """A record of a run on budgeted devices (counted, not shared, not fallen back)."""
     cpu = record.get("cpu") or {}
     return (record.get("device_cpus") not in (None, "shared") and cpu.get("budget_cpus")
-            is not None and not cpu.get("fallback"))  # fmt: skip
+            is not None and not cpu.get("fallback"))
 
 
 def settings_of(records: Iterable[dict]) -> dict[tuple, dict[str, Setting]]:
@@ -113,23 +113,23 @@ def validate(groups: dict[tuple, dict[str, Setting]], predict: Predictor) -> dic
             rows.append({**dict(zip(GROUP_FIELDS, group, strict=True)), "mode": s.mode,
                          "rounds": len(s.rounds), "measured_median": s.median,
                          "band": list(s.band), "predicted": s.predicted, "error": s.error,
-                         "speedup_error": sp})  # fmt: skip
+                         "speedup_error": sp})
         if len(modes) >= 2:
             names = sorted(modes)
             tau = kendalltau([modes[m].predicted for m in names], [modes[m].median for m in names])
             taus.append(0.0 if tau.statistic != tau.statistic else float(tau.statistic))
             picks.append({**dict(zip(GROUP_FIELDS, group, strict=True)), "kendall_tau": taus[-1],
-                          **auto_pick(modes)})  # fmt: skip
+                          **auto_pick(modes)})
     return {"settings": rows, "errors": _summary(rows), "speedup": _abs_stats(speedups),
             "kendall_tau_median": statistics.median(taus) if taus else None,
-            "auto": picks, "auto_summary": _auto_summary(picks)}  # fmt: skip
+            "auto": picks, "auto_summary": _auto_summary(picks)}
 
 
 def _abs_stats(values: list[float]) -> dict:
     absolute = [abs(v) for v in values]
     return {"count": len(values),
             "median_abs_error": statistics.median(absolute) if absolute else None,
-            "max_abs_error": max(absolute) if absolute else None}  # fmt: skip
+            "max_abs_error": max(absolute) if absolute else None}
 
 
 def _summary(rows: list[dict]) -> dict:
@@ -138,14 +138,14 @@ def _summary(rows: list[dict]) -> dict:
         by_mode.setdefault(row["mode"], []).append(row["error"])
     return {"overall": _abs_stats([row["error"] for row in rows]),
             **{mode: _abs_stats(errors) for mode, errors in sorted(by_mode.items())},
-            "inside_band": sum(1 for row in rows if row["error"] == 0.0)}  # fmt: skip
+            "inside_band": sum(1 for row in rows if row["error"] == 0.0)}
 
 
 def _auto_summary(picks: list[dict]) -> dict:
     ratios = [p["chosen_over_best"] for p in picks]
     return {"settings": len(picks),
             "within_0.95": sum(1 for r in ratios if r >= 0.95),
-            "worst": min(ratios) if ratios else None}  # fmt: skip
+            "worst": min(ratios) if ratios else None}
 
 
 def to_text(report: dict) -> str:
@@ -154,31 +154,31 @@ def to_text(report: dict) -> str:
     lines = [f"{e['overall']['count']} settings on budgeted devices (medians of their rounds; "
              f"a prediction inside a setting's min-max counts as exact: {e['inside_band']})",
              f"images/s: median |error| {_pct(e['overall']['median_abs_error'])}, max "
-             f"{_pct(e['overall']['max_abs_error'])}"]  # fmt: skip
+             f"{_pct(e['overall']['max_abs_error'])}"]
     for mode, stats in e.items():
         if mode not in ("overall", "inside_band"):
             lines.append(f"  {mode:<8} {stats['count']:>3} settings: median "
-                         f"{_pct(stats['median_abs_error'])}, max {_pct(stats['max_abs_error'])}")  # fmt: skip
+                         f"{_pct(stats['median_abs_error'])}, max {_pct(stats['max_abs_error'])}")
     lines.append(f"speedup over plain PS ({sp['count']}): median |error| "
-                 f"{_pct(sp['median_abs_error'])}, max {_pct(sp['max_abs_error'])}")  # fmt: skip
+                 f"{_pct(sp['median_abs_error'])}, max {_pct(sp['max_abs_error'])}")
     tau = report["kendall_tau_median"]
     lines.append(f"rank agreement: median Kendall's tau {'-' if tau is None else f'{tau:.2f}'}")
     if auto["settings"]:
         lines.append(f"auto: within 0.95x of the best measured mode in {auto['within_0.95']} of "
-                     f"{auto['settings']} settings; worst {auto['worst']:.2f}x")  # fmt: skip
+                     f"{auto['settings']} settings; worst {auto['worst']:.2f}x")
     lines += ["", f"{'model':<10} {'N':>2} {'link':>8} {'mode':<8} {'rounds':>6} "
-              f"{'measured [band]':>24} {'predicted':>9} {'error':>7}"]  # fmt: skip
+              f"{'measured [band]':>24} {'predicted':>9} {'error':>7}"]
     for r in report["settings"]:
         band = f"{r['measured_median']:.1f} [{r['band'][0]:.1f}-{r['band'][1]:.1f}]"
         lines.append(f"{r['model']:<10} {r['devices']:>2} {r['bandwidth']:>8} {r['mode']:<8} "
-                     f"{r['rounds']:>6} {band:>24} {r['predicted']:>9.1f} {r['error']:>+7.1%}")  # fmt: skip
+                     f"{r['rounds']:>6} {band:>24} {r['predicted']:>9.1f} {r['error']:>+7.1%}")
     if report["auto"]:
         lines += ["", f"{'auto per setting':<28} {'chosen':<8} {'best':<8} {'chosen/best':>11} "
-                  f"{'tau':>5}"]  # fmt: skip
+                  f"{'tau':>5}"]
         for p in report["auto"]:
             what = f"{p['model']} N={p['devices']} {p['bandwidth']}"
             lines.append(f"{what:<28} {p['chosen']:<8} {p['best']:<8} "
-                         f"{p['chosen_over_best']:>11.2f} {p['kendall_tau']:>5.2f}")  # fmt: skip
+                         f"{p['chosen_over_best']:>11.2f} {p['kendall_tau']:>5.2f}")
     return "\n".join(lines)
 
 

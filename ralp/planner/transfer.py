@@ -31,7 +31,7 @@ def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple
     ports = [portpicker.pick_unused_port() for _ in range(3)]
     cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ports[0]}"],
                                     "worker": [f"localhost:{ports[1]}"],
-                                    "chief": [f"localhost:{ports[2]}"]})  # fmt: skip
+                                    "chief": [f"localhost:{ports[2]}"]})
     for job in ("ps", "worker"):
         tf.distribute.Server(cluster, job_name=job, task_index=0, start=True)
     tf.config.experimental_connect_to_cluster(cluster, job_name="chief")
@@ -57,7 +57,7 @@ def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple
 
 
 def measure_transfer(sizes: tuple[int, ...] = TRANSFER_SIZES,
-                     repeats: int = TRANSFER_REPEATS) -> tuple[float, float, list]:  # fmt: skip
+                     repeats: int = TRANSFER_REPEATS) -> tuple[float, float, list]:
     """(message_s, cpu_s_per_byte, [(bytes, wall seconds, CPU seconds)...]).
 
     ``cpu_s_per_byte``: the slope of a least-squares line of CPU time through the sizes.

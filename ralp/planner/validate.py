@@ -55,7 +55,7 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
             raise PlannerError(f"{path!r} is not a list of bench records (a results JSON)")
         for r in records:
             if (r.get("backend") == "netns" and r.get("job") is None and not r.get("error")
-                    and r.get("images_per_sec") and r.get("mode") in PREDICTED_MODES):  # fmt: skip
+                    and r.get("images_per_sec") and r.get("mode") in PREDICTED_MODES):
                 out.append((Path(path).name, r))
     return out
 
@@ -73,11 +73,11 @@ def own_calibration(record: dict) -> Calibration | None:
         return Calibration.from_dict(data)
     except (ValueError, KeyError, TypeError) as e:
         raise PlannerError(f"a {record.get('model')} {record.get('mode')} record's calibration "
-                           f"cannot be read ({e})") from None  # fmt: skip
+                           f"cannot be read ({e})") from None
 
 
 def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration | None,
-                    workload_for: WorkloadFor, capacity: float | None = None) -> list[Row]:  # fmt: skip
+                    workload_for: WorkloadFor, capacity: float | None = None) -> list[Row]:
     """Each record predicted with its workload's calibration (its host capacity included),
     or with ``capacity`` for every record (a fitted capacity replaces the measured ones). A
     record that carries its own calibration (taken beside it) is predicted from that one;
@@ -87,20 +87,20 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
         cal = own_calibration(r) or calibration
         if cal is None:
             raise PlannerError(f"{source}: the {r['model']} {r['mode']} N={r['devices']} record "
-                               "carries no calibration; give --compute-profile FILE")  # fmt: skip
+                               "carries no calibration; give --compute-profile FILE")
         key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
         if (r["workers"], r["ps"]) != resources(r["mode"], r["devices"]):
             raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
-                               f"{r['workers']}+{r['ps']} tasks, not the mode's resources")  # fmt: skip
+                               f"{r['workers']}+{r['ps']} tasks, not the mode's resources")
         entry = cal.find(*key)
         on = entry.host_for(cal.host)
         if capacity is not None:  # one fitted figure for every process count
             on = replace(on, capacity=capacity, capacities=())
         p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
-                    parse_bandwidth(r["bandwidth"]))  # fmt: skip
+                    parse_bandwidth(r["bandwidth"]))
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
                         r["batch_size"], r["image_size"], p.images_per_sec,
-                        r["images_per_sec"], cal is not calibration))  # fmt: skip
+                        r["images_per_sec"], cal is not calibration))
     return rows
 
 
@@ -113,12 +113,12 @@ def predict_record(record: dict, calibration: Calibration | None,
 def errors(rows: Sequence[Row]) -> dict:
     abs_err = [abs(row.error) for row in rows]
     return {"median_abs_error": statistics.median(abs_err) if abs_err else None,
-            "max_abs_error": max(abs_err) if abs_err else None, "count": len(rows)}  # fmt: skip
+            "max_abs_error": max(abs_err) if abs_err else None, "count": len(rows)}
 
 
 def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration | None,
                    workload_for: WorkloadFor,
-                   grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:  # fmt: skip
+                   grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:
     """Fit the shared host's ``capacity`` on the even-numbered records (median |error|, over
     ``grid``); return it with the rows of the fitting half and of the held-out half."""
     fit_half, held_out = records[0::2], records[1::2]
@@ -129,7 +129,7 @@ def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration | N
 
     best = min(grid, key=score)
     return (best, predict_records(fit_half, calibration, workload_for, best),
-            predict_records(held_out, calibration, workload_for, best))  # fmt: skip
+            predict_records(held_out, calibration, workload_for, best))
 
 
 def choices(rows: Sequence[Row]) -> list[dict]:
@@ -145,45 +145,45 @@ def choices(rows: Sequence[Row]) -> list[dict]:
         if len(modes) < 2:
             continue
         measured = {m: statistics.fmean(r.measured_images_per_sec for r in rs)
-                    for m, rs in modes.items()}  # fmt: skip
+                    for m, rs in modes.items()}
         predicted = {m: rs[0].predicted_images_per_sec for m, rs in modes.items()}
         chosen = max(predicted, key=predicted.get)
         best = max(measured, key=measured.get)
         out.append({"model": model, "devices": devices, "bandwidth": bandwidth,
                     "batch_size": batch, "image_size": image, "modes": sorted(modes),
                     "chosen": chosen, "best_measured": best,
-                    "chosen_over_best": measured[chosen] / measured[best]})  # fmt: skip
+                    "chosen_over_best": measured[chosen] / measured[best]})
     return out
 
 
 def to_json(rows: Sequence[Row], **extra) -> str:
     records = [{**asdict(row), "error": row.error} for row in rows]
     return json.dumps({"records": records, **errors(rows), **extra,
-                       "choices": choices(rows)}, indent=2)  # fmt: skip
+                       "choices": choices(rows)}, indent=2)
 
 
 def to_text(rows: Sequence[Row]) -> str:
     lines = [f"{'source':<26} {'model':<10} {'mode':<8} {'N':>3} {'bandwidth':>9} "
-             f"{'predicted':>10} {'measured':>9} {'error':>7}"]  # fmt: skip
+             f"{'predicted':>10} {'measured':>9} {'error':>7}"]
     for r in rows:
         lines.append(f"{r.source:<26} {r.model:<10} {r.mode:<8} {r.devices:>3} "
                      f"{r.bandwidth:>9} {r.predicted_images_per_sec:>10.2f} "
                      f"{r.measured_images_per_sec:>9.2f} {r.error:>+7.1%}"
-                     + (" *" if r.own_calibration else ""))  # fmt: skip
+                     + (" *" if r.own_calibration else ""))
     e = errors(rows)
     if rows:
         lines.append(f"{e['count']} records: median |error| {e['median_abs_error']:.1%}, "
-                     f"max {e['max_abs_error']:.1%} (images/s, predicted/measured - 1)")  # fmt: skip
+                     f"max {e['max_abs_error']:.1%} (images/s, predicted/measured - 1)")
         if any(r.own_calibration for r in rows):
             lines.append("*: predicted from the calibration taken beside the run "
-                         "(python -m ralp.bench --calibrate)")  # fmt: skip
+                         "(python -m ralp.bench --calibrate)")
     picks = choices(rows)
     if picks:
         lines.append("")
         lines.append(f"{'choice among measured modes':<36} {'chosen':<8} {'best':<8} "
-                     "chosen/best (measured)")  # fmt: skip
+                     "chosen/best (measured)")
         for c in picks:
             what = f"{c['model']} N={c['devices']} {c['bandwidth']} b{c['batch_size']}"
             lines.append(f"{what:<36} {c['chosen']:<8} {c['best_measured']:<8} "
-                         f"{c['chosen_over_best']:.2f}")  # fmt: skip
+                         f"{c['chosen_over_best']:.2f}")
     return "\n".join(lines)

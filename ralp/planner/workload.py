@@ -49,7 +49,7 @@ class Workload:
         kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
-                     t.worker_link.tx, t.total, messages)  # fmt: skip
+                     t.worker_link.tx, t.total, messages)
 
     @property
     def tail_trainable_bytes(self) -> int:
@@ -61,13 +61,13 @@ class Workload:
         bytes apart (they run after the activations' exchange)."""
         if not self.offloaded:
             raise PlannerError(f"mode 'stanza' needs layers to put on the FC ranks; "
-                               f"{self.profile.model} has none after its split")  # fmt: skip
+                               f"{self.profile.model} has none after its split")
         t = mode_traffic(self.table, "stanza", conv, fc, {name: 0 for name in self.offloaded})
         tail = self.tail_trainable_bytes
         head = self.table.trainable_param_bytes_total - tail
         rings = (ring_allreduce_bytes(head, conv), ring_allreduce_bytes(tail, fc))
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
-                     t.worker_link.tx, t.total, 2 * (conv - 1) + 2 * (fc - 1), rings)  # fmt: skip
+                     t.worker_link.tx, t.total, 2 * (conv - 1) + 2 * (fc - 1), rings)
 
     def fc_rank_bytes(self, group: int) -> int:
         """Memory an FC rank needs for a group of ``group`` CONV ranks (an estimate): the
@@ -77,6 +77,6 @@ class Workload:
         moved = set(self.offloaded)
         rows = [r for r in self.table.rows if r.name in moved]
         inputs = sum(r.output_bytes for r in self.table.rows
-                     if r.name in {src for t in rows for src in t.inbound} - moved)  # fmt: skip
+                     if r.name in {src for t in rows for src in t.inbound} - moved)
         activations = inputs + sum(r.output_bytes for r in rows)
         return 3 * sum(r.param_bytes for r in rows) + 2 * group * activations

@@ -149,7 +149,7 @@ def profile(
         raise ProfileError(f"ps must be a positive integer, got {ps!r}")
     if not isinstance(threshold, int | float) or math.isnan(threshold):  # inf: always eligible
         raise ProfileError(f"threshold must be a number (the skewness bound K), got "
-                           f"{threshold!r}")  # fmt: skip
+                           f"{threshold!r}")
     table = build_layer_table(model, batch_size)
     skew = position_skewness(table.position_weights)
     split_layers = [

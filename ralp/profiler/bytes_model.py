@@ -213,7 +213,7 @@ def stanza_traffic(
     head_bytes = table.trainable_param_bytes_total - tail_bytes
     # The head's outputs that the tail consumes: one flat block per sample crosses.
     boundary = {src for r in table.rows if r.name in offloaded for src in r.inbound
-                if src not in offloaded}  # fmt: skip
+                if src not in offloaded}
     activations = sum(rows[src].output_bytes for src in boundary)  # one CONV rank's batch
     labels = table.batch_size * label_bytes_per_sample
     head_ring = ring_allreduce_bytes(head_bytes, conv_workers)
@@ -221,7 +221,7 @@ def stanza_traffic(
     tail_ring = ring_allreduce_bytes(tail_bytes, fc_workers)
     fc_links = tuple(
         LinkBytes(len(group) * activations + tail_ring,
-                  len(group) * (activations + labels) + tail_ring)  # fmt: skip
+                  len(group) * (activations + labels) + tail_ring)
         for group in stanza_groups(conv_workers, fc_workers)
     )
     breakdown = {

@@ -33,16 +33,16 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--all", action="store_true", help="every zoo model, one summary table")
     src.add_argument("--list", action="store_true", help="list the zoo models and exit")
     p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
-                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")  # fmt: skip
+                   f"model's benchmark default; {DEFAULT_BATCH_SIZE} for --keras-model)")
     p.add_argument("--num-classes", type=positive_int, default=1000,
-                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")  # fmt: skip
+                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K)")
     p.add_argument("--image-size", type=positive_int, help="scale the zoo model's input down")
     p.add_argument("--threshold", type=finite_float, default=None,
-                   help=f"skewness threshold K: eligible iff S <= K (default {DEFAULT_THRESHOLD})")  # fmt: skip
+                   help=f"skewness threshold K: eligible iff S <= K (default {DEFAULT_THRESHOLD})")
     p.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
-                   help=f"workers W for the byte model (default {DEFAULT_WORKERS})")  # fmt: skip
+                   help=f"workers W for the byte model (default {DEFAULT_WORKERS})")
     p.add_argument("--ps", type=positive_int, default=DEFAULT_PS,
-                   help=f"PS tasks M for the byte model (default {DEFAULT_PS})")  # fmt: skip
+                   help=f"PS tasks M for the byte model (default {DEFAULT_PS})")
     p.add_argument("--format", choices=FORMATS, default="table")
     return p
 
@@ -110,7 +110,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 from ralp.profiler.api import profile
 
                 p = profile(model, args.batch_size or DEFAULT_BATCH_SIZE, threshold=threshold,
-                            workers=args.workers, ps=args.ps)  # fmt: skip
+                            workers=args.workers, ps=args.ps)
             output = {"table": render.to_text, "json": render.to_json, "csv": render.layers_csv}[
                 args.format
             ](p)

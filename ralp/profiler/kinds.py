@@ -55,7 +55,7 @@ DATA_MOVEMENT_OPS = frozenset({
     "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concatenate", "Stack", "Split",
     "Flip", "Roll", "Tile", "Repeat", "Pad", "Slice", "GetItem", "Ravel", "Cast",
     "BroadcastTo", "SwapAxes", "MoveAxis", "Take", "TakeAlongAxis", "Identity", "Copy",
-})  # fmt: skip
+})
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class LayerRule:
         kind = self.kind(layer, in_shapes, out_shapes)
         if kind not in KINDS:
             raise ValueError(f"the kind rule of {type(layer).__name__} returned {kind!r}; "
-                             f"expected one of {', '.join(KINDS)}")  # fmt: skip
+                             f"expected one of {', '.join(KINDS)}")
         return kind
 
 
@@ -215,10 +215,10 @@ def _register_builtin_rules() -> None:
         L.AveragePooling1D, L.AveragePooling2D, L.AveragePooling3D,
         L.GlobalMaxPooling1D, L.GlobalMaxPooling2D, L.GlobalMaxPooling3D,
         L.GlobalAveragePooling1D, L.GlobalAveragePooling2D, L.GlobalAveragePooling3D,
-    ):  # fmt: skip
+    ):
         register_layer_kind(cls, "pool", _pool_flops)
     for cls in (L.BatchNormalization, L.LayerNormalization, L.GroupNormalization,
-                L.UnitNormalization):  # fmt: skip
+                L.UnitNormalization):
         register_layer_kind(cls, "norm")
     for cls in (L.InputLayer, L.Flatten, L.Reshape, L.Permute):  # data movement only
         register_layer_kind(cls, "other", _no_flops)

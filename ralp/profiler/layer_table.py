@@ -234,7 +234,7 @@ class _Flattener:
         self.calls[name].append((
             [_static_shape(t.shape, f"input of layer {name!r}") for t in node.input_tensors],
             [_static_shape(t.shape, f"layer {name!r}") for t in node.output_tensors],
-        ))  # fmt: skip
+        ))
         self.out_itemsize[name] = _dtype_size(node.output_tensors[0].dtype)
         for t in node.output_tensors:
             self._tensor_source[id(t)] = name
@@ -274,7 +274,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer_vars]
         created += [creation.get(id(v), len(creation)) for v in layer_vars]
         trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
-                              for w in trainable_weights)  # fmt: skip
+                              for w in trainable_weights)
         variables += [(name, path, nbytes) for path, nbytes in var_bytes]
         calls = flat.calls[name]
         in_shapes = [s for ins, _ in calls for s in ins]
@@ -298,7 +298,7 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
             cumulative_params=cumulative,
             inbound=tuple(flat.inbound[name]),
             calls=len(calls),
-        ))  # fmt: skip
+        ))
     positions = assign_positions(
         [PositionedRow(r["name"], r["kind"], r["params"], r["inbound"]) for r in rows]
     )
@@ -311,5 +311,5 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         ),
         output_names=tuple(dict.fromkeys(output_names)),
         variables=tuple(v for _, v in sorted(zip(created, variables, strict=True),
-                                             key=lambda pair: pair[0])),  # fmt: skip
+                                             key=lambda pair: pair[0])),
     )

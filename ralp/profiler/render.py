@@ -107,7 +107,7 @@ def to_text(p: Profile) -> str:
             str(r.index), r.name, r.layer_type, r.kind, _position_cell(r), f"{r.params:,}",
             "x".join(map(str, r.output_shape)), human_bytes(r.output_bytes),
             human_count(r.flops), f"{r.cumulative_params:,}",
-        ])  # fmt: skip
+        ])
     split_at = p.split.index if p.split_after is not None else None
     lines += text_grid(
         header, body, divider_after=split_at, divider="split: rows below run on the PS"
@@ -124,7 +124,7 @@ def _position_cell(r: LayerRow) -> str:
 def summary_text(profiles: Sequence[Profile]) -> str:
     """One row per model: the decision and what it buys (``--all``)."""
     header = ["model", "batch", "params", "S", "pos", "eligible", "split after", "offloaded",
-              "ps B/step", "ralp B/step", "horovod B/step", "ralp/ps"]  # fmt: skip
+              "ps B/step", "ralp B/step", "horovod B/step", "ralp/ps"]
     body = []
     for p in profiles:
         t = p.bytes_per_step
@@ -135,11 +135,11 @@ def summary_text(profiles: Sequence[Profile]) -> str:
             f"{share:.1%}" if p.split_after else "-",
             human_bytes(t["ps"].total), human_bytes(t["ralp"].total),
             human_bytes(t["horovod"].total), f"{t['ralp'].total / max(1, t['ps'].total):.3f}",
-        ])  # fmt: skip
+        ])
     workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
     note = (f"threshold K = {profiles[0].threshold:g}; S over 'pos' positions (every conv, pool "
             f"and fc layer); bytes per step with W={workers} workers, M={ps} PS"
-            if profiles else "")  # fmt: skip
+            if profiles else "")
     return "\n".join([*text_grid(header, body), "", note])
 
 
@@ -148,11 +148,11 @@ def summary_csv(profiles: Sequence[Profile]) -> str:
     writer = csv.writer(out)
     writer.writerow(["model", "batch_size", "params_total", "skewness", "skewness_positions",
                      "threshold", "eligible",
-                     "split_after", "offloaded_params", "ps_bytes", "ralp_bytes", "horovod_bytes"])  # fmt: skip
+                     "split_after", "offloaded_params", "ps_bytes", "ralp_bytes", "horovod_bytes"])
     for p in profiles:
         t = p.bytes_per_step
         writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.positions,
                          p.threshold,
                          p.eligible, p.split_after or "", p.offloaded_params,
-                         t["ps"].total, t["ralp"].total, t["horovod"].total])  # fmt: skip
+                         t["ps"].total, t["ralp"].total, t["horovod"].total])
     return out.getvalue()

@@ -57,7 +57,7 @@ class History:
         self.step_losses = self.step_losses[:keep]
         self.step_end_times = self.step_end_times[:keep]
         self.history = {"loss": [], "accuracy": [],
-                        **{k: list(v) for k, v in state.epoch_logs.items()}}  # fmt: skip
+                        **{k: list(v) for k, v in state.epoch_logs.items()}}
         epochs = len(next(iter(self.history.values()), []))
         self.epoch_seconds = self.epoch_seconds[:epochs]
         self.images_per_second = self.images_per_second[:epochs]
@@ -74,7 +74,7 @@ class StalenessHook(keras.callbacks.Callback):
     """
 
     def __init__(self, sync: str | SyncPolicy = "dssp", staleness=None,
-                 slow_worker: str | SlowWorker | None = None):  # fmt: skip
+                 slow_worker: str | SlowWorker | None = None):
         super().__init__()
         self.policy = as_policy(sync, staleness)
         self.slow_worker = (

@@ -87,7 +87,7 @@ class TrainingState:
         raw = json.loads(text)
         if raw.get("version") != STATE_VERSION:
             raise CheckpointError(f"checkpoint state version {raw.get('version')!r}, expected "
-                                  f"{STATE_VERSION}")  # fmt: skip
+                                  f"{STATE_VERSION}")
         raw["position"] = Position(**raw["position"])
         raw["failures"] = [Failure(**f) for f in raw["failures"]]
         return cls(**raw)
@@ -108,9 +108,9 @@ def describe_mismatch(saved: dict, current: dict) -> str:
         ours, theirs = set(current["variables"]), set(saved["variables"])
         example = sorted(theirs - ours)[:2] or sorted(ours - theirs)[:2]
         return (f"model {saved['model']!r} with {len(theirs)} variables, not this "
-                f"{current['model']!r} with {len(ours)} (e.g. {', '.join(example)})")  # fmt: skip
+                f"{current['model']!r} with {len(ours)} (e.g. {', '.join(example)})")
     return (f"mode {saved['mode']!r} with optimizers {saved['optimizers']}, not mode "
-            f"{current['mode']!r} with {current['optimizers']}")  # fmt: skip
+            f"{current['mode']!r} with {current['optimizers']}")
 
 
 class Checkpointer:
@@ -152,7 +152,7 @@ class Checkpointer:
                     return prefix, TrainingState.from_json(state_file.read_text())
                 except (ValueError, KeyError, TypeError) as e:
                     raise CheckpointError(f"{state_file} is not a ralp checkpoint state ({e}); "
-                                          "use another checkpoint_dir") from None  # fmt: skip
+                                          "use another checkpoint_dir") from None
         return None
 
 
@@ -167,4 +167,4 @@ def read_checkpoint(checkpoint, prefix: str) -> None:
     except (AssertionError, ValueError, tf.errors.OpError) as e:
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"the checkpoint at {prefix!r} does not fit this model (was it "
-                              f"written by another model or mode?): {first}") from None  # fmt: skip
+                              f"written by another model or mode?): {first}") from None

@@ -89,7 +89,7 @@ def reconnect(spec: ClusterSpec, *, timeout: float = 10.0) -> Connection:
         _RETIRED.append(_CONNECTION)
         # Bounded: a failure handler waiting for a lost worker holds the lock stop() needs.
         stopper = threading.Thread(target=stop_coordinator, args=(_CONNECTION.coordinator,),
-                                   daemon=True, name="ralp-retire-coordinator")  # fmt: skip
+                                   daemon=True, name="ralp-retire-coordinator")
         stopper.start()
         stopper.join(STOP_TIMEOUT_S)
         _CONNECTION = None

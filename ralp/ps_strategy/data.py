@@ -20,7 +20,7 @@ DatasetFn = Callable[..., tf.data.Dataset]
 
 
 def numpy_dataset_fn(x, y, batch_size: int, shuffle: bool = True,
-                     seed: int | None = None) -> DatasetFn:  # fmt: skip
+                     seed: int | None = None) -> DatasetFn:
     """A per-worker dataset function over in-memory arrays: repeated, batched, shuffled."""
     x, y = np.asarray(x), np.asarray(y)
     if len(x) != len(y):

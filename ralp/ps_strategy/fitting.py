@@ -59,7 +59,7 @@ class FitLoop:
                  batch_size: int, callbacks: Sequence, hooks: Sequence, verbose: int,
                  make_runner: Callable[[], object], synced: bool, label: str,
                  checkpointer: Checkpointer | None, restart_timeout: float,
-                 validation=None, initial_epoch: int = 0):  # fmt: skip
+                 validation=None, initial_epoch: int = 0):
         self.trainer = trainer
         self.dataset_fn = dataset_fn
         self.steps_per_epoch, self.epochs, self.batch_size = steps_per_epoch, epochs, batch_size
@@ -100,7 +100,7 @@ class FitLoop:
 
         label = f"epoch {epoch + 1}/{self.epochs}{self.label}"
         bar = tqdm(total=self.steps_per_epoch, initial=pos.step, desc=label, unit="batch",
-                   disable=not self.verbose, leave=True)  # fmt: skip
+                   disable=not self.verbose, leave=True)
         start = time.perf_counter()
         trained = 0  # steps trained in this epoch by this process (for images per second)
         try:
@@ -128,7 +128,7 @@ class FitLoop:
         seconds = time.perf_counter() - start
         count = max(pos.step, 1)
         logs = {"loss": pos.epoch_loss_sum / count,
-                "accuracy": pos.epoch_correct / (count * self.batch_size)}  # fmt: skip
+                "accuracy": pos.epoch_correct / (count * self.batch_size)}
         for metric, total in zip(self._metrics, self._metric_sums(), strict=True):
             logs[metric.name] = total / count  # the mean of per-batch values, as Trainer's
         for key, value in logs.items():
@@ -170,7 +170,7 @@ class FitLoop:
                                f"({e.message.splitlines()[0]}); its variables are gone with it. "
                                "Give fit a checkpoint_dir to go on from the last checkpoint once "
                                "it is restarted",
-                               failed_ps_tasks(e, trainer.connection.spec)) from None  # fmt: skip
+                               failed_ps_tasks(e, trainer.connection.spec)) from None
             if isinstance(e, tf.errors.UnavailableError):
                 raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
             raise
@@ -206,7 +206,7 @@ class FitLoop:
         pos.epoch_correct += float(sum(float(r[1]) for r in run.results))
         history.duplicate_steps += sum(1 for r in run.results if not bool(r[APPLIED]))
         pos.epoch_metric_sums = [total + sum(float(r[METRICS + k]) for r in run.results)
-                                 for k, total in enumerate(self._metric_sums())]  # fmt: skip
+                                 for k, total in enumerate(self._metric_sums())]
         history.step_losses += losses
         history.step_end_times += run.end_times
         if self.synced:
@@ -240,7 +240,7 @@ class FitLoop:
         t = self.trainer
         return TrainingState(fingerprint(t.model, t.optimizers, t.mode), replace(self.position),
                              t.total_steps, finished, dict(self.history.history),
-                             list(self.history.failures))  # fmt: skip
+                             list(self.history.failures))
 
     def _save(self, finished: bool = False) -> None:
         if self.checkpointer is None:
@@ -278,7 +278,7 @@ class FitLoop:
             self.history.failures = list(state.failures)
         if self.verbose:
             print(f"ralp: restored {prefix}" + ("" if state.finished else
-                  f" (epoch {state.position.epoch + 1}, step {state.position.step})"))  # fmt: skip
+                  f" (epoch {state.position.epoch + 1}, step {state.position.step})"))
 
     def _restore(self, found: tuple[str, TrainingState]) -> tuple[str, TrainingState]:
         prefix, state = found
@@ -287,7 +287,7 @@ class FitLoop:
         if state.fingerprint != current:
             raise CheckpointError(f"the checkpoint in {self.checkpointer.directory} was written "
                                   f"for {describe_mismatch(state.fingerprint, current)}; use "
-                                  "another checkpoint_dir for this model")  # fmt: skip
+                                  "another checkpoint_dir for this model")
         read_checkpoint(t._checkpoint, prefix)
         t.total_steps = state.total_steps
         return prefix, state
@@ -309,7 +309,7 @@ class FitLoop:
         if missing:
             raise ClusterError(f"{lost}. The lost tasks did not come back within "
                                f"{self.restart_timeout:.0f} s: {describe(missing)} (restart "
-                               "them, or raise restart_timeout)") from None  # fmt: skip
+                               "them, or raise restart_timeout)") from None
         t.reconnect()
         # The model is placed anew: the callbacks follow it, and stopping starts unasked.
         t.model.stop_training = False
@@ -318,7 +318,7 @@ class FitLoop:
         found = self.checkpointer.latest(t._checkpoint)
         if found is None:
             raise CheckpointError(f"{lost}, and {self.checkpointer.directory} holds no "
-                                  "checkpoint to go on from") from None  # fmt: skip
+                                  "checkpoint to go on from") from None
         _, state = self._restore(found)
         self.position = state.position
         self._inputs = None
@@ -327,7 +327,7 @@ class FitLoop:
                           at_step=at_step, detected_at=detected,
                           restored_step=state.position.done,
                           steps_redone=at_step - state.position.done,
-                          recovery_s=time.perf_counter() - clock, message=str(lost))  # fmt: skip
+                          recovery_s=time.perf_counter() - clock, message=str(lost))
         self.history.failures.append(failure)
         self._pending.append((failure, clock))
         self._note_time_lost(self.position.done)
@@ -335,7 +335,7 @@ class FitLoop:
         bar.refresh()
         if self.verbose:
             bar.write(f"ralp: reconnected in {failure.recovery_s:.1f} s; going on from step "
-                      f"{state.position.done} ({failure.steps_redone} steps to do again)")  # fmt: skip
+                      f"{state.position.done} ({failure.steps_redone} steps to do again)")
         return self.make_runner()
 
     def _note_time_lost(self, done: int) -> None:
@@ -351,14 +351,14 @@ class FitLoop:
             if (event.task, event.lost_at) not in seen:
                 self.history.failures.append(Failure(
                     task=event.task, kind="worker", at_step=event.at_step,
-                    detected_at=event.lost_at, message="lost; its steps rerun by the others"))  # fmt: skip
+                    detected_at=event.lost_at, message="lost; its steps rerun by the others"))
 
 
 def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int | None,
             dataset_fn: DatasetFn | None, validation_data, validation_split: float,
             validation_freq, initial_epoch: int, callbacks: Sequence, shuffle: bool,
             seed: int | None, verbose: int, checkpoint_dir, checkpoint_every: int | None,
-            restart_timeout: float) -> History:  # fmt: skip
+            restart_timeout: float) -> History:
     """``Trainer.fit``'s checks, data and loop (its docstring says what each argument does)."""
     from ralp.models.training import check_training_arrays
     from ralp.models.validation import validation_for
@@ -366,17 +366,17 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
     from ralp.ps_strategy.data import numpy_dataset_fn
 
     for name, value in (("batch_size", batch_size), ("epochs", epochs),
-                        ("steps_per_epoch", steps_per_epoch)):  # fmt: skip
+                        ("steps_per_epoch", steps_per_epoch)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):  # fmt: skip
+                                  or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not (
-            0 <= initial_epoch < epochs):  # fmt: skip
+            0 <= initial_epoch < epochs):
         raise ValueError(f"initial_epoch must be an integer in [0, epochs={epochs}), got "
-                         f"{initial_epoch!r}")  # fmt: skip
+                         f"{initial_epoch!r}")
     x, y, validation = validation_for(x, y, validation_data=validation_data,
                                       validation_split=validation_split,
-                                      validation_freq=validation_freq)  # fmt: skip
+                                      validation_freq=validation_freq)
     if validation is not None and validation.x is not None:
         check_training_arrays(validation.x, validation.y, trainer.original, "validation_data")
     if dataset_fn is None:
@@ -401,5 +401,5 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
                    verbose=verbose, make_runner=lambda: trainer._steps_runner(sync, slow_worker),
                    synced=sync is not None, label=f" {sync}" if sync is not None else "",
                    checkpointer=checkpointer, restart_timeout=restart_timeout,
-                   validation=validation, initial_epoch=initial_epoch)  # fmt: skip
+                   validation=validation, initial_epoch=initial_epoch)
     return loop.run()

@@ -80,17 +80,17 @@ class ClusterWatch:
         if lost_ps:
             raise TaskLost(f"parameter server lost during training: {describe(lost_ps)}; its "
                            "variables are gone with it. Give fit a checkpoint_dir to go on from "
-                           "the last checkpoint once it is restarted", lost_ps)  # fmt: skip
+                           "the last checkpoint once it is restarted", lost_ps)
         if lost_workers and len(lost_workers) == len(self.spec.workers):
             raise ClusterError(f"every worker was lost during training: {describe(lost_workers)}; "
                                "the variables on the PS are intact: save a checkpoint or restart "
-                               "the workers")  # fmt: skip
+                               "the workers")
         if lost_workers and synchronous:
             raise TaskLost(f"worker lost during synchronized training: {describe(lost_workers)}; "
                            "a bounded paradigm is defined over every worker and cannot go on "
                            "without it. Restart it and train with a checkpoint_dir (fit then goes "
                            "on from the last checkpoint once it is back), or train with "
-                           "sync=None or 'asp', which go on without it", lost_workers)  # fmt: skip
+                           "sync=None or 'asp', which go on without it", lost_workers)
         self._note_workers(lost_workers)
 
     def _note_workers(self, lost_workers: list[Task]) -> None:
@@ -104,13 +104,13 @@ class ClusterWatch:
             self._down[task] = self._recent(task, now) or self._event(task, now)
         if new:
             warn(f"worker lost during training: {describe(new)}; its steps are rerun on "
-                 "the remaining workers", ClusterWarning)  # fmt: skip
+                 "the remaining workers", ClusterWarning)
 
     def _recent(self, task: str, now: float) -> WorkerEvent | None:
         """The event of ``task`` lost within SAME_FAILURE_S (the probes and the coordinator's
         log report one failure each)."""
         return next((e for e in self.events if e.task == task and now - e.lost_at < SAME_FAILURE_S),
-                    None)  # fmt: skip
+                    None)
 
     def _event(self, task: str, now: float) -> WorkerEvent:
         event = WorkerEvent(task, now, self.steps_done())
@@ -174,4 +174,4 @@ _PS_FAILURE_MARKS = (
     "Unavailable", "UNAVAILABLE", "grpc_status:14",
     # a step whose tensors crossed a restarted PS (AbortedError, seen in the chaos benchmark)
     "different device incarnation", "was probably restarted",
-)  # fmt: skip
+)

@@ -37,7 +37,7 @@ class Watchdog:
     when no step has finished for ``step_timeout`` seconds (a hung or far too slow task)."""
 
     def __init__(self, check_cluster: Callable[[], None] | None, step_timeout: float,
-                 what: str = ""):  # fmt: skip
+                 what: str = ""):
         self.check_cluster = check_cluster
         self.step_timeout = step_timeout
         self.what = what  # e.g. " under ssp:3"

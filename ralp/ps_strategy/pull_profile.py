@@ -116,7 +116,7 @@ class PullChoice:
 
 
 def choose_pulls(schedule: str, worker_model, table, forward_times: dict[str, float] | None,
-                 connection) -> PullChoice:  # fmt: skip
+                 connection) -> PullChoice:
     """The batches of ``schedule`` ("layer" or "ibatch") for the layers ``worker_model`` runs
     on the workers; ``table`` is the profiler's layer table (bytes per layer)."""
     names = [layer.name for layer in worker_model.layers]
@@ -134,7 +134,7 @@ def choose_pulls(schedule: str, worker_model, table, forward_times: dict[str, fl
     times = forward_times or {}
     profile = PullProfile(tuple(names), tuple(times.get(n, 0.0) for n in names),
                           tuple(param_bytes[n] / link.bytes_per_s for n in names),
-                          link.startup_s)  # fmt: skip
+                          link.startup_s)
     batches = ibatch_batches(profile)
     return PullChoice(tuple(tuple(names[a : b + 1]) for a, b in batches),
-                      pull_and_forward_time(profile, batches), profile)  # fmt: skip
+                      pull_and_forward_time(profile, batches), profile)

@@ -53,7 +53,7 @@ class BatchedPulls:
                 after = arrived if self.chained else []
                 with tf.device(device), tf.control_dependencies(after):
                     packed = tf.concat([tf.reshape(variables[i].value, [-1]) for i in members],
-                                       axis=0, name=f"ralp_pull_{b}")  # fmt: skip
+                                       axis=0, name=f"ralp_pull_{b}")
                 sizes = [variables[i].value.shape.num_elements() for i in members]
                 parts = tf.split(packed, sizes, name=f"ralp_unpack_{b}")  # on the worker
                 for i, part in zip(members, parts, strict=True):

@@ -58,17 +58,17 @@ class SyncPolicy:
             raise SyncError(f"unknown sync {self.paradigm!r}; choose from {', '.join(PARADIGMS)}")
         if self.staleness < 0 or (self.is_dssp and self.upper < self.staleness):
             raise SyncError(f"staleness must satisfy 0 <= s_L <= s_U, got {self.staleness}, "
-                            f"{self.upper}")  # fmt: skip
+                            f"{self.upper}")
 
     @classmethod
     def parse(cls, text: str, staleness=None) -> SyncPolicy:
         """``bsp``, ``asp``, ``ssp:S`` / ``ssp`` with ``staleness=S``, ``dssp:L:U`` / ``dssp``
         with ``staleness=(L, U)``, ``dssp-paper:L:U`` (the uncapped, literal DSSP)."""
         m = re.fullmatch(r"(bsp|asp|ssp|dssp-paper|dssp)(?::(\d+))?(?::(\d+))?",
-                         str(text).strip().lower())  # fmt: skip
+                         str(text).strip().lower())
         if m is None:
             raise SyncError(f"sync {text!r}: use bsp, asp, ssp:S, dssp:L:U or dssp-paper:L:U "
-                            "(e.g. ssp:3, dssp:3:15)")  # fmt: skip
+                            "(e.g. ssp:3, dssp:3:15)")
         name, a, b = m.group(1), m.group(2), m.group(3)
         if name in ("bsp", "asp"):
             if a is not None or staleness is not None:
@@ -95,7 +95,7 @@ class SyncPolicy:
     def bound(self) -> int | None:
         """The largest gap a worker may start an iteration at (None: unbounded)."""
         return {"bsp": 0, "asp": None, "ssp": self.staleness, "dssp": self.upper,
-                "dssp-paper": None}[self.paradigm]  # fmt: skip
+                "dssp-paper": None}[self.paradigm]
 
     def _numbers(self) -> tuple[int, ...]:
         if self.is_dssp:
@@ -154,7 +154,7 @@ class DSSPController:
             slow = [a_s + i_s + k * i_s for k in range(self.r_max + 1)]
             # Ties (to a nanosecond, float noise aside) go to the fewest extra iterations.
             r = min(range(self.r_max + 1),
-                    key=lambda i: (round(min(abs(a_p + i * i_p - t) for t in slow), 9), i))  # fmt: skip
+                    key=lambda i: (round(min(abs(a_p + i * i_p - t) for t in slow), 9), i))
         self.decisions.append((time, fastest, r))
         return r
 

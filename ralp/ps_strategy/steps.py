@@ -65,7 +65,7 @@ class StepLedger:
         self.device = device
         with tf.device(device):
             self.ring = tf.Variable(tf.fill([LEDGER_SIZE], tf.constant(-1, tf.int64)),
-                                    trainable=False, name=f"{name}_step_ledger")  # fmt: skip
+                                    trainable=False, name=f"{name}_step_ledger")
 
     def guarded(self, token, update: GroupUpdate):
         """Run ``update`` and record ``token``, unless ``token`` is recorded already; returns
@@ -140,7 +140,7 @@ def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
 
 def plain_step(strategy, model, optimizer, loss_fn, ledger: StepLedger, accumulators=None,
                pulls: BatchedPulls | None = None,
-               metrics_fn: Callable = _no_metrics) -> Callable:  # fmt: skip
+               metrics_fn: Callable = _no_metrics) -> Callable:
     """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
     with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
@@ -204,7 +204,7 @@ def ralp_step(
             grads = ps_tape.gradient(loss, tail_vars + on_ps)
             tail_grads = grads[: len(tail_vars)]
             tail_ledger.guarded(token, group_update(tail_optimizer, tail_vars, tail_grads,
-                                                    tail_accumulators))  # fmt: skip
+                                                    tail_accumulators))
             correct = count_correct(labels, logits)
             values = metrics_fn(labels, logits)
             # Each read runs where its variable lives; only a control edge crosses tasks.
@@ -215,13 +215,13 @@ def ralp_step(
             with tf.control_dependencies(reads):
                 return (tf.identity(loss), tf.identity(correct),
                         [tf.identity(g) for g in grads[len(tail_vars):]],
-                        [tf.identity(v) for v in values])  # fmt: skip
+                        [tf.identity(v) for v in values])
 
         with tf.compat.v1.device(device_fn):
             loss, correct, boundary_grads, values = critical_section.execute(ps_section)
         head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
         applied = head_ledger.guarded(token, group_update(head_optimizer, head_vars, head_grads,
-                                                          head_accumulators))  # fmt: skip
+                                                          head_accumulators))
         return (loss, correct, applied, *values)
 
     @tf.function
@@ -243,7 +243,7 @@ def make_accumulators(variables) -> list[tf.Variable]:
     for v in variables:
         with tf.device(variable_device(v)):
             accumulators.append(tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
-                                            name="bsp_accumulator"))  # fmt: skip
+                                            name="bsp_accumulator"))
     return accumulators
 
 

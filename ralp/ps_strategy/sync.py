@@ -64,7 +64,7 @@ class SlowWorker:
             raise SyncError(usage) from None
         if slow.index < 0 or slow.factor < 1 or (slow.delay_s is not None and slow.delay_s < 0):
             raise SyncError(f"slow worker {text!r}: the index must be >= 0, the factor >= 1 and "
-                            f"the delay >= 0")  # fmt: skip
+                            f"the delay >= 0")
         return slow
 
     def describe(self) -> str:
@@ -120,7 +120,7 @@ class Slowdown:
 def check_slow_worker(slow_worker: SlowWorker | None, workers: int) -> None:
     if slow_worker is not None and slow_worker.index >= workers:
         raise SyncError(f"slow worker {slow_worker.index} does not exist: the cluster has "
-                        f"{workers} workers (0..{workers - 1})")  # fmt: skip
+                        f"{workers} workers (0..{workers - 1})")
 
 
 class _ScheduleWarningFilter(logging.Filter):
@@ -180,7 +180,7 @@ class SyncedSteps:
         self.gone: set[int] = set()  # lost workers (ASP): left out for the rest of the fit
 
     def run(self, iterators: list, steps: int,
-            on_step: Callable[[Callable], None] | None = None) -> EpochRun:  # fmt: skip
+            on_step: Callable[[Callable], None] | None = None) -> EpochRun:
         import tensorflow as tf
 
         server = SyncServer(self.policy, self.workers)
@@ -225,7 +225,7 @@ class SyncedSteps:
                         # flight) is claimed again, by another worker, with the same token
                         failures[w] += 1
                         survived = (self.lost_workers is not None and failures[w] <= MAX_RETRIES
-                                    and (w in gone or _names_a_worker(e, gone)))  # fmt: skip
+                                    and (w in gone or _names_a_worker(e, gone)))
                         if survived:
                             claimed -= 1
                             retry_tokens.append(token)
@@ -261,7 +261,7 @@ class SyncedSteps:
         tf_logger.addFilter(quiet)
         threads = [threading.Thread(target=drive, args=(w,), daemon=True,
                                     name=f"ralp-sync-worker-{w}")
-                   for w in range(self.workers) if w not in gone]  # fmt: skip
+                   for w in range(self.workers) if w not in gone]
         try:
             for t in threads:
                 t.start()

@@ -133,7 +133,7 @@ class Trainer:
         strategy = connection.strategy
         make_optimizer, plan = self._make_optimizer, self.plan
         self.placed: PlacedModel = placed_clone(self.original, plan, strategy, self.device_type,
-                                                self._state)  # fmt: skip
+                                                self._state)
         self.model = self.placed.model
         self.split = None if plan.is_empty else split_model(self.placed)
         self.pulls = None
@@ -141,9 +141,9 @@ class Trainer:
             worker_model = self.model if self.split is None else self.split.head
             if self.pull_choice is None:  # chosen once: after a reconnection, the same batches
                 self.pull_choice = choose_pulls(self.pull_schedule, worker_model, self.profile.table,
-                                                self.forward_times, connection)  # fmt: skip
+                                                self.forward_times, connection)
                 self.plan = plan = plan.with_pulls(self.pull_schedule,
-                                                   self.pull_choice.layer_batches)  # fmt: skip
+                                                   self.pull_choice.layer_batches)
             self.pulls = batched_pulls(worker_model, plan.pull_batches)
         if plan.is_empty:
             with strategy.scope():
@@ -152,7 +152,7 @@ class Trainer:
             self.ledgers = (self._ledger(self.optimizers["optimizer"], "model"),)
             self.step = plain_step(strategy, self.model, self.optimizers["optimizer"], self.loss_fn,
                                    self.ledgers[0], pulls=self.pulls,
-                                   metrics_fn=self.metrics)  # fmt: skip
+                                   metrics_fn=self.metrics)
         else:
             loss_task = self.placed.loss_task
             with strategy.scope():
@@ -170,12 +170,12 @@ class Trainer:
                 self.critical_section = tf.CriticalSection(name="ralp_ps_section")
             self.step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
                                   self.loss_fn, self.critical_section, self.ledgers,
-                                  pulls=self.pulls, metrics_fn=self.metrics)  # fmt: skip
+                                  pulls=self.pulls, metrics_fn=self.metrics)
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
         self._checkpoint = tf.train.Checkpoint(model=self.model, layer_state=layer_state,
-                                               **self.optimizers)  # fmt: skip
+                                               **self.optimizers)
         # Made now (on the coordinator), so that every checkpoint holds it: the ones fit's
         # CheckpointManager writes and the ones save_checkpoint writes read back alike.
         _ = self._checkpoint.save_counter
@@ -216,7 +216,7 @@ class Trainer:
             accs = make_accumulators(variables)
             opt = self.optimizers["optimizer"]
             self._bsp_step = plain_step(strategy, self.model, opt, self.loss_fn, self.ledgers[0],
-                                        accs, self.pulls, metrics_fn=self.metrics)  # fmt: skip
+                                        accs, self.pulls, metrics_fn=self.metrics)
             # The round's update runs in the coordinator, outside strategy.run: each variable
             # is updated on its own task (the optimizer is made so, see _guardable).
             self._apply_round = round_update([(opt, variables, accs)])
@@ -228,11 +228,11 @@ class Trainer:
             self._bsp_step = ralp_step(strategy, self.placed, self.split, head_opt, tail_opt,
                                        self.loss_fn, self.critical_section, self.ledgers,
                                        head_accs, tail_accs, self.pulls,
-                                       metrics_fn=self.metrics)  # fmt: skip
+                                       metrics_fn=self.metrics)
             self._apply_round = round_update([
                 (head_opt, head_vars, head_accs),
                 (tail_opt, tail_vars, tail_accs),
-            ])  # fmt: skip
+            ])
 
     numpy_dataset_fn = staticmethod(numpy_dataset_fn)
 
@@ -286,14 +286,14 @@ class Trainer:
                        validation_freq=validation_freq, initial_epoch=initial_epoch,
                        callbacks=callbacks, shuffle=shuffle, seed=seed, verbose=verbose,
                        checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                       restart_timeout=restart_timeout)  # fmt: skip
+                       restart_timeout=restart_timeout)
 
     def _steps_runner(self, sync: SyncPolicy | None, slow_worker: SlowWorker | None):
         """The loop that runs an epoch's steps: the coordinator's own schedule, or drivers
         holding each worker to ``sync``'s bound. Made again after a reconnection."""
         if sync is None:
             return AsyncSteps(self.connection.coordinator, self.step, self.connection.num_workers,
-                              self.watch.check, self.step_timeout, self.next_token)  # fmt: skip
+                              self.watch.check, self.step_timeout, self.next_token)
         if sync.paradigm == "bsp":
             self._build_bsp()
         return SyncedSteps(
@@ -343,7 +343,7 @@ class Trainer:
 
     def __repr__(self) -> str:
         return (f"<ralp.Trainer mode={self.mode!r} workers={self.connection.num_workers} "
-                f"ps={self.connection.num_ps}>\n{self.plan}")  # fmt: skip
+                f"ps={self.connection.num_ps}>\n{self.plan}")
 
 
 def wrap(
@@ -409,7 +409,7 @@ def wrap(
         raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
     if pull_schedule not in PULL_SCHEDULES:
         raise ValueError(f"pull_schedule must be one of {', '.join(PULL_SCHEDULES)}, "
-                         f"got {pull_schedule!r}")  # fmt: skip
+                         f"got {pull_schedule!r}")
     # Variables made before PSS connects this process are unreadable afterwards: read first.
     state = snapshot_state(model)
     forward_times = layer_forward_times(model, batch_size) if pull_schedule == "ibatch" else None
@@ -418,7 +418,7 @@ def wrap(
     batch_metrics = BatchMetrics(setup.metrics)
     connection = connect(cluster, timeout=connect_timeout)
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
-                         plan=plan, batch_size=batch_size, threshold=threshold)  # fmt: skip
+                         plan=plan, batch_size=batch_size, threshold=threshold)
     if choice.warning:
         warn(choice.warning, PlacementWarning)
     resolved = "ps" if choice.plan.is_empty else "ralp"
@@ -427,4 +427,4 @@ def wrap(
                    device_type=device_type,
                    step_timeout=step_timeout, state=state, sync=policy,
                    slow_worker=slow_worker, pull_schedule=pull_schedule,
-                   forward_times=forward_times, compile_config=compile_config)  # fmt: skip
+                   forward_times=forward_times, compile_config=compile_config)

@@ -65,11 +65,11 @@ def test_cli_json_contract():
         [sys.executable, "-m", "ralp.audit", "--model", "vgg11", "--image-size", "32", "--batch-size",
          "4", "--workers", "1", "--format", "json"],
         capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     for key in ("mode", "offloaded_layers", "misplaced_ops", "offloaded_variable_bytes_crossing",
-                "crossing_bytes_per_step", "model_bytes_per_step"):  # fmt: skip
+                "crossing_bytes_per_step", "model_bytes_per_step"):
         assert key in r
     assert (
         r["mode"] == "ralp"
@@ -82,7 +82,7 @@ def test_cli_json_contract():
     "args, message",
     [(["--model", "vgg99"], "unknown model"), (["--model", "alexnet", "--image-size", "32"], "minimum is 67"),
      (["--model", "vgg11", "--workers", "0"], "positive integer")],
-)  # fmt: skip
+)
 def test_cli_bad_input(args, message):
     proc = subprocess.run(
         [sys.executable, "-m", "ralp.audit", *args], capture_output=True, text=True, timeout=120

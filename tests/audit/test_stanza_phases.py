@@ -22,7 +22,7 @@ def _timeline(durations: list[dict[str, float]]) -> list[dict]:
     microseconds, sub-activities nested inside the operation."""
     pids = {name: k + 1 for k, name in enumerate((LABELS, ACTIVATIONS, GRADIENTS, HEAD))}
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}}
-              for name, pid in pids.items()]  # fmt: skip
+              for name, pid in pids.items()]
 
     def span(name, kind, begin, end, nested=False):
         us = lambda t: round(t * 1e6)  # noqa: E731
@@ -54,7 +54,7 @@ def _timeline(durations: list[dict[str, float]]) -> list[dict]:
 def _steps(n):
     return [{"heads_forward": 0.05 + 0.01 * i, "exchange_in": 0.008, "tail": 0.27 - 0.01 * i,
              "exchange_out": 0.01, "heads_backward": 0.14, "ring": 0.04 + 0.002 * i}
-            for i in range(n)]  # fmt: skip
+            for i in range(n)]
 
 
 def test_every_inner_steps_phases_come_back():
@@ -67,7 +67,7 @@ def test_every_inner_steps_phases_come_back():
     # the step runs from one exchange in to the next: the next step's heads' forward in it
     assert rows[0].step == pytest.approx(
         sum(steps[1][p] for p in PHASES if p not in ("heads_forward", "exchange_in"))
-        + steps[2]["heads_forward"] + steps[2]["exchange_in"], abs=2e-6)  # fmt: skip
+        + steps[2]["heads_forward"] + steps[2]["exchange_in"], abs=2e-6)
     medians = median_phases(rows)
     assert medians["tail"] == pytest.approx((0.25 + 0.24) / 2, abs=2e-6)
 
@@ -84,7 +84,7 @@ def test_an_open_timeline_is_read(tmp_path):
 def test_a_timeline_without_stanza_says_what_it_holds():
     events = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "HorovodAllreduce_x"}},
               {"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": 1, "pid": 1},
-              {"ph": "E", "ts": 2, "pid": 1}]  # fmt: skip
+              {"ph": "E", "ts": 2, "pid": 1}]
     with pytest.raises(TimelineError, match="HorovodAllreduce_x"):
         stanza_phases(events)
     with pytest.raises(TimelineError, match="at least 3"):

@@ -39,10 +39,10 @@ def test_union_and_intersection_match_numpy(seed):
 
 def test_the_hidden_share_of_a_step():
     pulls = [Pull("conv/ReadVariableOp/_1", 0.0, 1.0, "conv"),
-             Pull("fc/ReadVariableOp/_2", 0.0, 3.0, "fc")]  # fmt: skip
+             Pull("fc/ReadVariableOp/_2", 0.0, 3.0, "fc")]
     ops = [("model/conv/Conv2D:Conv2D", "Conv2D", 1.0, 2.5),
            ("gradient_tape/model/conv/Conv2DBackpropFilter:Conv2DBackpropFilter",
-            "Conv2DBackpropFilter", 3.5, 4.0)]  # fmt: skip
+            "Conv2DBackpropFilter", 3.5, 4.0)]
     step = StepTimeline("s", 0.0, 4.0, pulls, ops)
     assert step.pull_active() == [(0.0, 3.0)]
     assert step.hidden_share() == pytest.approx(1.5 / 3.0)  # the conv ran 1.0-2.5 of 0-3

@@ -21,4 +21,4 @@ def mixed() -> list[dict]:
                bytes_per_step_measured=1.5e8, bytes_per_step_predicted=1.6e8,
                bytes_ratio=1.5 / 1.6),
         record(model="resnet50", devices=2, workers=1, mode="ralp-h", images_per_sec=40.0),
-    ])  # fmt: skip
+    ])

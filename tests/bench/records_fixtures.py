@@ -19,7 +19,7 @@ def record(**overrides) -> dict:
         "compute_step_time_s": 0.2, "network_step_time_s": 0.7, "bound_ratio": 3.5,
         "sync_max_gap": None, "sync_waiting_s": None,
         "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True, "error": None,
-    }  # fmt: skip
+    }
     assert set(overrides) <= set(r) | {"scenario", "round", "cpu"}, set(overrides) - set(r)
     r.update(overrides)
     return r
@@ -28,12 +28,12 @@ def record(**overrides) -> dict:
 def failed(**overrides) -> dict:
     numeric = {k: None for k in RECORD_KEYS if k.endswith(("_s", "_measured", "_predicted"))}
     numeric |= {"images_per_sec": None, "images_per_sec_std": None, "bytes_ratio": None,
-                "bound_ratio": None}  # fmt: skip
+                "bound_ratio": None}
     return record(**numeric | {"error": "worker 1 ran out of memory"} | overrides)
 
 
 def local(**overrides) -> dict:
     """A local-backend record: no shaping and no byte counters."""
     none = {"bandwidth": None, "bytes_per_step_measured": None, "bytes_ratio": None,
-            "ps_bytes_per_step_measured": None}  # fmt: skip
+            "ps_bytes_per_step_measured": None}
     return record(**{"backend": "local"} | none | overrides)

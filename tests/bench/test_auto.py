@@ -21,11 +21,11 @@ from ralp.profiler.api import profile
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
-        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time}  # fmt: skip
+        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time}
 
 
 def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
-            cpus: str = "auto") -> dict[str, float]:  # fmt: skip
+            cpus: str = "auto") -> dict[str, float]:
     """Each mode's images/s from its step-time function, on the run's devices: budgeted
     (``cpus``; one task per device) or, shared or where no control group can be made, the
     shared host; stanza at its best n_f of 1..N/2 (every FC rank here fits in memory)."""
@@ -33,12 +33,12 @@ def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
     entry = cal.find(model, 8, 75, 1000)
     budget = budget_for(cpus, devices).cpus
     host = entry.host_for(replace(cal.host, shared=True) if budget is None
-                          else replace(cal.host, shared=False, device_cpus=budget))  # fmt: skip
+                          else replace(cal.host, shared=False, device_cpus=budget))
     work = Workload(profile(build_model(model, 1000, 75), 8))
     out = {}
     for mode in modes:
         shapes = ([(devices - f, f) for f in range(1, devices // 2 + 1)] if mode == "stanza"
-                  else [resources(mode, devices)])  # fmt: skip
+                  else [resources(mode, devices)])
         rates = []
         for workers, ps in shapes:
             assert work.fc_rank_bytes(devices) < 2**30
@@ -50,24 +50,24 @@ def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
 
 def _request(**kw) -> BenchRequest:
     return BenchRequest(**{"models": ("vgg11", "resnet50"), "modes": ("auto",), "devices": (4, 8),
-                           "batch_size": 8, "image_size": 75, "steps": 3, **kw})  # fmt: skip
+                           "batch_size": 8, "image_size": 75, "steps": 3, **kw})
 
 
 @pytest.mark.parametrize("bandwidth,cpus", [("1gbit", "auto"), ("10gbit", "auto"),
-                                            ("1gbit", "shared")])  # fmt: skip
+                                            ("1gbit", "shared")])
 def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth, cpus):
     request = _request(compute_profile=str(CALIBRATION), device_cpus=(cpus,))
     choose = chooser("netns", bandwidth, request.compute_profile, PREDICTED_MODES)
     runs = request.runs(request.mode_names(), choose)
     assert [(r.model, r.devices) for r in runs] == [("vgg11", 4), ("vgg11", 8),
-                                                    ("resnet50", 4), ("resnet50", 8)]  # fmt: skip
+                                                    ("resnet50", 4), ("resnet50", 8)]
     bits = {"1gbit": 10**9, "10gbit": 10**10}[bandwidth]
     for run in runs:
         direct = _direct(run.model, run.devices, bits, cpus=cpus)
         budget = budget_for(cpus, run.devices).cpus
         assert run.mode == max(direct, key=direct.get), (run.label, direct)
         assert (run.workers, run.ps) == resources(run.mode, run.devices,
-                                                  run.auto.get("fc_workers", 1))  # fmt: skip
+                                                  run.auto.get("fc_workers", 1))
         assert run.auto["chosen"] == run.mode
         assert run.auto["predicted_images_per_sec"] == pytest.approx(direct, rel=1e-9)
         assert str(CALIBRATION) in run.auto["calibration"]
@@ -111,7 +111,7 @@ def test_records_of_other_modes_have_no_auto_field():
                                 "horovod, stanza, auto"),
         (dict(fc_workers=2), "drop --fc-workers"),
     ],
-)  # fmt: skip
+)
 def test_bad_auto_requests_fail_cleanly(kw, message):
     with pytest.raises(BenchError) as err:
         _request(**kw).mode_names()
@@ -126,16 +126,16 @@ def test_bad_auto_requests_fail_cleanly(kw, message):
     ],
 )
 def test_auto_needs_a_shaped_network_and_a_readable_calibration(backend, bandwidth,
-                                                                profile_path, message):  # fmt: skip
+                                                                profile_path, message):
     with pytest.raises((BenchError, ValueError), match=message):
         chooser(backend, bandwidth, profile_path, PREDICTED_MODES)
 
 
 def test_a_calibration_without_the_workload_names_the_command_to_make_it():
     request = _request(models=("vgg11",), devices=(4,), image_size=80,
-                       compute_profile=str(CALIBRATION))  # fmt: skip
+                       compute_profile=str(CALIBRATION))
     with pytest.raises(BenchError, match="vgg11 N=4: no calibration for vgg11 at batch 8, "
-                       "image 80.*--calibrate"):  # fmt: skip
+                       "image 80.*--calibrate"):
         request.runs(["auto"], chooser("netns", "1gbit", request.compute_profile, PREDICTED_MODES))
 
 
@@ -153,18 +153,18 @@ def test_fc_workers_auto_is_stanzas_node_assignment():
     # predicted faster than one (the others: one)
     for model, devices, bandwidth, bits in (("vgg11", 8, "1gbit", 10**9),
                                             ("vgg11", 8, "10gbit", 10**10),
-                                            ("resnet50", 4, "10gbit", 10**10)):  # fmt: skip
+                                            ("resnet50", 4, "10gbit", 10**10)):
         entry = cal.find(model, 8, 75, 1000)
         host = entry.host_for(cal.host)
         work = Workload(profile(build_model(model, 1000, 75), 8))
         request = _request(models=(model,), modes=("stanza",), devices=(devices,),
                            fc_workers="auto", compute_profile=str(CALIBRATION),
-                           device_cpus=("shared",))  # fmt: skip
+                           device_cpus=("shared",))
         assign = chooser("netns", bandwidth, request.compute_profile, ("stanza",))
         (run,) = request.runs(request.mode_names(), assign=assign)
         rates = {f: (devices - f) * 8 / pm.stanza_step_time(
             entry.compute, work.links_on("stanza", devices - f, f), devices - f, bits / 8, host)
-            for f in range(1, devices // 2 + 1)}  # fmt: skip
+            for f in range(1, devices // 2 + 1)}
         best = max(rates, key=rates.get)
         assert (run.mode, run.workers, run.ps) == ("stanza", devices - best, best), rates
         assert run.auto["fc_workers"] == best

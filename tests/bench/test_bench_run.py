@@ -24,13 +24,13 @@ HIERARCHY, _ = find_hierarchy()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 REQUIRED = ("model", "mode", "devices", "workers", "ps", "backend", "bandwidth",
             "images_per_sec", "step_time_s", "bytes_per_step_measured",
-            "bytes_per_step_predicted")  # fmt: skip
+            "bytes_per_step_predicted")
 TINY = dict(image_size=28, batch_size=16, num_classes=10, steps=6, warmup=1)
 
 
 def _bench(*args, timeout=600):
     return subprocess.run([sys.executable, "-m", "ralp.bench", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+                          text=True, timeout=timeout)
 
 
 @pytest.mark.cluster
@@ -39,12 +39,12 @@ def test_tiny_bench_run_writes_valid_json_and_csv(tmp_path):
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "ralp-n",
                "--devices", "2", "--steps", "4", "--warmup", "1", "--num-classes", "10",
                "--repeat", "2", "--out", str(out), "--plot", str(tmp_path / "fig.png"),
-               "--quiet")  # fmt: skip
+               "--quiet")
     assert p.returncode == 0, p.stderr
     records = json.loads(out.read_text())
     # two rounds, the second in the rotated order; every round kept
     assert [(r["mode"], r["round"]) for r in records] == [
-        ("ps", 0), ("ralp-n", 0), ("ralp-n", 1), ("ps", 1)]  # fmt: skip
+        ("ps", 0), ("ralp-n", 0), ("ralp-n", 1), ("ps", 1)]
     assert "medians over 2 rounds" in p.stdout
     for r in records:
         _check_budgeted(r, ["worker:0", "ps:0"], "chief:0")
@@ -88,18 +88,18 @@ def _groups_left(pid: int) -> list[str]:
     if HIERARCHY is None:
         return []
     return [name for root in HIERARCHY.roots for name in os.listdir(root)
-            if name.startswith(f"rlp{pid}-")]  # fmt: skip
+            if name.startswith(f"rlp{pid}-")]
 
 
 @pytest.mark.cluster
 def test_without_writable_cgroups_the_run_shares_the_cpus_and_says_so(tmp_path,
-                                                                       read_only_cgroup_root):  # fmt: skip
+                                                                       read_only_cgroup_root):
     out = tmp_path / "r.json"
     p = subprocess.run([sys.executable, "-m", "ralp.bench", "--backend", "local", "--models",
                         "lenet", "--modes", "ps", "--devices", "2", "--steps", "2", "--warmup",
                         "1", "--num-classes", "10", "--out", str(out), "--quiet"],
                        capture_output=True, text=True, timeout=600,
-                       env={**os.environ, CGROUP_ROOT_ENV: read_only_cgroup_root})  # fmt: skip
+                       env={**os.environ, CGROUP_ROOT_ENV: read_only_cgroup_root})
     assert p.returncode == 0, p.stderr
     said = [line for line in p.stdout.splitlines() if line.startswith("devices:")]
     assert len(said) == 1 and "shared CPUs, no budgets (cannot create a control group" in said[0]
@@ -115,14 +115,14 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
                "ps", "ralp-n", "--devices", "2", "--batch-size", "16", "--steps", "3",
                "--warmup", "1", "--num-classes", "10", "--calibrate", "--out", str(out),
-               "--quiet")  # fmt: skip
+               "--quiet")
     assert p.returncode == 0, p.stderr
     ps, ralp = json.loads(out.read_text())
     assert ps["calibration"] == ralp["calibration"]  # measured once, before the first run
     cal = ps["calibration"]
     [entry] = cal["entries"]
     assert (entry["model"], entry["batch_size"], entry["image_size"], entry["num_classes"]) == (
-        "lenet", 16, 28, 10)  # fmt: skip
+        "lenet", 16, 28, 10)
     assert entry["full_s"] > entry["tail_s"] > 0 and cal["host"]["cpu_s_per_byte"] > 0
     budget = (ps.get("cpu") or {}).get("budget_cpus")
     if budget:  # measured inside one device's budget: no shared-host terms
@@ -133,7 +133,7 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0
     done = subprocess.run([sys.executable, "-m", "ralp.planner", "--validate", str(out),
                            "--format", "json"], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+                          timeout=300)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["records"]
     assert [(r["mode"], r["own_calibration"]) for r in rows] == [("ps", True), ("ralp-n", True)]
@@ -146,7 +146,7 @@ def test_auto_runs_the_planners_choice_and_records_why(tmp_path):
     out = tmp_path / "auto.json"
     p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
                "auto", "--devices", "2", "--batch-size", "16", "--steps", "3", "--warmup", "1",
-               "--num-classes", "10", "--out", str(out), "--quiet")  # fmt: skip
+               "--num-classes", "10", "--out", str(out), "--quiet")
     assert p.returncode == 0, p.stderr
     (r,) = json.loads(out.read_text())
     figures = r["auto"]["predicted_images_per_sec"]
@@ -162,7 +162,7 @@ def test_pull_schedules_and_their_trace(tmp_path):
     out = tmp_path / "pulls.json"
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "2",
                "--steps", "3", "--warmup", "1", "--num-classes", "10", "--pull-schedule",
-               "default,layer", "ibatch", "--trace-pulls", "--out", str(out), "--quiet")  # fmt: skip
+               "default,layer", "ibatch", "--trace-pulls", "--out", str(out), "--quiet")
     assert p.returncode == 0, p.stderr
     records = json.loads(out.read_text())
     assert [r["pull_schedule"] for r in records] == ["default", "layer", "ibatch"]
@@ -227,7 +227,7 @@ def _crash_ps(launcher: Launcher) -> tuple[str, dict]:
         with pytest.raises(ChildError) as err:
             run_in_fresh_process(bench_job, handle.spec, run, handle.read_links,
                                  netns=handle.netns, group=handle.chief_group,
-                                 on_progress=on_progress, timeout=300)  # fmt: skip
+                                 on_progress=on_progress, timeout=300)
         pids = dict(cluster.pids)
     return str(err.value), pids
 
@@ -271,12 +271,12 @@ def test_measured_bytes_match_the_audit_prediction(mode):
     assert record["error"] is None, record["error"]
     assert tuple(record)[: len(RECORD_KEYS)] == RECORD_KEYS  # the producer follows the schema
     assert set(record["setup"]) == {"cluster_start", "coordinator_start", "build_model",
-                                    "place", "warmup"}  # fmt: skip
+                                    "place", "warmup"}
     assert record["setup_s"] == pytest.approx(sum(record["setup"].values()), abs=0.01)
     _check_budgeted(record, [f"worker:{i}" for i in range(run.workers)] + ["ps:0"], "chief:0")
     assert _groups_left(os.getpid()) == []  # removed after a normal run
     audited = audit(AuditSettings("lenet", "ps" if mode == "ps" else "ralp", run.workers,
-                                  run.ps, 28, 16, 10))  # fmt: skip
+                                  run.ps, 28, 16, 10))
     predicted = audited["crossing_bytes_per_worker_batch"]
     measured = record["bytes_per_step_measured"]
     assert measured == pytest.approx(predicted, rel=0.10), (measured, predicted)
@@ -292,13 +292,13 @@ def test_tf_config_backend_uses_a_running_cluster_and_leaves_it_running(tmp_path
         path.write_text(json.dumps(cluster.spec.as_dict()))
         out = tmp_path / "tf.json"
         common = ("--models", "lenet", "--steps", "4", "--warmup", "1", "--num-classes", "10",
-                  "--quiet")  # fmt: skip
+                  "--quiet")
         p = _bench("--backend", "tf-config", "--cluster", str(path), "--modes", "ps", "ralp-n",
-                   "--devices", "2", "--out", str(out), *common)  # fmt: skip
+                   "--devices", "2", "--out", str(out), *common)
         assert p.returncode == 0, p.stderr
         records = json.loads(out.read_text())
         assert [(r["backend"], r["workers"], r["ps"]) for r in records] == [
-            ("tf-config", 1, 1), ("tf-config", 1, 1)]  # fmt: skip
+            ("tf-config", 1, 1), ("tf-config", 1, 1)]
         assert all(r["images_per_sec"] > 0 for r in records)
         assert all(cluster.alive().values())  # not ours to stop
 
@@ -306,7 +306,7 @@ def test_tf_config_backend_uses_a_running_cluster_and_leaves_it_running(tmp_path
         env = {**os.environ, "TF_CONFIG": cluster.spec.tf_config("chief", 0)}
         p = subprocess.run([sys.executable, "-m", "ralp.bench", "--backend", "tf-config",
                             "--modes", "ralp-n", "--devices", "2", "8", *common],
-                           capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+                           capture_output=True, text=True, timeout=600, env=env)
         assert p.returncode == 1, p.stderr
         assert "needs 7 workers and 1 PS tasks, but the cluster has 2 and 1" in p.stdout
         assert all(cluster.alive().values())
@@ -357,7 +357,7 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
                          stderr=subprocess.PIPE, text=True,
                          # As from a terminal: a shell running tests in the background hands
                          # its children SIGINT ignored, and Python then keeps ignoring it.
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while len(_tasks(_descendants(p.pid))) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -385,7 +385,7 @@ def test_show_reprints_saved_results_without_running(tmp_path):
                   bandwidth="1gbit", batch_size=8, image_size=64, num_classes=1000, steps=5,
                   warmup=2, images_per_sec=5.0, images_per_sec_std=0.1, step_time_s=3.1,
                   step_time_std_s=0.1, bytes_per_step_measured=3.09e8,
-                  bytes_per_step_predicted=3.08e8, bytes_ratio=1.003)  # fmt: skip
+                  bytes_per_step_predicted=3.08e8, bytes_ratio=1.003)
     saved = tmp_path / "r.json"
     saved.write_text(json.dumps([record]))
     p = _bench("--show", str(saved), "--plot", str(tmp_path / "r.png"), timeout=60)
@@ -415,11 +415,11 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps", "--devices", "4",
                "--sync", "bsp", "ssp:1", "--slow-worker", "0:2", "--steps", "3", "--warmup", "1",
                "--num-classes", "10", "--image-size", "28", "--batch-size", "8",
-               "--out", str(out), "--quiet")  # fmt: skip
+               "--out", str(out), "--quiet")
     assert p.returncode == 0, p.stderr
     records = json.loads(out.read_text())
     assert [(r["mode"], r["sync"], r["slow_worker"]) for r in records] == [
-        ("ps", "bsp", "0:2"), ("ps", "ssp:1", "0:2")]  # fmt: skip
+        ("ps", "bsp", "0:2"), ("ps", "ssp:1", "0:2")]
     bsp, ssp = records
     assert bsp["sync_max_gap"] == 0 and ssp["sync_max_gap"] <= 1
     assert bsp["error"] is None and bsp["images_per_sec"] > 0

@@ -40,11 +40,11 @@ def test_two_jobs_share_one_trunk_and_each_reports_its_throughput(tmp_path):
          "--models", "lenet", "--num-classes", "10", "--devices", "2", "--bandwidth", "1gbit",
          "--steps", "4", "--warmup", "1", "--out", str(out), "--quiet"],
         capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    )
     assert p.returncode == 0, p.stderr
     records = json.loads(out.read_text())
     assert [(r["job"], r["scenario"], r["mode"]) for r in records] == [
-        (0, "mixed", "ralp-n"), (1, "mixed", "ps")]  # fmt: skip
+        (0, "mixed", "ralp-n"), (1, "mixed", "ps")]
     for r in records:
         assert tuple(r)[: len(RECORD_KEYS)] == RECORD_KEYS  # consolidation follows the schema
         assert r["images_per_sec"] > 0 and r["error"] is None

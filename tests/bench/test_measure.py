@@ -25,9 +25,9 @@ def test_timing_matches_numpy():
 
 def test_link_figures_are_deltas_per_step():
     before = {"worker:0": LinkBytes(100, 200), "worker:1": LinkBytes(0, 0),
-              "ps:0": LinkBytes(50, 50), "chief:0": LinkBytes(1, 1)}  # fmt: skip
+              "ps:0": LinkBytes(50, 50), "chief:0": LinkBytes(1, 1)}
     after = {"worker:0": LinkBytes(1100, 5200), "worker:1": LinkBytes(1000, 5000),
-             "ps:0": LinkBytes(2050, 10050), "chief:0": LinkBytes(11, 21)}  # fmt: skip
+             "ps:0": LinkBytes(2050, 10050), "chief:0": LinkBytes(11, 21)}
     f = link_figures(before, after, steps=4)
     assert f["bytes_per_step_measured"] == (6000 + 6000) / 4
     assert f["ps_bytes_per_step_measured"] == 12000 / 4
@@ -41,7 +41,7 @@ def test_derived_figures_and_bound_ratio():
     record = {"model": "m", "mode": "ralp-n", "devices": 4, "workers": 3, "ps": 1,
               "batch_size": 8, "image_size": 32, "num_classes": 10, "steps": 10, "measured_steps": 30,
               "bytes_per_step_measured": 1.05e6, "bytes_per_step_predicted": 1.0e6,
-              "busiest_link_bytes": 12.5e6, "step_time_s": 2.0, "error": None}  # fmt: skip
+              "busiest_link_bytes": 12.5e6, "step_time_s": 2.0, "error": None}
     d = derived_figures(record, bits_per_s=100e6)
     assert d["bytes_ratio"] == pytest.approx(1.05)
     # 12.5 MB at 100 Mbit/s = 1 s for 30 steps of 3 workers: 0.1 s per worker step
@@ -53,7 +53,7 @@ def test_derived_figures_and_bound_ratio():
     # and the round of a repeated matrix
     fields = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
               "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
-              "round")  # fmt: skip
+              "round")
     key = tuple(ref.get(k) for k in fields)
     for other in ({"pull_schedule": "ibatch"}, {"device_cpus": "shared"}, {"round": 1}):
         add_compute_reference([record], {tuple({**ref, **other}.get(k) for k in fields): ref})
@@ -76,9 +76,9 @@ def test_barrier(tmp_path):
 
 def test_control_plane_rate_is_each_link_kinds_mean_over_the_window():
     before = {"worker:0": LinkBytes(100, 200), "worker:1": LinkBytes(0, 0),
-              "ps:0": LinkBytes(5, 5)}  # fmt: skip
+              "ps:0": LinkBytes(5, 5)}
     after = {"worker:0": LinkBytes(1100, 1200), "worker:1": LinkBytes(3000, 1000),
-             "ps:0": LinkBytes(805, 1205)}  # fmt: skip
+             "ps:0": LinkBytes(805, 1205)}
     rates = control_plane_figures(before, after, 2.0)
     # both directions of each link, per second, averaged over the links of a kind
     assert rates["control_bytes_per_s"] == pytest.approx(np.mean([2000 / 2, 4000 / 2]))

@@ -17,7 +17,7 @@ def _bars(ax) -> list[dict]:
     for patch in ax.patches:
         out.append({"x": patch.get_x() + patch.get_width() / 2, "height": patch.get_height(),
                     "mode": by_color.get(mcolors.to_hex(patch.get_facecolor())),
-                    "hatch": patch.get_hatch()})  # fmt: skip
+                    "hatch": patch.get_hatch()})
     return sorted(out, key=lambda b: b["x"])
 
 
@@ -54,7 +54,7 @@ def test_bytes_panel_is_logarithmic_and_hatches_what_was_not_measured(mixed):
     assert wire.get_title() == "(b) bytes per step: measured; hatched: predicted"
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["ps", "ralp-h", "ralp-n", "horovod", "predicted (not measured)",
-                      "predicted bytes"]  # fmt: skip
+                      "predicted bytes"]
     assert fig.get_suptitle() == "ralp bench: backend netns, bandwidth 1gbit"
 
 
@@ -81,11 +81,11 @@ def test_unmeasured_bytes_are_all_predicted():
 
 def test_bandwidths_go_into_the_ticks_and_an_unknown_mode_gets_a_colour():
     records = add_speedups([record(), record(bandwidth="100mbit", images_per_sec=20.0),
-                            record(mode="custom", images_per_sec=50.0)])  # fmt: skip
+                            record(mode="custom", images_per_sec=50.0)])
     fig = build_figure(records)
     speed, _ = fig.axes[:2]
     assert [t.get_text() for t in speed.get_xticklabels()] == ["vgg19\nN=4\n1gbit",
-                                                               "vgg19\nN=4\n100mbit"]  # fmt: skip
+                                                               "vgg19\nN=4\n100mbit"]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend[:2] == ["ps", "custom"]
     assert "bandwidths 1gbit, 100mbit" in fig.get_suptitle()

@@ -29,7 +29,7 @@ def test_import_loads_neither_matplotlib_nor_tensorflow():
 def test_make_record_lays_out_the_schema_and_fills_what_was_not_measured():
     spec = {"model": "lenet", "mode": "ps", "devices": 2, "workers": 1, "ps": 1, "seed": 0}
     r = make_record(spec, {"backend": "local", "bandwidth": None, "job": None},
-                    {"images_per_sec": 12.0, "setup_s": 3.5})  # fmt: skip
+                    {"images_per_sec": 12.0, "setup_s": 3.5})
     assert tuple(r)[: len(RECORD_KEYS)] == RECORD_KEYS
     assert tuple(r)[len(RECORD_KEYS) :] == ("seed", "setup_s")  # extras after, in their order
     assert r["images_per_sec"] == 12.0 and r["bytes_per_step_measured"] is None
@@ -72,7 +72,7 @@ def test_add_speedups_matches_the_ps_record_of_the_same_workload(mixed):
     "field, value",
     [("devices", 8), ("num_classes", 1000), ("image_size", 224), ("backend", "tf-config"),
      ("bandwidth", "100mbit"), ("model", "alexnet"), ("job", 0)],
-)  # fmt: skip
+)
 def test_add_speedups_needs_every_key_field_to_match(field, value):
     records = add_speedups(
         [record(), record(mode="ralp-h", images_per_sec=150.0, **{field: value})]
@@ -92,5 +92,5 @@ def test_add_speedups_compares_consolidation_jobs_with_consolidation_ps_jobs():
         record(images_per_sec=100.0),
         record(job=0, scenario="all-ps", images_per_sec=50.0),
         record(job=1, scenario="all-ralp", mode="ralp-h", images_per_sec=75.0),
-    ])  # fmt: skip
+    ])
     assert [r["speedup_vs_ps"] for r in records] == [1.0, 1.0, 1.5]

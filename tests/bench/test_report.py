@@ -22,14 +22,14 @@ def test_table_shows_the_numbers_and_the_error(mixed):
     assert max(map(len, lines)) <= report.MAX_WIDTH
     ralp_h = next(line for line in lines if "ralp-h" in line and "vgg19" in line)
     for cell in ("150.0 ± 2.5", "1.50", "0.960 ± 0.020", "300.0 MB", "290.0 MB", "1.034",
-                 "network 3.50", "3+1"):  # fmt: skip
+                 "network 3.50", "3+1"):
         assert cell in ralp_h, cell
     horovod = next(line for line in lines if "horovod" in line and "vgg19" in line)
     assert "error: worker 1 ran out of memory" in horovod
     # one rule per (model, network) group, in the records' order
     assert [line.split()[1] for line in lines if line.startswith("---- ")] == [
         "vgg19", "resnet50",
-    ]  # fmt: skip
+    ]
 
 
 def test_table_rows_keep_the_given_order(mixed):
@@ -147,7 +147,7 @@ def test_horovod_records_get_a_vs_horovod_column_and_speedup():
         record(mode="horovod", workers=4, ps=0, images_per_sec=100.0,
                ps_bytes_per_step_measured=None, ps_bytes_per_step_predicted=None),
         record(mode="ralp-n", data="digits", images_per_sec=10.0),  # another workload
-    ])  # fmt: skip
+    ])
     assert [r["speedup_vs_horovod"] for r in records] == [0.5, 3.0, 1.0, None]
     assert [r["speedup_vs_ps"] for r in records] == [1.0, 6.0, 2.0, None]
     lines = to_table(records).splitlines()

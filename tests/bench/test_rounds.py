@@ -22,7 +22,7 @@ def _scripted() -> list[dict]:
     rates = {"ps": [10.0, 5.0, 12.0], "ralp-n": [40.0, 22.0, 36.0]}
     return add_speedups([record(mode=mode, round=k, images_per_sec=rates[mode][k],
                                 step_time_s=1.0 + k)
-                         for k in range(3) for mode in ("ps", "ralp-n")])  # fmt: skip
+                         for k in range(3) for mode in ("ps", "ralp-n")])
 
 
 def test_a_setting_gets_its_median_and_range_and_ratios_their_per_round_median():

@@ -96,7 +96,7 @@ def test_the_run_matrix_has_a_run_per_pull_schedule_of_the_ps_modes():
     from ralp.bench.config import BenchRequest
 
     request = BenchRequest(models=("lenet",), devices=(2,), pull_schedules=("default", "ibatch"),
-                           trace_pulls=True)  # fmt: skip
+                           trace_pulls=True)
     runs = request.runs(["ps", "horovod"])
     assert [(r.mode, r.pull_schedule, r.trace_pulls) for r in runs] == [
-        ("ps", "default", True), ("ps", "ibatch", True), ("horovod", "default", False)]  # fmt: skip
+        ("ps", "default", True), ("ps", "ibatch", True), ("horovod", "default", False)]

@@ -23,9 +23,9 @@ def kubeflow_tf_config(job: dict, replica_type: str, index: int, namespace: str 
         port = next(p["containerPort"] for p in container["ports"] if p["name"] == "tfjob-port")
         name = f"{job['metadata']['name']}-{rtype.lower()}"
         cluster[rtype.lower()] = [f"{name}-{i}.{namespace}.svc:{port}"
-                                  for i in range(spec["replicas"])]  # fmt: skip
+                                  for i in range(spec["replicas"])]
     return json.dumps({"cluster": cluster, "task": {"type": replica_type.lower(), "index": index},
-                       "environment": "cloud"})  # fmt: skip
+                       "environment": "cloud"})
 
 
 def test_every_pod_of_the_shipped_tfjob_reads_its_tf_config():
@@ -40,7 +40,7 @@ def test_every_pod_of_the_shipped_tfjob_reads_its_tf_config():
             assert (task, task_index) == (rtype.lower(), index)
             assert parsed.chief == "ralp-digits-chief-0.team.svc:2222"
             assert parsed.workers == tuple(f"ralp-digits-worker-{i}.team.svc:2222"
-                                           for i in range(3))  # fmt: skip
+                                           for i in range(3))
             assert parsed.ps == ("ralp-digits-ps-0.team.svc:2222",)
         command = spec["template"]["spec"]["containers"][0]["command"]
         if rtype == "Chief":
@@ -54,7 +54,7 @@ def test_every_pod_of_the_shipped_tfjob_reads_its_tf_config():
 def test_an_evaluator_replica_is_left_out_of_the_cluster():
     config = {"cluster": {"chief": ["j-chief-0.ns.svc:2222"], "worker": ["j-worker-0.ns.svc:2222"],
                           "ps": ["j-ps-0.ns.svc:2222"], "evaluator": ["j-evaluator-0.ns.svc:2222"]},
-              "task": {"type": "worker", "index": 0}, "environment": "cloud"}  # fmt: skip
+              "task": {"type": "worker", "index": 0}, "environment": "cloud"}
     spec, _, _ = ClusterSpec.from_tf_config(json.dumps(config))
     assert [job for job, _, _ in spec.tasks(include_chief=True)] == ["chief", "worker", "ps"]
     config["task"] = {"type": "evaluator", "index": 0}
@@ -64,6 +64,6 @@ def test_an_evaluator_replica_is_left_out_of_the_cluster():
 
 def test_a_master_replica_is_refused_with_a_hint():
     config = {"cluster": {"master": ["j-master-0.ns.svc:2222"], "worker": ["j-worker-0.ns.svc:2222"],
-                          "ps": ["j-ps-0.ns.svc:2222"]}, "task": {"type": "worker", "index": 0}}  # fmt: skip
+                          "ps": ["j-ps-0.ns.svc:2222"]}, "task": {"type": "worker", "index": 0}}
     with pytest.raises(ClusterError, match="use 'Chief'"):
         ClusterSpec.from_tf_config(json.dumps(config))

@@ -113,7 +113,7 @@ def test_tf_config_round_trip_and_errors():
     assert (again, job, index) == (spec, "worker", 1)
     for bad, message in [(None, "not set"), ("{", "not valid JSON"), ('{"cluster": {}}', "task"),
                          (json.dumps({"cluster": spec.as_dict(), "task": {"type": "ps", "index": 5}}),
-                          "no task ps:5")]:  # fmt: skip
+                          "no task ps:5")]:
         with pytest.raises(ClusterError, match=message):
             ClusterSpec.from_tf_config(bad)
 

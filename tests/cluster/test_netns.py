@@ -26,7 +26,7 @@ needs_netns = pytest.mark.skipif(REASON is not None, reason=f"netns backend unav
     "text, bits",
     [("1gbit", 10**9), ("10GBit", 10**10), ("100mbit", 10**8), ("500kbit", 500_000),
      ("2.5gbit", 2_500_000_000), ("1000000bit", 10**6), (" 1gbit ", 10**9)],
-)  # fmt: skip
+)
 def test_parse_bandwidth(text, bits):
     assert parse_bandwidth(text) == bits
 
@@ -89,7 +89,7 @@ def our_namespaces(prefix):
 def eth0_bytes(namespace):
     """(tx, rx) of a host's own eth0, read inside its namespace."""
     out = subprocess.run(["ip", "-n", namespace, "-s", "-j", "link", "show", "dev", "eth0"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+                         capture_output=True, text=True, check=True).stdout
     stats = json.loads(out)[0]["stats64"]
     return stats["tx"]["bytes"], stats["rx"]["bytes"]
 
@@ -117,11 +117,11 @@ def transfer(src, dst, payload):
     receiver = subprocess.Popen(
         ["ip", "netns", "exec", dst.namespace, sys.executable, "-c", RECEIVER, dst.address],
         stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     try:
         assert receiver.stdout.readline().strip() == "listening"
         subprocess.run(["ip", "netns", "exec", src.namespace, sys.executable, "-c", SENDER,
-                        dst.address, str(payload)], check=True, timeout=60)  # fmt: skip
+                        dst.address, str(payload)], check=True, timeout=60)
         received, seconds = receiver.stdout.readline().split()
         receiver.wait(timeout=30)
         return int(received), float(seconds)
@@ -230,7 +230,7 @@ def test_open_sweeps_namespaces_of_dead_runs_only():
             assert our_namespaces(fabric.prefix) == [fabric.switch_namespace]  # ours stay
     finally:
         subprocess.run(["ip", "-force", "-batch", "-"], text=True, capture_output=True,
-                       input="".join(f"netns del {n}\n" for n in [*stale, keep]))  # fmt: skip
+                       input="".join(f"netns del {n}\n" for n in [*stale, keep]))
 
 
 @needs_netns
@@ -288,9 +288,9 @@ def test_netns_cluster_starts_serves_and_cleans_up_after_a_crash():
         # the PS serves on its own address, reachable from the chief's namespace
         ps_host, ps_port = spec.ps[0].split(":")
         probe = ("import socket; socket.create_connection"
-                 f"(({ps_host!r}, {ps_port}), timeout=10).close()")  # fmt: skip
+                 f"(({ps_host!r}, {ps_port}), timeout=10).close()")
         subprocess.run(["ip", "netns", "exec", cluster.chief_namespace, sys.executable, "-c",
-                        probe], check=True, timeout=30)  # fmt: skip
+                        probe], check=True, timeout=30)
         assert set(cluster.link_bytes()) == {"chief:0", "worker:0", "ps:0"}
         assert cluster.link_bytes()["chief:0"].tx > 0
         cluster.kill_task("worker", 0)  # a crash mid-run

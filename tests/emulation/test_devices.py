@@ -151,7 +151,7 @@ def test_the_default_budget_shares_what_the_reserve_leaves():
     assert device_cpus("shared", 4, cpus=2) is None
     assert device_cpus("0.45", 4, cpus=2) == 0.45
     for bad, message in (("1", "more than this host's 2"), ("0", "positive"),
-                         ("nan", "positive"), ("fast", "give CPUs per device")):  # fmt: skip
+                         ("nan", "positive"), ("fast", "give CPUs per device")):
         with pytest.raises(ClusterError, match=message):
             device_cpus(bad, 4, cpus=2)
     with pytest.raises(ClusterError, match="leave nothing"):
@@ -173,16 +173,16 @@ def test_fidelity_flags_a_host_that_could_not_keep_up():
     before = _snapshot(0.0, 0.0, 0.0, w0=(0.0, 0, 0), w1=(0.0, 0, 0), chief=(0.0, 0, 0))
     # 10 s: each device used 0.4 of its 0.5 CPU; the coordinator 0.3; the kernel 0.2 more
     after = _snapshot(10.0, 13.0, 0.0, w0=(4.0, 1000, 100), w1=(4.0, 1000, 300),
-                      chief=(3.0, 0, 0))  # fmt: skip
+                      chief=(3.0, 0, 0))
     figures = fidelity(Budget(0.5, 2), before, after, unbudgeted=("chief",))
     assert figures["tasks"]["w0"] == {"used_cpus": 0.4, "budget_use": 0.8, "throttled_share": 0.1}
     assert figures["tasks"]["w1"]["throttled_share"] == 0.3
     assert figures["unbudgeted_cpus"] == pytest.approx(0.5)  # 1.3 - 0.8: coordinator + kernel
     assert figures["kept_up"] is True  # 2 x 0.5 + 0.5 < 2
     stolen = _snapshot(10.0, 13.0, 5.0, w0=(4.0, 1000, 100), w1=(4.0, 1000, 300),
-                       chief=(3.0, 0, 0))  # fmt: skip
+                       chief=(3.0, 0, 0))
     assert fidelity(Budget(0.5, 2), before, stolen, unbudgeted=("chief",))["kept_up"] is False
     busy = _snapshot(10.0, 18.0, 0.0, w0=(4.0, 1000, 100), w1=(4.0, 1000, 300),
-                     chief=(3.0, 0, 0))  # fmt: skip
+                     chief=(3.0, 0, 0))
     assert fidelity(Budget(0.5, 2), before, busy, unbudgeted=("chief",))["kept_up"] is False
     assert fidelity(Budget(None, 2), before, busy)["kept_up"] is None  # shared: no budget

@@ -23,7 +23,7 @@ def test_kills_parse_and_bad_ones_say_how_to_write_them():
     (["--kill", "ps:1@10"], "one PS, ps:0"),
     (["--kill", "ps:0@400"], "the run has only 300 steps"),
     (["--modes", "horovod"], r"unknown mode\(s\) \['horovod'\]"),
-])  # fmt: skip
+])
 def test_bad_arguments_fail_before_any_cluster_starts(argv, message, capsys):
     assert run(argv) == 2
     import re
@@ -36,7 +36,7 @@ def test_a_result_has_the_schema_and_the_table_reads_it():
     result = make_chaos_result("ralp", where, {"steps_completed": 300, "steps_redone": 7,
                                                "accuracy": 0.95, "accuracy_failure_free": 0.951,
                                                "wall_s": 80.0, "wall_s_failure_free": 60.0,
-                                               "time_lost_s": 12.5, "left_running": []})  # fmt: skip
+                                               "time_lost_s": 12.5, "left_running": []})
     assert list(result) == list(CHAOS_RESULT_KEYS)
     assert result["mode"] == "ralp" and result["error"] is None
     assert "300/300" in table([result]) and "nothing" in table([result])
@@ -52,12 +52,12 @@ def test_repeats_average_the_accuracies_and_keep_the_worst_counts(monkeypatch):
     def run(accuracy, done, redone, left=()):
         return {"mode": "ralp", "accuracy": accuracy, "steps_completed": done,
                 "steps_redone": redone, "wall_s": 10.0, "time_lost_s": 2.0,
-                "left_running": list(left)}  # fmt: skip
+                "left_running": list(left)}
 
     pairs = iter([
         {"failure_free": run(0.98, 300, 0), "chaos": run(0.97, 300, 25)},
         {"failure_free": run(0.96, 300, 0), "chaos": run(0.99, 299, 31, ["pid 7"])},
-    ])  # fmt: skip
+    ])
     monkeypatch.setattr(chaos, "_run_pair", lambda *a: next(pairs))
     figures = chaos.run_mode(None, "ralp", argparse.Namespace(repeats=2), [])
     assert figures["accuracy"] == pytest.approx(0.98)

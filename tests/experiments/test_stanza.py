@@ -16,16 +16,16 @@ from ralp.horovod.launch import horovod_unavailable_reason
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NETNS, HOROVOD = netns_unavailable_reason(), horovod_unavailable_reason()
 CURVE = [{"time_s": 0.0, "steps": 0, "accuracy": 0.1}, {"time_s": 4.0, "steps": 40,
-         "accuracy": 0.85}, {"time_s": 8.0, "steps": 80, "accuracy": 0.93}]  # fmt: skip
+         "accuracy": 0.85}, {"time_s": 8.0, "steps": 80, "accuracy": 0.93}]
 
 
 def _result(mode, workers, scale, accuracy=0.93):
     curve = [{**p, "time_s": p["time_s"] * scale} for p in CURVE]
     curve[-1]["accuracy"] = accuracy
     raw = {"steps": 80, "wall_s": 8.0 * scale, "final_accuracy": accuracy, "curve": curve,
-           "link_bytes": {"ps:0": 5_000_000 * scale, "worker:0": 1}}  # fmt: skip
+           "link_bytes": {"ps:0": 5_000_000 * scale, "worker:0": 1}}
     where = {"workers": workers, "bandwidth": "25mbit", "seed": 0, "batch_size": 32,
-             "learning_rate": 0.05}  # fmt: skip
+             "learning_rate": 0.05}
     return make_stanza_result(mode, where, _figures(raw, 32, [0.9]))
 
 
@@ -35,7 +35,7 @@ def test_figures_from_a_curve():
     assert r["time_to"] == {"0.9": 8.0} and r["samples_per_s"] == 80 * 32 / 8.0
     assert r["server_link_bytes"] == 5_000_000 and r["final_accuracy"] == 0.93
     never = _figures({**r, "steps": 80, "link_bytes": None,
-                      "curve": CURVE[:2], "final_accuracy": 0.85}, 32, [0.9])  # fmt: skip
+                      "curve": CURVE[:2], "final_accuracy": 0.85}, 32, [0.9])
     assert never["time_to"] == {"0.9": None} and never["server_link_bytes"] is None
     with pytest.raises(RecordError, match="stanza result schema"):
         make_stanza_result("ps", {"colour": "red"})
@@ -44,7 +44,7 @@ def test_figures_from_a_curve():
 def test_table_gives_stanzas_speedup_over_ps_with_as_many_workers():
     results = [_result("ps", 2, 3.0), _result("stanza", 2, 1.0),
                make_stanza_result("ps", {"workers": 4}, error="ClusterError: lost ps:0"),
-               _result("stanza", 4, 0.5)]  # fmt: skip
+               _result("stanza", 4, 0.5)]
     lines = table(results, [0.9]).splitlines()
     stanza2 = next(line for line in lines if line.startswith("stanza") and " 2 " in line)
     assert "3.00x" in stanza2 and "8.0" in stanza2
@@ -61,11 +61,11 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     p = subprocess.run([sys.executable, "-m", "ralp.experiments.stanza", "--workers", "2",
                         "--bandwidth", "100mbit", "--samples", "320", "--batch-size", "16",
                         "--eval-every", "0.5", "--eval-steps", "4", "--out", str(out),
-                        "--plot", str(png)], capture_output=True, text=True, timeout=600)  # fmt: skip
+                        "--plot", str(png)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     assert [(r["mode"], r["workers"], r["error"]) for r in results] == [
-        ("ps", 2, None), ("stanza", 2, None)]  # fmt: skip
+        ("ps", 2, None), ("stanza", 2, None)]
     ps, stanza = results
     assert ps["worker_batches"] == 20 and stanza["worker_batches"] == 20  # 320 samples each
     for r in results:

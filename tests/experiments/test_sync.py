@@ -15,7 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def test_time_to_target_is_the_first_snapshot_reaching_it():
     curve = [{"time_s": 0.0, "accuracy": 0.1}, {"time_s": 2.0, "accuracy": 0.85},
-             {"time_s": 4.0, "accuracy": 0.92}, {"time_s": 6.0, "accuracy": 0.89}]  # fmt: skip
+             {"time_s": 4.0, "accuracy": 0.92}, {"time_s": 6.0, "accuracy": 0.89}]
     assert time_to(curve, 0.9) == 4.0
     assert time_to(curve, 0.8) == 2.0
     assert time_to(curve, 0.95) is None
@@ -24,7 +24,7 @@ def test_time_to_target_is_the_first_snapshot_reaching_it():
 def test_table_shows_each_paradigm_and_errors():
     ok = {"sync": "ssp:3", "iterations_per_s": 12.5, "curve": [{"time_s": 3.0, "accuracy": 0.93}],
           "final_accuracy": 0.93, "wall_s": 9.0, "total_waiting_s": 1.25, "max_gap": 3,
-          "steps_per_worker": [10, 20]}  # fmt: skip
+          "steps_per_worker": [10, 20]}
     text = table([ok, {"sync": "bsp", "error": "worker lost"}], [0.9])
     assert "ssp:3" in text and "12.5" in text and "3.0" in text and "10 20" in text
     assert "error: worker lost" in text
@@ -34,7 +34,7 @@ def _run(sync, seed, times, gap):
     curve = [{"time_s": t, "accuracy": a} for t, a in times]
     return {"sync": sync, "seed": seed, "iterations_per_s": 10.0 + seed, "curve": curve,
             "final_accuracy": curve[-1]["accuracy"], "wall_s": 5.0, "total_waiting_s": 1.0,
-            "max_gap": gap, "steps_per_worker": [5, 5]}  # fmt: skip
+            "max_gap": gap, "steps_per_worker": [5, 5]}
 
 
 def test_medians_over_seeds_and_targets_a_paradigm_never_reached():
@@ -42,7 +42,7 @@ def test_medians_over_seeds_and_targets_a_paradigm_never_reached():
 
     runs = [_run("asp", 0, [(1.0, 0.5), (2.0, 0.91), (3.0, 0.96)], 7),
             _run("asp", 1, [(1.0, 0.5), (4.0, 0.92)], 9),
-            _run("asp", 2, [(1.0, 0.95)], 4)]  # fmt: skip
+            _run("asp", 2, [(1.0, 0.95)], 4)]
     assert median_time_to(runs, 0.9) == 2.0  # 1, 2, 4
     assert median_time_to(runs, 0.95) == 3.0  # 1, 3, never: the median is reached
     assert median_time_to(runs[1:2], 0.95) is None
@@ -70,7 +70,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "bsp",
                         "dssp-paper:1:3", "--workers", "2", "--slow-worker", "1:2", "--steps", "16",
                         "--backend", "local", "--eval-every", "0.5", "--out", str(out),
-                        "--plot", str(png)], capture_output=True, text=True, timeout=600)  # fmt: skip
+                        "--plot", str(png)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     results = json.loads(out.read_text())["results"]
     assert [r["sync"] for r in results] == ["bsp", "dssp-paper:1:3"]
@@ -88,5 +88,5 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
 
 def test_bad_paradigm_is_refused_before_any_cluster():
     p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "ssp",
-                        "--backend", "local"], capture_output=True, text=True, timeout=120)  # fmt: skip
+                        "--backend", "local"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "ssp needs its bound" in p.stderr

@@ -34,7 +34,7 @@ def main() -> None:
     model = build_model("lenet", num_classes=10, image_size=IMAGE_SIZE)
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=LEARNING_RATE),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])  # fmt: skip
+                  metrics=["accuracy"])
     trainer = HorovodTrainer(hvd, model)  # the compiled optimizer, loss and metrics
     initial = trainer.weights()
 

@@ -42,14 +42,21 @@ def main() -> None:
     batch_logs = []
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1, min_delta=10.0)
     callbacks = [stopper, keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda b, logs: batch_logs.append(dict(logs or {})))]  # fmt: skip
+        on_train_batch_end=lambda b, logs: batch_logs.append(dict(logs or {})))]
     if rank == 0:
         callbacks.append(keras.callbacks.CSVLogger(f"{out_dir}/log.csv"))
     history = trainer.fit(x, y, batch_size=16, epochs=5, steps_per_epoch=3,
-                          validation_data=(xv, yv), callbacks=callbacks)  # fmt: skip
+                          validation_data=(xv, yv), callbacks=callbacks)
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump({"history": history.history, "stopped_epoch": stopper.stopped_epoch,
-                   "batch_logs": batch_logs}, f)  # fmt: skip
+                   "batch_logs": batch_logs}, f)
+    import tensorflow as tf
+
+    hvd.allreduce(tf.constant(0.0), name="files_written")  # every rank has written its file
+    if rank == 0:  # the launcher's sign that the job finished (ralp.horovod.launch)
+        from ralp.horovod.messages import emit
+
+        emit("record", {"ranks": hvd.size()})
 
 
 if __name__ == "__main__":

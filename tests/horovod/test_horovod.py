@@ -41,7 +41,7 @@ def _groups_left(pid: int) -> list[str]:
     if HIERARCHY is None:
         return []
     return [name for root in HIERARCHY.roots for name in os.listdir(root)
-            if name.startswith(f"rlp{pid}")]  # fmt: skip
+            if name.startswith(f"rlp{pid}")]
 
 
 # ------------------------------------------------------------------ output parsing (no Horovod)
@@ -59,7 +59,7 @@ def test_last_error_line_prefers_the_exception():
     lines = ["[1]<stderr>:Traceback (most recent call last):",
              '[1]<stderr>:  File "x.py", line 1, in <module>',
              "[1]<stderr>:ValueError: image too small",
-             "Process 1 exit with status code 1."]  # fmt: skip
+             "Process 1 exit with status code 1."]
     assert _last_error_line(lines) == "ValueError: image too small"
     assert _last_error_line(["", "rank 0 exited"]) == "rank 0 exited"
     assert _last_error_line([]) is None
@@ -68,7 +68,7 @@ def test_last_error_line_prefers_the_exception():
 def test_horovodrun_commands():
     cmd = horovodrun_command(4, ["python", "job.py"])
     assert cmd[1:] == ["-np", "4", "-H", "localhost:4", "--gloo", "--network-interface", "lo",
-                       "python", "job.py"]  # fmt: skip
+                       "python", "job.py"]
     cmd = horovodrun_command(8, ["python", "job.py"], hostfile="hosts.txt")
     assert cmd[1:] == ["-np", "8", "--hostfile", "hosts.txt", "--gloo", "python", "job.py"]
 
@@ -170,9 +170,9 @@ if os.environ["HOROVOD_RANK"] == "0":
 @needs_horovod
 @pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
 @pytest.mark.parametrize("backend, start", [("netns", "forkserver"), ("netns", "spawn"),
-                                            ("local", "forkserver")])  # fmt: skip
+                                            ("local", "forkserver")])
 def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, tmp_path,
-                                                                monkeypatch):  # fmt: skip
+                                                                monkeypatch):
     if backend == "netns" and NETNS is not None:
         pytest.skip(f"netns backend unavailable: {NETNS}")
     # a rank module (python -m: the netns driver forks such ranks, unless spawn is asked for)
@@ -183,7 +183,7 @@ def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, 
     budget = budget_for("auto", 2)
     record = launch(lambda links, cpu: [sys.executable, "-m", module], 2, backend,
                     bandwidth="1gbit" if backend == "netns" else None, budget=budget,
-                    timeout=120)  # fmt: skip
+                    timeout=120)
     # rank 0 in its own group (w0) of this run, in both the limit and the usage hierarchy
     joined = [line for line in record["cgroup"].splitlines() if f"/rlp{os.getpid()}" in line]
     assert joined and all(line.endswith("/w0") for line in joined), record["cgroup"]
@@ -196,13 +196,13 @@ def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, 
 @needs_netns
 @pytest.mark.parametrize("start", ["forkserver", "spawn"])
 def test_a_rank_dying_on_budgeted_devices_leaves_no_process_namespace_or_group(start,
-                                                                                monkeypatch):  # fmt: skip
+                                                                                monkeypatch):
     monkeypatch.setenv("RALP_START_METHOD", start)
     token = f"die-{uuid.uuid4().hex[:8]}"
     code = f"import os, sys, time; '{token}'; time.sleep(1); sys.exit(int(os.environ['HOROVOD_RANK']))"
     with pytest.raises(HorovodRunError):
         launch(lambda links, cpu: [sys.executable, "-c", code], 2, "netns", bandwidth="1gbit",
-               budget=budget_for("auto", 2), timeout=120)  # fmt: skip
+               budget=budget_for("auto", 2), timeout=120)
     assert _processes_with(token) == []
     assert _groups_left(os.getpid()) == []
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -223,7 +223,7 @@ def test_a_hung_job_is_stopped_at_its_timeout_with_every_rank():
 
 def _bench(*args):
     return subprocess.Popen([sys.executable, "-m", "ralp.bench", *args, "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @needs_horovod
@@ -232,7 +232,7 @@ def test_bench_horovod_mode_end_to_end_on_loopback(tmp_path):
     out = tmp_path / "r.json"
     p = _bench("--backend", "local", "--models", "lenet", "--modes", "ps,horovod",  # commas too
                "--devices", "2", "--image-size", "28", "--batch-size", "8", "--steps", "3",
-               "--warmup", "1", "--num-classes", "10", "--out", str(out))  # fmt: skip
+               "--warmup", "1", "--num-classes", "10", "--out", str(out))
     stdout, stderr = p.communicate(timeout=600)
     assert p.returncode == 0, stderr
     ps, hvd = json.loads(out.read_text())
@@ -257,7 +257,7 @@ def test_bench_horovod_mode_from_a_hostfile(tmp_path):
     out = tmp_path / "r.json"
     p = _bench("--backend", "tf-config", "--hostfile", str(hosts), "--models", "lenet",
                "--modes", "horovod", "--devices", "2", "--image-size", "28", "--batch-size",
-               "8", "--steps", "2", "--warmup", "1", "--num-classes", "10", "--out", str(out))  # fmt: skip
+               "8", "--steps", "2", "--warmup", "1", "--num-classes", "10", "--out", str(out))
     stdout, stderr = p.communicate(timeout=600)
     assert p.returncode == 0, stderr
     (r,) = json.loads(out.read_text())
@@ -272,7 +272,7 @@ def test_bench_horovod_mode_on_netns_measures_the_ring_bytes(tmp_path):
     out = tmp_path / "r.json"
     p = _bench("--backend", "netns", "--bandwidth", "1gbit", "--models", "lenet", "--modes",
                "horovod", "--devices", "3", "--image-size", "28", "--batch-size", "8",
-               "--steps", "3", "--warmup", "1", "--data", "digits", "--out", str(out))  # fmt: skip
+               "--steps", "3", "--warmup", "1", "--data", "digits", "--out", str(out))
     stdout, stderr = p.communicate(timeout=600)
     assert p.returncode == 0, stderr
     (r,) = json.loads(out.read_text())
@@ -299,7 +299,7 @@ def test_bench_horovod_mode_on_netns_measures_the_ring_bytes(tmp_path):
 
 def test_build_script_rejects_unknown_arguments():
     done = subprocess.run(["bash", str(ROOT / "scripts" / "build_horovod.sh"), "--fast"],
-                          capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+                          capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and "usage: scripts/build_horovod.sh" in done.stderr
 
 
@@ -310,13 +310,13 @@ def test_a_failed_build_says_what_failed_and_how_to_retry(tmp_path):
     bin_dir.mkdir()
     for tool in ("bash", "sh", "env", "dirname", "cat", "sha256sum", "cut", "mkdir", "ls", "head",
                  "mktemp", "tail", "rm", "uname", "tar", "sed", "grep", "nproc", "cp",
-                 "basename", "g++", "make"):  # fmt: skip
+                 "basename", "g++", "make"):
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
     env = {**os.environ, "PATH": str(bin_dir), "RALP_WHEEL_CACHE": str(tmp_path / "cache")}
     done = subprocess.run(["bash", "scripts/build_horovod.sh", "--rebuild"], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=120)  # fmt: skip
+                          text=True, cwd=ROOT, env=env, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the build failed while: looking for cmake" in done.stderr
     assert "to retry: scripts/build_horovod.sh --rebuild" in done.stderr
@@ -332,7 +332,7 @@ def test_rank_trainers_fit_as_keras_does(kind, ranks, tmp_path):
 
     script = str(ROOT / "tests" / "horovod" / "keras_fit_ranks.py")
     run_and_collect(horovodrun_command(ranks, [sys.executable, script, str(tmp_path), kind]),
-                    None, 600)  # fmt: skip
+                    None, 600)
     seen = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(ranks)]
     history = seen[0]["history"]
     # every rank has the same epoch logs (collectives), with val_*, and stopped together

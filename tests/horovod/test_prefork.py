@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_python_module_is_found_only_in_python_dash_m_commands():
     assert python_module([sys.executable, "-m", "ralp.bench.horovod_job", "--spec", "{}"]) == (
-        "ralp.bench.horovod_job")  # fmt: skip
+        "ralp.bench.horovod_job")
     assert python_module(["/usr/bin/python3.11", "-m", "pkg.mod"]) == "pkg.mod"
     assert python_module([sys.executable, "script.py"]) is None
     assert python_module(["sh", "-c", "echo hi"]) is None
@@ -28,10 +28,10 @@ def test_split_env_command_reads_the_gloo_launchers_command_line():
     # as horovod.runner.gloo_run builds it: env, the slot's variables, the exported
     # environment (quoted), then the run command
     command = ("env HOROVOD_RANK=1 HOROVOD_SIZE=4 PYTHONUNBUFFERED=1 "
-               "MSG='a b=c' /usr/bin/python -m ralp.bench.horovod_job --spec '{\"k\": 1}'")  # fmt: skip
+               "MSG='a b=c' /usr/bin/python -m ralp.bench.horovod_job --spec '{\"k\": 1}'")
     env, words = split_env_command(command)
     assert env == {"HOROVOD_RANK": "1", "HOROVOD_SIZE": "4", "PYTHONUNBUFFERED": "1",
-                   "MSG": "a b=c"}  # fmt: skip
+                   "MSG": "a b=c"}
     assert words == ["/usr/bin/python", "-m", "ralp.bench.horovod_job", "--spec", '{"k": 1}']
 
 
@@ -78,7 +78,7 @@ def test_a_forked_rank_runs_its_module_in_its_namespace_and_reports_output_and_e
         (tmp_path / "pf_rank_module.py").write_text(RANK)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(tmp_path)])}
         p = subprocess.run([sys.executable, "-c", f"NS = {ns!r}\n" + DRIVER], env=env,
-                           capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
         inode = os.stat(f"/run/netns/{ns}").st_ino
         assert f"[0]<stdout>:rank says exit net:[{inode}]" in p.stdout

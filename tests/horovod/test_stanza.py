@@ -88,7 +88,7 @@ def test_byte_model_per_link_kind_from_the_layer_table():
         head_ring = 2 * head_bytes * (n_c - 1) // n_c
         tail_ring = 2 * tail_bytes * (n_f - 1) // n_f
         assert (t.worker_link.tx, t.worker_link.rx) == (
-            head_ring + activations + labels, head_ring + activations)  # fmt: skip
+            head_ring + activations + labels, head_ring + activations)
         sizes = [len(g) for g in stanza_groups(n_c, n_f)]
         assert [(link.tx, link.rx) for link in t.ps_links] == [
             (k * activations + tail_ring, k * (activations + labels) + tail_ring) for k in sizes
@@ -162,7 +162,7 @@ def test_a_dying_fc_rank_fails_the_job_clearly_and_leaves_nothing(tmp_path):
     token = f"die-{uuid.uuid4().hex[:8]}"
     script = str(ROOT / "tests" / "horovod" / "stanza_replicas.py")
     command = horovodrun_command(3, [sys.executable, script, str(tmp_path), str(STEPS),
-                                     str(BATCH), "1", f"--die-at=2:{token}"])  # fmt: skip
+                                     str(BATCH), "1", f"--die-at=2:{token}"])
     with pytest.raises(HorovodRunError, match=f"SystemExit|{token}|exited"):
         run_horovod(command, None, 300)
     assert _processes_with(token) == []
@@ -177,7 +177,7 @@ def _bench(tmp_path, *args) -> tuple[list, str, int]:
 
     out = tmp_path / "r.json"
     p = subprocess.Popen([sys.executable, "-m", "ralp.bench", *args, "--out", str(out), "--quiet"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     stdout, stderr = p.communicate(timeout=900)
     assert p.returncode == 0, stderr[-3000:]
     return json.loads(out.read_text()), stdout, p.pid
@@ -189,7 +189,7 @@ def test_bench_stanza_mode_end_to_end_on_loopback(tmp_path):
     records, stdout, _ = _bench(tmp_path, "--backend", "local", "--models", "lenet", "--modes",
                              "horovod", "stanza", "--devices", "3", "--image-size", "28",
                              "--batch-size", "8", "--steps", "3", "--warmup", "1",
-                             "--data", "digits")  # fmt: skip
+                             "--data", "digits")
     hvd, stanza = records
     assert (stanza["mode"], stanza["workers"], stanza["ps"], stanza["error"]) == ("stanza", 2, 1, None)
     assert stanza["offloaded_layers"] == ["flatten", "fc3", "logits"]
@@ -207,11 +207,11 @@ def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
     records, _, pid = _bench(tmp_path, "--backend", "netns", "--bandwidth", "1gbit", "--models",
                         "lenet", "--modes", "stanza", "--devices", str(3 * fc),
                         "--fc-workers", str(fc), "--image-size", "28", "--batch-size", "128",
-                        "--steps", "3", "--warmup", "1", "--data", "digits")  # fmt: skip
+                        "--steps", "3", "--warmup", "1", "--data", "digits")
     (r,) = records
     assert r["error"] is None and (r["workers"], r["ps"]) == (2 * fc, fc)
     assert sorted(r["links"]) == [f"ps:{g}" for g in range(fc)] + [
-        f"worker:{k}" for k in range(2 * fc)]  # fmt: skip
+        f"worker:{k}" for k in range(2 * fc)]
     # The links carry the model's payload, plus Horovod's control plane, a time-proportional
     # stream: its rate while training was 0.2-1.4x its idle rate (measured on each kind of link
     # in the same run) in our runs, so at most 1.5x that over the measured wall time. At batch
@@ -223,10 +223,10 @@ def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):
          r["workers"]),
         (r["ps_bytes_per_step_measured"], r["ps_bytes_per_step_predicted"],
          r["ps_control_bytes_per_s"], fc),
-    ):  # fmt: skip
+    ):
         assert rate > 0
         control = 1.5 * links * rate * wall / steps
         assert 0.97 * predicted <= measured <= 1.03 * predicted + control, (
-            measured, predicted, control)  # fmt: skip
+            measured, predicted, control)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{pid}" not in left

@@ -16,7 +16,7 @@ def test_arrays_are_the_digits_scaled_and_shuffled_by_seed():
     # the same multiset of (image, label) pairs, in another order
     assert sorted(labels.tolist()) == sorted(raw.target.tolist())
     assert np.array_equal(np.sort(images.reshape(1797, -1).sum(1)),
-                          np.sort((raw.images / 16.0).reshape(1797, -1).sum(1)).astype(np.float32))  # fmt: skip
+                          np.sort((raw.images / 16.0).reshape(1797, -1).sum(1)).astype(np.float32))
     again, _ = digits_arrays(seed=0)
     other, _ = digits_arrays(seed=1)
     assert np.array_equal(images, again) and not np.array_equal(images, other)
@@ -29,7 +29,7 @@ def test_model_input_is_resized_to_three_equal_channels():
     assert np.array_equal(x[..., 0], x[..., 2])
     # bilinear resizing keeps the mean brightness close
     np.testing.assert_allclose(x[..., 0].mean(axis=(1, 2)), images[:4].mean(axis=(1, 2, 3)),
-                               rtol=0.1)  # fmt: skip
+                               rtol=0.1)
 
 
 def test_shards_are_disjoint_and_batches_come_from_their_shard():

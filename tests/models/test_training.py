@@ -62,7 +62,7 @@ def test_a_compiled_model_brings_its_optimizer_loss_and_metrics():
     model = classifier()
     model.compile(optimizer=keras.optimizers.Adam(3e-4),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy", keras.metrics.SparseTopKCategoricalAccuracy(k=2)])  # fmt: skip
+                  metrics=["accuracy", keras.metrics.SparseTopKCategoricalAccuracy(k=2)])
     setup = training_setup(model)
     assert setup.sources == {"optimizer": "compile", "loss": "compile", "metrics": "compile"}
     made = optimizer_factory(setup.optimizer)()
@@ -73,7 +73,7 @@ def test_a_compiled_model_brings_its_optimizer_loss_and_metrics():
     assert isinstance(setup.metrics[0], keras.metrics.SparseCategoricalAccuracy)
     # arguments win over the compiled set-up
     given = training_setup(model, optimizer="sgd", loss="sparse_categorical_crossentropy",
-                           metrics=[])  # fmt: skip
+                           metrics=[])
     assert given.sources == {"optimizer": "argument", "loss": "argument", "metrics": "argument"}
     assert given.optimizer == "sgd" and given.metrics == ()
 
@@ -102,7 +102,7 @@ def test_batch_metrics_inside_a_traced_step_equal_keras_on_that_batch():
     values = tf.function(batch)(y, logits)
     for metric, value in zip(metrics, values, strict=True):
         reference = metric.__class__(**{k: v for k, v in metric.get_config().items()
-                                        if k in ("k",)})  # fmt: skip
+                                        if k in ("k",)})
         reference.update_state(y, logits)
         assert float(value) == pytest.approx(float(reference.result()))
     # the metrics' own state is untouched (the step may run anywhere)

@@ -396,7 +396,7 @@ ALEXNET_LIKE = {  # conv configs, pool (size, stride, padding), dense widths
         ((2, 2), (2, 2), "valid"),
         [3072, 4096, 1000],
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", sorted(ALEXNET_LIKE))
@@ -406,7 +406,7 @@ def test_alexnet_and_overfeat_layers(min_models: dict[str, keras.Model], name: s
     assert _chain(model) == [
         "images", "conv1", "pool1", "conv2", "pool2", "conv3", "conv4", "conv5", "pool5",
         "flatten", "fc6", "drop6", "fc7", "drop7", "logits",
-    ]  # fmt: skip
+    ]
     assert [conv_cfg(layer) for layer in layers_of(model, keras.layers.Conv2D)] == convs
     for p in layers_of(model, keras.layers.MaxPooling2D):
         assert (tuple(p.pool_size), tuple(p.strides), p.padding) == pool
@@ -417,7 +417,7 @@ def test_lenet_layers(min_models: dict[str, keras.Model]) -> None:
     model = min_models["lenet"]
     assert _chain(model) == [
         "images", "conv1", "pool1", "conv2", "pool2", "flatten", "fc3", "logits",
-    ]  # fmt: skip
+    ]
     convs = [conv_cfg(layer) for layer in layers_of(model, keras.layers.Conv2D)]
     assert convs == [
         (32, (5, 5), (1, 1), "same", True, "relu"),
@@ -432,7 +432,7 @@ def test_lenet_layers(min_models: dict[str, keras.Model]) -> None:
 
 @pytest.mark.parametrize(("name", "counts"), [
     ("vgg11", (1, 1, 2, 2, 2)), ("vgg16", (2, 2, 3, 3, 3)), ("vgg19", (2, 2, 4, 4, 4)),
-])  # fmt: skip
+])
 def test_vgg_layers(name: str, counts: tuple[int, ...], min_models: dict[str, keras.Model]) -> None:
     model = min_models[name]
     expected = []

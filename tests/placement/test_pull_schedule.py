@@ -17,7 +17,7 @@ from ralp.placement.pull_schedule import (
 
 def _profile(forward, transfer, startup):
     return PullProfile(tuple(f"l{i}" for i in range(len(forward))), tuple(forward),
-                       tuple(transfer), startup)  # fmt: skip
+                       tuple(transfer), startup)
 
 
 def _all_batchings(n):
@@ -34,7 +34,7 @@ def _all_batchings(n):
 def _random_profile(rng, n):
     return _profile([rng.uniform(0.0, 1.0) for _ in range(n)],
                     [rng.choice([0.0, rng.uniform(0.0, 1.0)]) for _ in range(n)],
-                    rng.uniform(0.01, 0.3))  # fmt: skip
+                    rng.uniform(0.01, 0.3))
 
 
 def test_the_cost_model_is_the_papers_formula_where_the_constraint_holds():
@@ -57,7 +57,7 @@ def test_the_greedy_never_beats_the_optimum_and_meets_the_constraint(seed):
     check_batches(chosen, len(p.layers))
     assert meets_constraint(p, chosen)
     optimum = min(pull_and_forward_time(p, b) for b in _all_batchings(len(p.layers))
-                  if meets_constraint(p, b))  # fmt: skip
+                  if meets_constraint(p, b))
     assert pull_and_forward_time(p, chosen) >= optimum - 1e-12
 
 
@@ -66,7 +66,7 @@ def test_the_greedy_is_mostly_optimal_on_random_profiles():
     for _ in range(200):
         p = _random_profile(rng, rng.randint(2, 8))
         best = min(pull_and_forward_time(p, b) for b in _all_batchings(len(p.layers))
-                   if meets_constraint(p, b))  # fmt: skip
+                   if meets_constraint(p, b))
         optimal += abs(pull_and_forward_time(p, ibatch_batches(p)) - best) < 1e-9
     assert optimal >= 160  # 271 of 300 in the design run: a greedy, not a search
 

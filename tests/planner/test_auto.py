@@ -26,7 +26,7 @@ REMOTE = ClusterSpec(_PORTS[0], tuple(_PORTS[1:3]), (_PORTS[3],))
 
 def _calibration(full_s: float, tail_s: float) -> Calibration:
     return Calibration(Host(False), [Entry("vgg11", BATCH, IMAGE, CLASSES, "pool5", full_s,
-                                           tail_s, 3)], "test host")  # fmt: skip
+                                           tail_s, 3)], "test host")
 
 
 def _direct(model, cal: Calibration, bits: int) -> dict[str, float]:
@@ -85,7 +85,7 @@ def test_a_calibration_lacking_the_model_is_completed_here_and_says_so():
         (dict(mode="auto", bandwidth="1gbit", calibration="/nonexistent.json"),
          "cannot read calibration"),
     ],
-)  # fmt: skip
+)
 def test_bad_auto_requests_fail_before_any_connection(kwargs, message):
     model = build_model("lenet", 10, 28)
     with pytest.raises((ValueError, ralp.ClusterError), match=message):

@@ -28,7 +28,7 @@ def test_without_horovodrun_the_probe_says_so(monkeypatch):
 
 def test_a_calibration_keeps_the_measured_phases_through_json():
     entry = Entry("alexnet", 8, 75, 1000, "pool5", 0.18, 0.14, 5, tail_stacked_s=0.16,
-                  stacked=4, head_s=0.05, stanza_beside=[3, 0.25, 0.33])  # fmt: skip
+                  stacked=4, head_s=0.05, stanza_beside=[3, 0.25, 0.33])
     cal = Calibration(Host(True, 2e-9, cores=2), [entry])
     back = Calibration.from_dict(cal.to_dict()).find("alexnet", 8, 75, 1000)
     assert back.compute.stanza_beside == (3, 0.25, 0.33)

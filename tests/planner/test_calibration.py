@@ -55,7 +55,7 @@ def test_measure_times_the_whole_model_and_its_tail():
     work = Workload(profile(model, 4))
     e = measure(model, 4, tuple(r.name for r in work.table.rows), work.offloaded,
                 model_name="lenet", image_size=28, num_classes=10,
-                split_after=work.profile.candidate_split_after, steps=2)  # fmt: skip
+                split_after=work.profile.candidate_split_after, steps=2)
     assert work.offloaded, "lenet has FC layers to offload"
     assert 0 < e.tail_s <= e.full_s
     assert e.split_after == work.profile.candidate_split_after
@@ -86,9 +86,9 @@ def test_calibrations_written_before_per_workload_capacity_still_load(tmp_path):
 
 def test_measured_capacities_per_process_count_round_trip_into_the_host(tmp_path):
     e = Entry("vgg11", 8, 75, 1000, "pool5", 1.0, 0.2, 5, capacity=1.2,
-              capacities=[[2, 1.2], [4, 0.9]])  # fmt: skip
+              capacities=[[2, 1.2], [4, 0.9]])
     host = Host(True, 1e-9, 1e-3, 1.2, capacities=((2, 1.2), (4, 0.9)), cores=2,
-                ring_cpu_s_per_byte=2e-9)  # fmt: skip
+                ring_cpu_s_per_byte=2e-9)
     path = tmp_path / "cal.json"
     Calibration(host, [e]).save(path)
     back = Calibration.load(path)

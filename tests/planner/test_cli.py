@@ -34,16 +34,16 @@ def results(tmp_path):
 def test_validate_json_has_every_record_and_the_errors(calibration, results, capsys):
     path, records = results
     assert run(["--validate", str(path), "--compute-profile", str(calibration),
-                "--format", "json"]) == 0  # fmt: skip
+                "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["records"]) == len(records)
     for row, rec in zip(out["records"], records, strict=True):
         assert (row["model"], row["mode"], row["devices"], row["bandwidth"]) == (
-            rec["model"], rec["mode"], rec["devices"], rec["bandwidth"])  # fmt: skip
+            rec["model"], rec["mode"], rec["devices"], rec["bandwidth"])
         assert row["measured_images_per_sec"] == rec["images_per_sec"]
         assert row["predicted_images_per_sec"] > 0
     errs = sorted(abs(r["predicted_images_per_sec"] / r["measured_images_per_sec"] - 1)
-                  for r in out["records"])  # fmt: skip
+                  for r in out["records"])
     assert out["max_abs_error"] == pytest.approx(errs[-1])
     assert out["median_abs_error"] == pytest.approx((errs[2] + errs[3]) / 2)
 
@@ -53,7 +53,7 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
     assert run(["--model", "alexnet", "--batch-size", "8", "--image-size", "75",
                 "--devices", "3", "4", "--bandwidth", "1gbit", "10gbit",
                 "--compute-profile", str(calibration), "--format", "json",
-                "--plot", str(png)]) == 0  # fmt: skip
+                "--plot", str(png)]) == 0
     out = json.loads(capsys.readouterr().out)
     modes = {(p["devices"], p["mode"]) for p in out["predictions"]}
     assert (3, "ps") not in modes  # plain PS needs an even N
@@ -61,7 +61,7 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
     assert len(out["best"]) == 4  # one per (bandwidth, devices)
     for best in out["best"]:
         same = [p for p in out["predictions"] if (p["devices"], p["bandwidth_bits"]) ==
-                (best["devices"], best["bandwidth_bits"])]  # fmt: skip
+                (best["devices"], best["bandwidth_bits"])]
         assert best["images_per_sec"] == max(p["images_per_sec"] for p in same)
     assert out["skewness_verdict"].startswith("eligible")
     assert png.stat().st_size > 0
@@ -75,10 +75,10 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
     (["--calibrate", "--keras-model", "/nonexistent/m.keras", "--output", "/tmp/x.json"],
      "no such file"),
     (["--model", "nope"], "unknown model"),
-])  # fmt: skip
+])
 def test_bad_input_exits_2_without_a_traceback(argv, message):
     done = subprocess.run([sys.executable, "-m", "ralp.planner", *argv], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)  # fmt: skip
+                          text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
@@ -94,38 +94,38 @@ def test_a_record_without_calibration_is_named(results, tmp_path, capsys):
 def test_fit_half_reports_only_the_held_out_records(calibration, results, capsys):
     path, records = results
     assert run(["--validate", str(path), "--compute-profile", str(calibration),
-                "--fit-half", "--format", "json"]) == 0  # fmt: skip
+                "--fit-half", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     held_out = records[1::2]
     assert [(r["mode"], r["devices"]) for r in out["records"]] == [
-        (r["mode"], r["devices"]) for r in held_out]  # fmt: skip
+        (r["mode"], r["devices"]) for r in held_out]
     assert out["fit_half"]["count"] == len(records) - len(held_out)
     assert 0.5 <= out["capacity"] <= 4.0
 
 
 def test_a_record_carrying_its_calibration_is_predicted_from_it(calibration, results, tmp_path,
-                                                                capsys):  # fmt: skip
+                                                                capsys):
     path, records = results
     # the calibration taken beside the run (python -m ralp.bench --calibrate): 3x slower
     # compute than the profile's, kept in the first record only
     beside = Calibration(Host(True, 2e-9, 1e-4), [Entry("alexnet", 8, 75, 1000, "pool5", 0.15,
-                                                        0.03, 5, capacity=1.2)], "beside")  # fmt: skip
+                                                        0.03, 5, capacity=1.2)], "beside")
     own = [{**records[0], "calibration": {**beside.to_dict(), "measured_at": 1.0}}, *records[1:]]
     mixed = tmp_path / "mixed.json"
     mixed.write_text(json.dumps(own))
     beside_file = tmp_path / "beside.json"
     beside.save(beside_file)
     assert run(["--validate", str(mixed), "--compute-profile", str(calibration),
-                "--format", "json"]) == 0  # fmt: skip
+                "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     # the reference: the same records predicted with each calibration given as the profile
     for profile, rows in ((beside_file, got["records"][:1]), (calibration, got["records"][1:])):
         assert run(["--validate", str(path), "--compute-profile", str(profile),
-                    "--format", "json"]) == 0  # fmt: skip
+                    "--format", "json"]) == 0
         alone = json.loads(capsys.readouterr().out)["records"]
         expected = alone[:1] if profile == beside_file else alone[1:]
         assert [r["predicted_images_per_sec"] for r in rows] == pytest.approx(
-            [r["predicted_images_per_sec"] for r in expected])  # fmt: skip
+            [r["predicted_images_per_sec"] for r in expected])
     assert [r["own_calibration"] for r in got["records"]] == [True] + [False] * (len(records) - 1)
     assert got["own_calibrations"] == 1
     # every record carrying one: no profile needed; one without: named
@@ -144,7 +144,7 @@ def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(res
     _, records = results
     base = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2)
     counted = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2,
-                    capacities=[[2, 1.2], [4, 0.7]])  # fmt: skip
+                    capacities=[[2, 1.2], [4, 0.7]])
     host = Host(True, 2e-9, 1e-4, cores=2)
 
     def carrying(entry):
@@ -152,12 +152,12 @@ def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(res
         return [("r.json", {**r, "calibration": cal}) for r in records]
 
     fitted = [validate.predict_records(carrying(e), None, _zoo_workload, capacity=1.5)
-              for e in (base, counted)]  # fmt: skip
+              for e in (base, counted)]
     assert [r.predicted_images_per_sec for r in fitted[0]] == pytest.approx(
-        [r.predicted_images_per_sec for r in fitted[1]])  # fmt: skip
+        [r.predicted_images_per_sec for r in fitted[1]])
     measured = validate.predict_records(carrying(counted), None, _zoo_workload)
     assert [r.predicted_images_per_sec for r in measured] != pytest.approx(
-        [r.predicted_images_per_sec for r in fitted[1]])  # fmt: skip
+        [r.predicted_images_per_sec for r in fitted[1]])
 
 
 def test_calibrate_a_saved_keras_model_writes_its_entry(tmp_path, capsys):
@@ -168,7 +168,7 @@ def test_calibrate_a_saved_keras_model_writes_its_entry(tmp_path, capsys):
     model.save(path)
     out = tmp_path / "cal.json"
     assert run(["--calibrate", "--keras-model", str(path), "--batch-size", "4", "--steps", "2",
-                "--output", str(out)]) == 0  # fmt: skip
+                "--output", str(out)]) == 0
     assert f"{model.name} batch 4 image 28" in capsys.readouterr().out
     entry = Calibration.load(out).find(model.name, 4, 28, 10)
     assert entry.full_s > entry.tail_s > 0 and entry.capacity is None  # not a shared host

@@ -33,7 +33,7 @@ CLUSTER = ClusterSpec(_PORTS[0], tuple(_PORTS[1:4]), (_PORTS[4],))
 # About one budgeted CPU device (0.4 of a core): tens of GFLOP/s on dense products,
 # element-wise layers memory-bound, a fraction of a millisecond per layer.
 RATES = DeviceRates(conv_flops_per_s=15e9, fc_flops_per_s=15e9, other_flops_per_s=1.5e9,
-                    per_layer_s=3e-4)  # fmt: skip
+                    per_layer_s=3e-4)
 BATCH = 8
 
 
@@ -102,7 +102,7 @@ def test_a_faster_network_narrows_the_gain():
     model = build_model("vgg11", image_size=32, num_classes=1000)
     slow, fast = _decide(model, "1gbit"), _decide(model, "100gbit")
     gain = [c.predicted_images_per_sec["ralp"] / c.predicted_images_per_sec["ps"]
-            for c in (slow, fast)]  # fmt: skip
+            for c in (slow, fast)]
     assert gain[0] > gain[1]
 
 

@@ -108,7 +108,7 @@ def test_stanza_step_adds_its_phases_on_a_real_cluster():
 
     # 5 CONV ranks, 2 FC ranks (groups of 3 and 2): the busier FC link carries 3 groups' worth.
     links = Links(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
-                  total=5000, messages=10, rings=(80, 40))  # fmt: skip
+                  total=5000, messages=10, rings=(80, 40))
     host = Host(False, message_s=0.001)
     step = stanza_step_time(Compute(1.0, 0.25), links, 5, 100.0, host)
     head, tail = 0.75, 0.25
@@ -117,7 +117,7 @@ def test_stanza_step_adds_its_phases_on_a_real_cluster():
     assert step == pytest.approx(head + 3 * tail + exchange + rings)
     phases = stanza_phase_times(Compute(1.0, 0.25), links, 5, 100.0, host)
     assert phases == pytest.approx({"heads": head, "tail": 3 * tail, "exchange": exchange,
-                                    "rings": rings})  # fmt: skip
+                                    "rings": rings})
 
 
 def test_stanza_on_a_shared_host_queues_every_ranks_compute():
@@ -129,7 +129,7 @@ def test_stanza_on_a_shared_host_queues_every_ranks_compute():
     # the 3 heads together at the capacity, the FC rank's 3 tails alone, then each byte
     # phase's wire and its bytes' CPU (the rings: 3 x 10 B; the exchange: the rest), added
     assert step == pytest.approx(3 * 0.75 / 2.0 + 3 * 0.25 + (220 / 10.0 + 970e-3 / 2.0)
-                                 + (10 / 10.0 + 30e-3 / 2.0))  # fmt: skip
+                                 + (10 / 10.0 + 30e-3 / 2.0))
 
 
 def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rate():
@@ -140,28 +140,28 @@ def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rat
     # the 4 ranks compute together at the capacity; then the ring: its bytes' CPU seconds
     # over 2 cores (1200 x 4e-4 / 2 = 0.24 s) or its wire, the slower
     host = Host(True, cpu_s_per_byte=1e-3, message_s=0.0, capacity=1.25, cores=2,
-                ring_cpu_s_per_byte=4e-4)  # fmt: skip
+                ring_cpu_s_per_byte=4e-4)
     assert horovod_step_time(compute, links, 4, 1e6, host) == pytest.approx(
-        4 * 0.5 / 1.25 + 1200 * 4e-4 / 2)  # fmt: skip
+        4 * 0.5 / 1.25 + 1200 * 4e-4 / 2)
     assert horovod_step_time(compute, links, 4, 100.0, host) == pytest.approx(
-        4 * 0.5 / 1.25 + 300 / 100.0)  # fmt: skip
+        4 * 0.5 / 1.25 + 300 / 100.0)
     # no ring cost measured: gRPC's serves
     grpc = Host(True, cpu_s_per_byte=1e-3, capacity=1.25, cores=2)
     assert horovod_step_time(compute, links, 4, 1e6, grpc) == pytest.approx(
-        4 * 0.5 / 1.25 + 1200 * 1e-3 / 2)  # fmt: skip
+        4 * 0.5 / 1.25 + 1200 * 1e-3 / 2)
     # an older calibration (no cores: its per-byte cost was wall time): wire and CPU add
     old = Host(True, cpu_s_per_byte=1e-3, capacity=1.25)
     assert horovod_step_time(compute, links, 4, 1e6, old) == pytest.approx(
-        4 * 0.5 / 1.25 + 300 / 1e6 + 1200 * 1e-3 / 1.25)  # fmt: skip
+        4 * 0.5 / 1.25 + 300 / 1e6 + 1200 * 1e-3 / 1.25)
     # stanza's bytes are Horovod collectives too (here under their wire)
     fc = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
     assert stanza_step_time(compute, fc, 3, 1e6, host) == pytest.approx(
-        3 * 0.4 / 1.25 + 3 * 0.1 + 970 * 4e-4 / 2 + 30 * 4e-4 / 2)  # fmt: skip
+        3 * 0.4 / 1.25 + 3 * 0.1 + 970 * 4e-4 / 2 + 30 * 4e-4 / 2)
     # the PS modes' bytes are gRPC's, on every core: one worker (alone: its own speed, not
     # the capacity's), so the terms add
     ps = Links((40,), (60,), 100, 100, 4)
     assert ps_step_time(compute, ps, 1, 100.0, host) == pytest.approx(
-        0.5 + 100 * 1e-3 / 2 + 100 / 100.0)  # fmt: skip
+        0.5 + 100 * 1e-3 / 2 + 100 / 100.0)
 
 
 def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
@@ -176,20 +176,20 @@ def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
     links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
     real = Host(False)
     assert stanza_step_time(compute, links, 3, 10.0, real) == pytest.approx(
-        0.75 + 0.35 + 220 / 10.0 + 10 / 10.0)  # fmt: skip
+        0.75 + 0.35 + 220 / 10.0 + 10 / 10.0)
     shared = Host(True, cpu_s_per_byte=1e-3, capacity=2.0, cores=2)
     assert stanza_step_time(compute, links, 3, 1e6, shared) == pytest.approx(
-        3 * 0.75 / 2.0 + 0.35 + 970 * 1e-3 / 2 + 30 * 1e-3 / 2)  # fmt: skip
+        3 * 0.75 / 2.0 + 0.35 + 970 * 1e-3 / 2 + 30 * 1e-3 / 2)
 
 
 def multi_server_repairman_cycle(service: float, think: float, servers: int,
-                                 customers: int) -> float:  # fmt: skip
+                                 customers: int) -> float:
     """M/M/m//N (machine repairman with m repairmen), closed form: P(k) proportional to
     N!/(N-k)! (D/Z)^k / (k! for k <= m, m! m^(k-m) above); throughput sum P(k) min(k, m)/D."""
     r = service / think
     weights = [math.perm(customers, k) * r**k /
                (math.factorial(k) if k <= servers else math.factorial(servers) * servers ** (k - servers))
-               for k in range(customers + 1)]  # fmt: skip
+               for k in range(customers + 1)]
     total = sum(weights)
     throughput = sum(w / total * min(k, servers) for k, w in enumerate(weights)) / service
     return customers / throughput
@@ -200,7 +200,7 @@ def test_load_dependent_mva_matches_the_multi_server_closed_form(servers, custom
     speedup = tuple(float(min(j, servers)) for j in range(1, customers + 1))
     stations = [Station("think", 0.9, False), Station("servers", 0.6, True, speedup)]
     assert mva_cycle_time(stations, customers) == pytest.approx(
-        multi_server_repairman_cycle(0.6, 0.9, servers, customers), rel=1e-9)  # fmt: skip
+        multi_server_repairman_cycle(0.6, 0.9, servers, customers), rel=1e-9)
 
 
 def test_a_speedup_of_one_is_the_load_independent_queue():
@@ -218,7 +218,7 @@ def test_capacity_at_a_process_count_is_the_measured_one_at_or_below_it():
     # the lockstep modes: 4 ranks compute at the 4-process capacity
     links = Links((), (), 300, 1200, 6)
     assert horovod_step_time(Compute(0.5, 0.1), links, 4, 1e12, host) == pytest.approx(
-        4 * 0.5 / 0.9 + 300 / 1e12 + 1200 * 0.0 / 1.2)  # fmt: skip
+        4 * 0.5 / 0.9 + 300 / 1e12 + 1200 * 0.0 / 1.2)
 
 
 def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones():
@@ -228,7 +228,7 @@ def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones()
     links = Links(ps_tx=(100,), ps_rx=(100,), worker_tx=0, total=200, messages=4, rings=(0, 0))
     alone = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05)
     measured = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05,
-                       stanza_beside=(3, 0.25, 0.33))  # fmt: skip
+                       stanza_beside=(3, 0.25, 0.33))
     # at the shape it was measured on (3 CONV ranks, 1 FC rank), the measured phases
     at_probe = stanza_phase_times(measured, links, 3, 1e9, host)
     assert at_probe["heads"] == pytest.approx(0.25) and at_probe["tail"] == pytest.approx(0.33)
@@ -243,4 +243,4 @@ def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones()
     # a real cluster (no shared host) has no waiting ranks on its cores: no stretch
     real = Host(False)
     assert stanza_phase_times(measured, links, 3, 1e9, real) == stanza_phase_times(
-        alone, links, 3, 1e9, real)  # fmt: skip
+        alone, links, 3, 1e9, real)

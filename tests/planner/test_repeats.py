@@ -11,7 +11,7 @@ BUDGET = {"budget_cpus": 0.425, "fallback": None}
 def _record(mode: str, round_: int, rate: float, **extra) -> dict:
     return {"model": "alexnet", "devices": 4, "bandwidth": "1gbit", "batch_size": 8,
             "image_size": 75, "num_classes": 1000, "device_cpus": "auto", "mode": mode,
-            "round": round_, "images_per_sec": rate, "error": None, "cpu": BUDGET, **extra}  # fmt: skip
+            "round": round_, "images_per_sec": rate, "error": None, "cpu": BUDGET, **extra}
 
 
 # three rounds; round 1's machine was slow for everyone
@@ -76,7 +76,7 @@ def test_kendall_tau_and_auto_pick():
 
 def test_two_best_modes_whose_bands_overlap_both_count_as_best():
     groups = settings_of([_record("ralp-n", k, r) for k, r in enumerate((40.0, 30.0, 44.0))]
-                         + [_record("stanza", k, r) for k, r in enumerate((38.0, 36.0, 41.0))])  # fmt: skip
+                         + [_record("stanza", k, r) for k, r in enumerate((38.0, 36.0, 41.0))])
     modes = next(iter(groups.values()))
     modes["ralp-n"].predicted, modes["stanza"].predicted = 30.0, 35.0  # picks stanza
     pick = auto_pick(modes)

@@ -42,7 +42,7 @@ def test_ps_links_follow_round_robin_placement(vgg11):
 @pytest.mark.parametrize(("model", "tolerance"), [
     ("vgg11", 0.01), ("alexnet", 0.01), ("overfeat", 0.01), ("resnet50", 0.06),
     ("inception3", 0.04),
-])  # fmt: skip
+])
 @pytest.mark.parametrize("devices", [4, 8])
 def test_ps_link_shares_match_the_measured_links(model, tolerance, devices):
     """PSS places every variable round-robin in creation order, Dropout's seed generators
@@ -52,9 +52,9 @@ def test_ps_link_shares_match_the_measured_links(model, tolerance, devices):
     _, ps, links = work.links("ps", devices)
     predicted = [tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)]
     record = next(r for r in json.loads(SWEEP.read_text())
-                  if (r["model"], r["mode"], r["devices"]) == (model, "ps", devices))  # fmt: skip
+                  if (r["model"], r["mode"], r["devices"]) == (model, "ps", devices))
     measured = [record["links"][f"ps:{k}"]["tx"] + record["links"][f"ps:{k}"]["rx"]
-                for k in range(ps)]  # fmt: skip
+                for k in range(ps)]
     for p, m in zip(predicted, measured, strict=True):
         assert p / sum(predicted) == pytest.approx(m / sum(measured), abs=tolerance)
 

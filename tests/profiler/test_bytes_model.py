@@ -23,7 +23,7 @@ def row(index, name, kind, params, out_elems, inbound=(), trainable=True):
         trainable_param_bytes=4 * params if trainable else 0,
         output_shape=(out_elems,), output_elements=out_elems,
         output_bytes=4 * out_elems * BATCH, flops=0, cumulative_params=0, inbound=inbound,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def tiny():
         ("conv", "conv/kernel", 40), ("conv", "conv/bias", 8),
         ("fc", "fc/kernel", 400), ("fc", "fc/bias", 20),
         ("fc2", "fc2/kernel", 80), ("fc2", "fc2/bias", 16),
-    )  # fmt: skip
+    )
     return LayerTable("tiny", BATCH, rows, ("fc2",), variables)
 
 
@@ -114,7 +114,7 @@ def test_horovod_ring_allreduce():
 def test_one_entry_point_per_mode_and_horovod_reduces_only_trainable_variables(tiny):
     assert mode_traffic(tiny, "ps", 3, 1) == ps_traffic(tiny, 3, 1)
     assert mode_traffic(tiny, "ralp", 3, 1, {"fc": 0, "fc2": 0}) == ralp_traffic(
-        tiny, {"fc": 0, "fc2": 0}, 3, 1)  # fmt: skip
+        tiny, {"fc": 0, "fc2": 0}, 3, 1)
     assert mode_traffic(tiny, "ralp", 3, 1, {}) == ps_traffic(tiny, 3, 1)  # nothing offloaded
     S = 4 * (12 + 105 + 24)
     assert mode_traffic(tiny, "horovod", 4).worker_link == LinkBytes(2 * S * 3 // 4, 2 * S * 3 // 4)

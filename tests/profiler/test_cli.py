@@ -11,10 +11,10 @@ import pytest
 REQUIRED = {
     "model", "params_total", "skewness", "threshold", "eligible", "split_after",
     "offloaded_layers", "layers", "bytes_per_step",
-}  # fmt: skip
+}
 ROW_FIELDS = {
     "name", "kind", "params", "output_elements", "output_bytes", "flops", "cumulative_params",
-}  # fmt: skip
+}
 
 
 def run_cli(*args, check=True):
@@ -48,7 +48,7 @@ def test_options_reach_the_profile():
     out = json.loads(
         run_cli("--model", "vgg11", "--image-size", "32", "--batch-size", "8", "--num-classes",
                 "21841", "--threshold", "-4", "--workers", "2", "--ps", "2", "--format", "json").stdout
-    )  # fmt: skip
+    )
     assert out["batch_size"] == 8 and out["workers"] == 2 and out["ps"] == 2
     assert out["threshold"] == -4.0
     assert out["layers"][-1]["output_shape"] == [21841]
@@ -88,7 +88,7 @@ def test_saved_keras_model(tmp_path):
 def test_all_models_summary():
     text = run_cli("--all", "--image-size", "75").stdout
     for name in ("alexnet", "googlenet", "inception3", "lenet", "overfeat", "resnet50", "vgg11",
-                 "vgg16", "vgg19"):  # fmt: skip
+                 "vgg16", "vgg19"):
         assert f"\n{name} " in text
 
 

@@ -18,7 +18,7 @@ def recomposes(model, plan) -> tuple[str, ...]:
     """Split ``model`` as ``plan`` says; head then tail must compute what the model does."""
     split = split_model(PlacedModel(model, plan, {}))
     inputs = [np.random.RandomState(k).rand(2, *t.shape[1:]).astype("float32")
-              for k, t in enumerate(model.inputs)]  # fmt: skip
+              for k, t in enumerate(model.inputs)]
     feed = inputs[0] if len(inputs) == 1 else inputs
     np.testing.assert_allclose(split.tail(split.head(feed)), model(feed), rtol=1e-5, atol=1e-6)
     return split.boundary
@@ -189,7 +189,7 @@ def test_a_backbone_of_keras_applications_in_a_sequential():
     model = keras.Sequential([keras.Input((32, 32, 3)), base,
                               layers.GlobalAveragePooling2D(name="gap"),
                               layers.Dense(64, activation="relu", name="fc"),
-                              layers.Dense(10, name="logits")], name="transfer")  # fmt: skip
+                              layers.Dense(10, name="logits")], name="transfer")
     p, plan = profiled_plan(model)
     assert p.split_after.startswith(f"{base.name}/")
     assert p.offloaded_layers == ["gap", "fc", "logits"]

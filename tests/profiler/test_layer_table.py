@@ -62,7 +62,7 @@ def test_sequential_matches_functional():
             layers.Conv2D(8, 3, name="c"),
             layers.Flatten(name="f"),
             layers.Dense(5, name="d"),
-        ],  # fmt: skip
+        ],
         name="seq",
     )
     t = build_layer_table(seq, 2)

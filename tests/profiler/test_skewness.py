@@ -124,7 +124,7 @@ def test_position_rule_on_a_hand_made_layer_list():
 
 def test_a_norm_fed_by_no_positioned_layer_counts_at_the_first_position():
     rows = [PositionedRow("in", "other", 0), PositionedRow("bn", "norm", 6, ("in",)),
-            PositionedRow("conv", "conv", 10, ("bn",)), PositionedRow("fc", "fc", 4, ("conv",))]  # fmt: skip
+            PositionedRow("conv", "conv", 10, ("bn",)), PositionedRow("fc", "fc", 4, ("conv",))]
     positions = assign_positions(rows)
     assert positions.counted_at == (None, 1, 1, 2)
 
@@ -133,7 +133,7 @@ def test_a_norm_after_a_merge_counts_at_the_latest_feeding_position():
     # bn follows an add of an early conv (position 1) and a late one (position 3).
     rows = [PositionedRow("c1", "conv", 5), PositionedRow("p", "pool", 0, ("c1",)),
             PositionedRow("c2", "conv", 5, ("p",)), PositionedRow("add", "other", 0, ("c1", "c2")),
-            PositionedRow("bn", "norm", 2, ("add",))]  # fmt: skip
+            PositionedRow("bn", "norm", 2, ("add",))]
     assert assign_positions(rows).counted_at[-1] == 3
 
 
@@ -163,7 +163,7 @@ def test_the_layer_table_applies_the_rule():
     assert [r.counted_at for r in table.rows] == HAND_COUNTED_AT
     rows = {r.name: r.params for r in table.rows}
     expected = [rows["conv1"] + rows["bn1"], 0, rows["conv2"] + rows["bn2"], 0, rows["fc1"],
-                rows["fc2"]]  # fmt: skip
+                rows["fc2"]]
     assert table.position_weights == expected
     assert sum(expected) == table.params_total
 

@@ -11,7 +11,7 @@ from ralp.profiler.skewness import is_eligible
 
 FC_HEAVY = ("alexnet", "overfeat", "vgg11", "vgg16", "vgg19")
 PAPER_MODELS = ("alexnet", "googlenet", "inception3", "lenet", "overfeat", "resnet50", "vgg11",
-                "vgg19")  # fmt: skip
+                "vgg19")
 
 
 @pytest.fixture(scope="module")

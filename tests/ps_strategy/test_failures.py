@@ -36,7 +36,7 @@ def test_a_lost_ps_is_restarted_and_training_goes_on_from_the_last_checkpoint(mo
     with LocalCluster(workers=2, ps=1, restart_lost=True, restart_delay=1.0) as cluster:
         kill = KillAt(cluster, ("ps", 0), 25)
         out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, mode, STEPS,
-                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)  # fmt: skip
+                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)
         assert cluster.restarts == {"ps:0": 1}
     assert kill.done
     assert out["mode"] == mode
@@ -64,7 +64,7 @@ def test_a_lost_ps_without_a_checkpoint_dir_is_a_clear_error():
         killer.start()
         try:
             with pytest.raises(ChildError, match="(parameter server lost during training: ps:0"
-                               "|a parameter server failed).*checkpoint_dir"):  # fmt: skip
+                               "|a parameter server failed).*checkpoint_dir"):
                 run_in_fresh_process(jobs.train_long, cluster.spec, 200_000, timeout=300)
         finally:
             killer.cancel()
@@ -75,7 +75,7 @@ def test_a_lost_worker_is_rerun_elsewhere_and_each_batch_counts_once(mode, tmp_p
     with LocalCluster(workers=3, ps=1) as cluster:
         kill = KillAt(cluster, ("worker", 1), 20)
         out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, mode, STEPS,
-                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)  # fmt: skip
+                                   str(tmp_path), EVERY, on_progress=kill, timeout=420)
     assert kill.done
     assert out["steps"] == STEPS and out["total_steps"] == STEPS
     # the reference: each of the STEPS batches updated every group exactly once, even the
@@ -97,9 +97,9 @@ def test_a_new_fit_resumes_where_a_killed_coordinator_stopped(tmp_path):
     with LocalCluster(workers=2, ps=1) as cluster:
         with pytest.raises(Crash):
             run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
-                                 str(tmp_path), EVERY, on_progress=crash_at_25, timeout=300)  # fmt: skip
+                                 str(tmp_path), EVERY, on_progress=crash_at_25, timeout=300)
         out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
-                                   str(tmp_path), EVERY, timeout=300)  # fmt: skip
+                                   str(tmp_path), EVERY, timeout=300)
     # the last checkpoint before the crash (the coordinator may have run a little past 25)
     assert out["resumed_from"] % EVERY == 0 and 20 <= out["resumed_from"] < STEPS
     assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
@@ -109,11 +109,11 @@ def test_a_new_fit_resumes_where_a_killed_coordinator_stopped(tmp_path):
 def test_bad_input_a_wrapped_model_finds_is_a_clear_error(tmp_path):
     with LocalCluster(workers=1, ps=1) as cluster:
         errors = run_in_fresh_process(jobs.bad_fit_inputs, cluster.spec, str(tmp_path),
-                                      timeout=300)  # fmt: skip
+                                      timeout=300)
         pids = cluster.started_pids
     assert errors["zero batch size"] == "ValueError: batch_size must be a positive integer, got 0"
     assert errors["non-integer steps"] == ("ValueError: steps_per_epoch must be a positive "
-                                           "integer, got 2.5")  # fmt: skip
+                                           "integer, got 2.5")
     assert errors["checkpoint_every without a directory"] == (
         "ValueError: checkpoint_every needs a checkpoint_dir to write to")
     assert errors["checkpoint of another model"].startswith(
@@ -135,10 +135,10 @@ def test_under_ssp_a_lost_worker_is_waited_for_then_an_error_if_it_stays_away(tm
     with LocalCluster(workers=2, ps=1) as cluster:
         kill = KillAt(cluster, ("worker", 1), 15)
         with pytest.raises(ChildError, match=r"worker lost during synchronized training: "
-                           r"worker:1.*did not come back within 5 s"):  # fmt: skip
+                           r"worker:1.*did not come back within 5 s"):
             run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ps", STEPS,
                                  str(tmp_path), EVERY, sync="ssp:2", restart_timeout=5.0,
-                                 on_progress=kill, timeout=300)  # fmt: skip
+                                 on_progress=kill, timeout=300)
 
 
 def test_under_ssp_a_restarted_worker_goes_on_from_the_last_checkpoint(tmp_path):
@@ -146,7 +146,7 @@ def test_under_ssp_a_restarted_worker_goes_on_from_the_last_checkpoint(tmp_path)
         kill = KillAt(cluster, ("worker", 1), 15)
         out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ralp", STEPS,
                                    str(tmp_path), EVERY, sync="ssp:2", on_progress=kill,
-                                   timeout=420)  # fmt: skip
+                                   timeout=420)
     assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
     kinds = [f["kind"] for f in out["failures"]]
     assert kinds == ["worker"] and out["failures"][0]["restored_step"] % EVERY == 0
@@ -157,6 +157,6 @@ def test_under_asp_a_lost_worker_is_left_out_and_the_others_go_on(tmp_path):
         kill = KillAt(cluster, ("worker", 2), 15)
         out = run_in_fresh_process(jobs.train_through_failures, cluster.spec, "ps", STEPS,
                                    str(tmp_path), EVERY, sync="asp", on_progress=kill,
-                                   timeout=420)  # fmt: skip
+                                   timeout=420)
     assert out["total_steps"] == STEPS and set(out["iterations"].values()) == {STEPS}
     assert out["steps_redone"] == 0

@@ -14,16 +14,16 @@ RESTARTED_PS = (
 )
 LOST_PS = ("failed to connect to all addresses; Additional GRPC error information from remote "
            "target /job:ps/replica:0/task:0/device:CPU:0 while calling "
-           "/tensorflow.eager.EagerService/RunComponentFunction: {grpc_status:14}")  # fmt: skip
+           "/tensorflow.eager.EagerService/RunComponentFunction: {grpc_status:14}")
 LOST_WORKER = ("Socket closed Additional GRPC error information from remote target "
                "/job:worker/replica:0/task:2 while calling /tensorflow.eager.EagerService/Enqueue: "
-               "{grpc_status:14}")  # fmt: skip
+               "{grpc_status:14}")
 
 
 @pytest.mark.parametrize("text, expected", [
     (RESTARTED_PS, True), (LOST_PS, True), (LOST_WORKER, False),
     ("Incompatible shapes: [32,10] vs. [32] on /job:ps/replica:0/task:0", False),
-])  # fmt: skip
+])
 def test_a_ps_failure_is_told_by_the_task_and_the_kind_of_error(text, expected):
     assert is_ps_failure(Exception(text)) is expected
 
@@ -40,13 +40,13 @@ def test_a_worker_failure_the_coordinator_logs_is_one_event_with_the_probes_repo
     error = RuntimeError("Socket closed")
     with watch.coordinator_reports():  # as ClusterCoordinator logs it (tf_logging.error)
         logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:1",
-                                              error, error)  # fmt: skip
+                                              error, error)
     with watch.coordinator_reports():  # a step that failed from the PS: not the worker's failure
         logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
-                                              Exception(LOST_PS), Exception(LOST_PS))  # fmt: skip
+                                              Exception(LOST_PS), Exception(LOST_PS))
     # outside training nothing is recorded
     logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
-                                          error, error)  # fmt: skip
+                                          error, error)
     assert [(e.task, e.at_step) for e in watch.events] == [("worker:1", 100)]
     with pytest.warns(UserWarning, match="worker lost during training: worker:1"):
         watch.judge([("worker", 1, "127.0.0.1:3")])  # the probes see it too: the same failure

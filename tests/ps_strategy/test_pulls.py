@@ -19,7 +19,7 @@ def test_every_pull_schedule_trains_like_the_default(mode):
             losses[schedule] = run_in_fresh_process(
                 jobs.cluster_losses, cluster.spec, mode, "adam", steps,
                 pull_schedule=schedule, env=DETERMINISTIC, timeout=300,
-            )  # fmt: skip
+            )
     assert len(losses["default"]) == steps
     np.testing.assert_allclose(losses["layer"], losses["default"], rtol=1e-5)
     np.testing.assert_allclose(losses["ibatch"], losses["default"], rtol=1e-5)

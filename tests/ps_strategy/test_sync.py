@@ -44,12 +44,12 @@ def test_bsp_is_synchronous_sgd_on_the_combined_batch(mode):
     rounds, workers = 3, 2
     with LocalCluster(workers=workers, ps=1, env=DETERMINISTIC) as cluster:
         got = run_in_fresh_process(jobs.bsp_weights, cluster.spec, mode, rounds, workers,
-                                   env=DETERMINISTIC, timeout=300)  # fmt: skip
+                                   env=DETERMINISTIC, timeout=300)
     assert got["mode"] == mode and got["max_gap"] == 0 and got["clocks"] == [rounds] * workers
     # one update per round, for the head and (RALP) the tail alike
     assert set(got["iterations"].values()) == {rounds}, got["iterations"]
     expected = run_in_fresh_process(jobs.sync_sgd_weights, got["initial"], rounds, workers,
-                                    env=DETERMINISTIC, timeout=300)  # fmt: skip
+                                    env=DETERMINISTIC, timeout=300)
     assert any(not np.allclose(a, b) for a, b in zip(got["initial"], expected, strict=True))
     for a, b in zip(got["final"], expected, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
@@ -65,7 +65,7 @@ def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
     steps = 18
     with LocalCluster(workers=3, ps=1) as cluster:
         got = run_in_fresh_process(jobs.synced_run, cluster.spec, sync, steps, "0:3",
-                                   timeout=300)  # fmt: skip
+                                   timeout=300)
     record = got["record"]
     assert sum(record["clocks"]) == steps == len(got["losses"]) == len(got["workers"])
     assert max(_starts_gaps(record)) <= bound
@@ -82,7 +82,7 @@ def test_the_bound_holds_with_a_3x_slow_worker(sync, bound):
 def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.synced_run, cluster.spec, "asp", 16, "0:4",
-                                   timeout=300)  # fmt: skip
+                                   timeout=300)
     record = got["record"]
     assert record["total_waiting_s"] == 0 and record["holds"] == []
     assert record["max_gap"] >= 2  # nobody held the fast worker back
@@ -92,7 +92,7 @@ def test_asp_under_the_drivers_lets_fast_workers_run_ahead():
 def test_the_hook_selects_the_paradigm_for_one_fit_with_ralp():
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.synced_run, cluster.spec, "ssp:1", 12, "1:+0.05",
-                                   "ralp", True, timeout=300)  # fmt: skip
+                                   "ralp", True, timeout=300)
     assert got["mode"] == "ralp" and got["record"]["slow_delay_s"] == 0.05
     assert got["record"]["max_gap"] <= 1 and sum(got["record"]["clocks"]) == 12
     # The tail is updated on the PS for every batch, in order: never stale (12 updates).
@@ -107,7 +107,7 @@ def test_every_update_of_concurrent_workers_is_counted(mode, sync):
     steps = 60
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.counted_updates, cluster.spec, mode, sync, steps,
-                                   timeout=300)  # fmt: skip
+                                   timeout=300)
     assert set(got.values()) == {steps}, got
 
 

@@ -36,7 +36,7 @@ def test_ralp_plain_ps_and_single_process_give_the_same_losses(optimizer):
     for mode in ("ralp", "ps"):
         with LocalCluster(workers=1, ps=1, env=DETERMINISTIC) as cluster:
             results[mode] = run_in_fresh_process(jobs.cluster_losses, cluster.spec, mode, optimizer,
-                                                 steps, env=DETERMINISTIC, timeout=300)  # fmt: skip
+                                                 steps, env=DETERMINISTIC, timeout=300)
     assert len(reference) == steps
     np.testing.assert_allclose(results["ps"], reference, rtol=1e-4)
     np.testing.assert_allclose(results["ralp"], reference, rtol=1e-4)
@@ -51,10 +51,10 @@ def test_keras_applications_train_placed_like_a_single_process_keras_loop(name, 
     batch norms see 8 samples at 1x1 by the last blocks. Not investigated further.)"""
     steps = 3
     reference = run_in_fresh_process(jobs.application_local_losses, name, steps,
-                                     env=DETERMINISTIC, timeout=300)  # fmt: skip
+                                     env=DETERMINISTIC, timeout=300)
     with LocalCluster(workers=1, ps=1, env=DETERMINISTIC) as cluster:
         out = run_in_fresh_process(jobs.application_cluster_losses, cluster.spec, name, steps,
-                                   compiled, env=DETERMINISTIC, timeout=300)  # fmt: skip
+                                   compiled, env=DETERMINISTIC, timeout=300)
     assert out["mode"] == "ralp" and out["offloaded"], out
     np.testing.assert_allclose(out["losses"], reference, rtol=1e-4)
     if compiled:  # the compiled metrics are reported
@@ -75,7 +75,7 @@ def test_two_workers_converge_on_real_data_like_plain_ps():
 def test_variables_and_slots_live_where_the_plan_says_on_two_ps():
     with LocalCluster(workers=1, ps=2) as cluster:
         plan = Plan.offloading(("images", "conv1", "pool1", "conv2", "flatten", "fc1", "drop1", "logits"),
-                               ["flatten", "fc1", "drop1", "logits"], 2).override({"fc1": 1, "logits": 0})  # fmt: skip
+                               ["flatten", "fc1", "drop1", "logits"], 2).override({"fc1": 1, "logits": 0})
         out = run_in_fresh_process(jobs.placement, cluster.spec, plan.to_json(), timeout=300)
     ps = lambda k: f"/job:ps/replica:0/task:{k}/device:CPU:0"  # noqa: E731
     by_layer = {}
@@ -88,7 +88,7 @@ def test_variables_and_slots_live_where_the_plan_says_on_two_ps():
     assert slots["fc1"] == [ps(1)] * 4 and slots["logits"] == [ps(0)] * 4
     assert len(slots["conv1"]) == len(slots["conv2"]) == 4  # the head's slots exist too
     by_name = {layer: [d for p, d in out["slots"].items() if f"/{layer}_" in p]
-               for layer in ("fc1", "logits")}  # fmt: skip
+               for layer in ("fc1", "logits")}
     assert by_name == {"fc1": [ps(1)] * 4, "logits": [ps(0)] * 4}, out["slots"]
     assert out["wrap_twice_is_same"] and out["unwrap_keeps_weights"]
     assert out["unwrapped_type"] == "Functional"
@@ -187,7 +187,7 @@ def test_sequential_model_callbacks_and_the_ps_lock():
     assert out["mode"] == "ralp" and out["offloaded"] == ["flatten", "fc1", "logits"]
     assert out["tail_devices"] == ["/job:ps/replica:0/task:0/device:CPU:0"]
     assert out["events"] == ["train_begin", "epoch_end 0 ['accuracy', 'loss']",
-                             "epoch_end 1 ['accuracy', 'loss']", "train_end"]  # fmt: skip
+                             "epoch_end 1 ['accuracy', 'loss']", "train_end"]
     assert out["epochs"] == 2
     # consistency: one PS critical section per step, released only after every tail update
     assert out["locks"] == 1
@@ -202,7 +202,7 @@ def test_fit_takes_validation_and_keras_callbacks_as_keras_does(mode, tmp_path):
 
     with LocalCluster(workers=2, ps=1) as cluster:
         out = run_in_fresh_process(jobs.fit_like_keras, cluster.spec, str(tmp_path), mode,
-                                   timeout=600)  # fmt: skip
+                                   timeout=600)
     history = out["history"]
     # EarlyStopping saw val_loss not improve by 10 and stopped after epoch 1 (patience 1)
     assert out["stopped_epoch"] == 1 and len(history["loss"]) == 2
