@@ -13,7 +13,8 @@
 #                                          plan-steady8-1gbit|device-compute|
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
-#                                          devices-zoo-500mbit|devices-zoo-2500mbit]...
+#                                          devices-zoo-500mbit|devices-zoo-2500mbit|
+#                                          heldout-n6]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,16 @@ for part in "${parts[@]}"; do
       --modes ps ralp-h ralp-n horovod stanza --devices 4 --steps 6 --warmup 1 \
       --repeat 3 --calibrate --quiet \
       --out $R/devices_zoo_1gbit.json --plot $R/devices_zoo_1gbit.png || true ;;
+  heldout-n6)  # issue 26: a setting no record covers, predicted before it was measured:
+    # alexnet on N = 6 budgeted devices (0.283 CPU each) at 2.5 Gbit/s
+    $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
+      --device-cpus auto --devices 6 --output $R/heldout_alexnet_n6_calibration.json
+    $PY -m ralp.planner --model alexnet --batch-size 8 --image-size 75 --devices 6 \
+      --bandwidth 2500mbit --compute-profile $R/heldout_alexnet_n6_calibration.json \
+      --csv $R/heldout_alexnet_n6_prediction.csv
+    $PY -m ralp.bench --backend netns --bandwidth 2500mbit --models alexnet --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 6 --steps 10 --repeat 3 \
+      --quiet --out $R/heldout_alexnet_n6.json --plot $R/heldout_alexnet_n6.png || true ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}
