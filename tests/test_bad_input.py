@@ -179,6 +179,7 @@ def test_labels_and_images_are_checked_before_training():
         check_training_arrays(x, y[:3], model)
 
 
+@pytest.mark.slow  # 12 s into each run before the interrupt
 @pytest.mark.parametrize("command", [
     ["-m", "ralp.audit", "--model", "vgg11", "--workers", "1", "--ps", "1"],  # minutes at 224 px
     ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"],

@@ -182,6 +182,7 @@ def test_pull_schedules_and_their_trace(tmp_path):
     assert "ps ibatch" in p.stdout and "ps layer" in p.stdout
 
 
+@pytest.mark.slow  # each runs the CLI in a fresh interpreter (TensorFlow's import)
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -26,6 +26,8 @@ import pytest
 from ralp.models import MODEL_NAMES, build_model, get_model_spec, register_model
 from ralp.models.registry import REGISTRY, ModelSpec
 
+pytestmark = pytest.mark.slow  # builds every zoo model at several sizes
+
 # name: (default image size, default batch size, min image size), from the constructors
 # CNNModel.__init__(model, image_size, batch_size, ...) in the benchmark sources.
 DEFAULTS = {

@@ -11,6 +11,8 @@ from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.cli import run
 from ralp.planner.model import Host
 
+pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
+
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "benchmarks" / "results" / "bench_sweep_1gbit.json"
 

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
+
 REQUIRED = {
     "model", "params_total", "skewness", "threshold", "eligible", "split_after",
     "offloaded_layers", "layers", "bytes_per_step",

@@ -9,6 +9,8 @@ import ralp
 from ralp.models import MODEL_NAMES
 from ralp.profiler.skewness import is_eligible
 
+pytestmark = pytest.mark.slow  # profiles every zoo model at its benchmark size
+
 FC_HEAVY = ("alexnet", "overfeat", "vgg11", "vgg16", "vgg19")
 PAPER_MODELS = ("alexnet", "googlenet", "inception3", "lenet", "overfeat", "resnet50", "vgg11",
                 "vgg19")
