@@ -18,7 +18,9 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
   measure a model's compute here, predict every mode's throughput, choose.
 - Errors: every one derives from ``RalpError`` (``ClusterError``, ``ProfileError``,
   ``PlanError``, ``PlannerError``, ``TrainingSetupError``, ``SyncError``,
-  ``CheckpointError``, ``StanzaError``, ``HorovodRunError``, ``ChildError``).
+  ``CheckpointError``, ``StanzaError``, ``HorovodRunError``, ``ChildError``, and
+  ``InvalidArgumentError`` / ``InvalidTypeError`` for a bad argument, which are also Python's
+  ``ValueError`` / ``TypeError``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ _API: dict[str, tuple[str, str]] = {
     "ClusterSpec": ("ralp.cluster.spec", "ClusterSpec"),
     "ClusterError": ("ralp.errors", "ClusterError"),
     "RalpError": ("ralp.errors", "RalpError"),
+    "InvalidArgumentError": ("ralp.errors", "InvalidArgumentError"),
+    "InvalidTypeError": ("ralp.errors", "InvalidTypeError"),
     "PlannerError": ("ralp.planner.modes", "PlannerError"),
     "TrainingSetupError": ("ralp.models.training", "TrainingSetupError"),
     "SyncError": ("ralp.ps_strategy.staleness", "SyncError"),

@@ -15,6 +15,14 @@ class ClusterError(RalpError, RuntimeError):
     """The cluster is misconfigured, did not start, or became unreachable."""
 
 
+class InvalidArgumentError(RalpError, ValueError):
+    """An argument has a value ralp cannot use (also a ``ValueError``, as Python's own)."""
+
+
+class InvalidTypeError(RalpError, TypeError):
+    """An argument has a type ralp cannot use (also a ``TypeError``, as Python's own)."""
+
+
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` attributed to the user's line: the first caller outside ralp."""
     import os

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ralp.bench.measure import PROGRESS_EVERY, cpu_window, link_figures, sync_figures, timing
 from ralp.bench.runspec import RunSpec
+from ralp.errors import InvalidArgumentError
 from ralp.profiler.links import LinkBytes
 
 LinkReader = Callable[[], Mapping[str, LinkBytes]]  # "worker:0" / "ps:0" / "chief:0" -> counters
@@ -150,7 +151,7 @@ def trace_pulls(trainer, dataset_fn, profiler_address: str, step_s: float, batch
     from ralp.audit.timeline import length, trace_while_training
 
     if profiler_address is None:
-        raise ValueError("tracing pulls needs worker 0's profiler (Launcher.cluster(trace=True))")
+        raise InvalidArgumentError("tracing pulls needs worker 0's profiler (Launcher.cluster(trace=True))")
     steps = trace_while_training(trainer, dataset_fn, batch, profiler_address,
                                  max(2.0, (TRACED_STEPS + 1) * step_s))
     shares = [s.hidden_share() for s in steps if s.hidden_share() is not None]

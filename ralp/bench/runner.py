@@ -28,6 +28,7 @@ from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
 from ralp.emulation.budget import fidelity
 from ralp.emulation.devices import CpuSnapshot
+from ralp.errors import InvalidArgumentError
 from ralp.horovod.launch import DRIVER, HorovodRunError, launch
 
 RUN_TIMEOUT_S = 3600.0
@@ -141,6 +142,6 @@ def rounds(items: Sequence[T], repeat: int) -> list[tuple[int, T]]:
     (A B C D, then B C D A, ...), so no item always runs first, last or after the same one
     while the machine drifts."""
     if repeat < 1:
-        raise ValueError(f"repeat must be >= 1, got {repeat}")
+        raise InvalidArgumentError(f"repeat must be >= 1, got {repeat}")
     n = len(items)
     return [(r, items[(r + k) % n]) for r in range(repeat) for k in range(n)]

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.errors import InvalidArgumentError
 from ralp.experiments.digits import IMAGE, digits_split, sync_curve, time_to, write_results
 
 PROG = "python -m ralp.experiments.stanza"
@@ -124,7 +125,7 @@ def learning_rate_for(mode: str, workers: int, learning_rate: float, scaling: st
     """A run's learning rate: PS's as given; Stanza's, whose one step takes W batches, scaled
     by ``scaling``: W times (``linear``), sqrt(W) times (``sqrt``) or not (``none``)."""
     if scaling not in LR_SCALINGS:
-        raise ValueError(f"learning-rate scaling {scaling!r}: use one of {', '.join(LR_SCALINGS)}")
+        raise InvalidArgumentError(f"learning-rate scaling {scaling!r}: use one of {', '.join(LR_SCALINGS)}")
     if mode != "stanza" or scaling == "none":
         return learning_rate
     return learning_rate * (workers if scaling == "linear" else math.sqrt(workers))

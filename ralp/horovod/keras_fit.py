@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ralp.errors import InvalidArgumentError
+
 
 @dataclass
 class RankHistory:
@@ -40,14 +42,14 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
     from ralp.models.validation import validation_for
 
     if not 0 <= initial_epoch < epochs:
-        raise ValueError(f"initial_epoch must be in [0, epochs={epochs}), got {initial_epoch}")
+        raise InvalidArgumentError(f"initial_epoch must be in [0, epochs={epochs}), got {initial_epoch}")
     x, y, validation = validation_for(x, y, validation_data=validation_data,
                                       validation_split=validation_split,
                                       validation_freq=validation_freq)
     shard = trainer.data_shard  # (index, count) of the ranks that read data; None: reads none
     if batches is None:
         if x is None or y is None:
-            raise ValueError("fit needs x and y arrays (the same on every rank), or batches")
+            raise InvalidArgumentError("fit needs x and y arrays (the same on every rank), or batches")
         check_training_arrays(x, y, trainer.model, where="fit")
         count = shard[1] if shard else trainer.data_ranks
         steps_per_epoch = steps_per_epoch or max(1, len(x) // (count * batch_size))
@@ -55,7 +57,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
             batches = _shard_batches(x[shard[0]::shard[1]], y[shard[0]::shard[1]], batch_size,
                                      shuffle, seed + shard[0])
     elif steps_per_epoch is None:
-        raise ValueError("with batches, give steps_per_epoch (the same on every rank)")
+        raise InvalidArgumentError("with batches, give steps_per_epoch (the same on every rank)")
     iterator = iter(batches) if shard and batches is not None else None
     history, logs = RankHistory(), {}
     for cb in callbacks:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import keras
 
+from ralp.errors import InvalidArgumentError, InvalidTypeError
 from ralp.models import alexnet, googlenet, inception, lenet, overfeat, resnet, vgg
 from ralp.models.registry import REGISTRY, ModelSpec, register_model
 
@@ -32,7 +33,7 @@ def get_model_spec(name: str) -> ModelSpec:
         return REGISTRY[name]
     except (KeyError, TypeError):
         valid = ", ".join(sorted(REGISTRY))
-        raise ValueError(f"unknown model {name!r}; valid names: {valid}") from None
+        raise InvalidArgumentError(f"unknown model {name!r}; valid names: {valid}") from None
 
 
 def build_model(
@@ -57,15 +58,15 @@ def build_model(
     """
     spec = get_model_spec(name)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int):
-        raise TypeError(f"num_classes must be an int, got {num_classes!r}")
+        raise InvalidTypeError(f"num_classes must be an int, got {num_classes!r}")
     if num_classes < 1:
-        raise ValueError(f"num_classes must be >= 1 (the minimum is 1), got {num_classes}")
+        raise InvalidArgumentError(f"num_classes must be >= 1 (the minimum is 1), got {num_classes}")
     if image_size is None:
         image_size = spec.default_image_size
     if isinstance(image_size, bool) or not isinstance(image_size, int):
-        raise TypeError(f"image_size must be an int or None, got {image_size!r}")
+        raise InvalidTypeError(f"image_size must be an int or None, got {image_size!r}")
     if image_size < spec.min_image_size:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"image_size {image_size} is too small for {name!r}: "
             f"the minimum is {spec.min_image_size}"
         )

@@ -8,6 +8,8 @@ inside the input pipeline (a resized copy of the whole set would not fit at 224 
 
 from __future__ import annotations
 
+from ralp.errors import InvalidArgumentError
+
 NUM_CLASSES = 10
 
 
@@ -43,11 +45,11 @@ def digits_batches(
     import tensorflow as tf
 
     if not 0 <= shard < num_shards:
-        raise ValueError(f"shard must be in [0, {num_shards}), got {shard}")
+        raise InvalidArgumentError(f"shard must be in [0, {num_shards}), got {shard}")
     images, labels = digits_arrays(seed)
     images, labels = images[shard::num_shards], labels[shard::num_shards]
     if len(labels) < batch_size:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"a digits shard has {len(labels)} examples, fewer than the batch size {batch_size}"
         )
     return (

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from ralp.errors import InvalidArgumentError
+
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import keras
 
@@ -55,9 +57,9 @@ REGISTRY: dict[str, ModelSpec] = {}
 def register_model(spec: ModelSpec) -> ModelSpec:
     """Adds ``spec`` to :data:`REGISTRY`; a name registered twice raises ``ValueError``."""
     if spec.name in REGISTRY:
-        raise ValueError(f"model {spec.name!r} is already registered")
+        raise InvalidArgumentError(f"model {spec.name!r} is already registered")
     if not 1 <= spec.min_image_size <= spec.default_image_size:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"model {spec.name!r}: need 1 <= min_image_size ({spec.min_image_size}) "
             f"<= default_image_size ({spec.default_image_size})"
         )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import keras
 
 from ralp._compat import inbound_nodes, keras_history
-from ralp.errors import RalpError
+from ralp.errors import InvalidTypeError, RalpError
 
 # Layers and keras.ops nodes between a softmax and the model output that change no values.
 _PASS_THROUGH = frozenset({"Reshape", "Flatten", "Dropout", "Identity", "Activation"})
@@ -198,7 +198,7 @@ def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
         return lambda: cls.from_config(config)
     if callable(template):
         return template
-    raise TypeError(
+    raise InvalidTypeError(
         f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
     )
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ralp.errors import InvalidArgumentError
+
 
 @dataclass
 class Validation:
@@ -34,7 +36,7 @@ class Validation:
             xs.append(np.asarray(images))
             ys.append(np.asarray(labels))
         if not xs:
-            raise ValueError("validation_data is an empty dataset")
+            raise InvalidArgumentError("validation_data is an empty dataset")
         return np.concatenate(xs), np.concatenate(ys)
 
     def logs(self, trainer) -> dict[str, float]:
@@ -48,28 +50,28 @@ def validation_for(x, y, *, validation_data=None, validation_split: float = 0.0,
     """(training x, training y, the :class:`Validation` or None), checked as Keras checks
     them; ``validation_split`` takes the last share of ``x`` and ``y`` before shuffling."""
     if not 0.0 <= validation_split < 1.0:
-        raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
+        raise InvalidArgumentError(f"validation_split must be in [0, 1), got {validation_split!r}")
     if isinstance(validation_freq, bool) or (
             isinstance(validation_freq, int) and validation_freq < 1):
-        raise ValueError(f"validation_freq must be a positive integer or a collection of epoch "
+        raise InvalidArgumentError(f"validation_freq must be a positive integer or a collection of epoch "
                          f"numbers, got {validation_freq!r}")
     if validation_split and validation_data is not None:
-        raise ValueError("give validation_data or validation_split, not both")
+        raise InvalidArgumentError("give validation_data or validation_split, not both")
     if validation_split:
         if x is None:
-            raise ValueError("validation_split takes the last samples of x and y: give arrays "
+            raise InvalidArgumentError("validation_split takes the last samples of x and y: give arrays "
                              "(with a dataset_fn, pass validation_data)")
         x, y = np.asarray(x), np.asarray(y)
         keep = len(x) - int(len(x) * validation_split)
         if keep < 1 or keep == len(x):
-            raise ValueError(f"validation_split={validation_split} of {len(x)} samples leaves "
+            raise InvalidArgumentError(f"validation_split={validation_split} of {len(x)} samples leaves "
                              "no training or no validation samples")
         return x[:keep], y[:keep], Validation(x[keep:], y[keep:], freq=validation_freq)
     if validation_data is None:
         return x, y, None
     if isinstance(validation_data, tuple | list):
         if len(validation_data) != 2:
-            raise ValueError("validation_data is (x_val, y_val) or a tf.data.Dataset of "
+            raise InvalidArgumentError("validation_data is (x_val, y_val) or a tf.data.Dataset of "
                              "(images, labels) batches")
         xv, yv = (np.asarray(a) for a in validation_data)
         return x, y, Validation(xv, yv, freq=validation_freq)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
+from ralp.errors import InvalidArgumentError
 from ralp.placement.plan import Plan, PlanError
 from ralp.profiler.api import Profile, profile
 from ralp.profiler.layer_table import ProfileError, check_model
@@ -52,11 +53,11 @@ def choose_plan(
 ) -> PlanChoice:
     """The plan for ``mode`` on a cluster of ``workers`` workers and ``num_ps`` PS tasks."""
     if mode == "auto":
-        raise ValueError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
+        raise InvalidArgumentError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
                          "mode='auto', bandwidth=...) (ralp.planner.auto.wrap), which resolves "
                          "it to 'ps' or 'ralp'")
     if mode not in PLACEMENT_MODES:
-        raise ValueError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
     p = profile(model, batch_size, threshold=threshold, workers=workers, ps=num_ps)
     names = tuple(r.name for r in p.table.rows)
     if mode == "ps":

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from ralp.errors import InvalidArgumentError
+
 SCHEDULES = ("default", "layer", "ibatch")
 Batches = tuple[tuple[int, int], ...]  # (first, last) layer index of each batch, inclusive
 
@@ -44,9 +46,9 @@ class PullProfile:
 
     def __post_init__(self) -> None:
         if not len(self.layers) == len(self.forward_s) == len(self.transfer_s):
-            raise ValueError("layers, forward_s and transfer_s must have the same length")
+            raise InvalidArgumentError("layers, forward_s and transfer_s must have the same length")
         if not self.layers:
-            raise ValueError("a pull profile needs at least one layer")
+            raise InvalidArgumentError("a pull profile needs at least one layer")
 
     def forward(self, batch: tuple[int, int]) -> float:
         return sum(self.forward_s[batch[0] : batch[1] + 1])
@@ -60,10 +62,10 @@ def check_batches(batches: Batches, layers: int) -> None:
     expected = 0
     for first, last in batches:
         if first != expected or last < first:
-            raise ValueError(f"batches must cover the layers in order without gaps: {batches}")
+            raise InvalidArgumentError(f"batches must cover the layers in order without gaps: {batches}")
         expected = last + 1
     if expected != layers:
-        raise ValueError(f"batches cover {expected} of {layers} layers: {batches}")
+        raise InvalidArgumentError(f"batches cover {expected} of {layers} layers: {batches}")
 
 
 def pull_and_forward_time(profile: PullProfile, batches: Batches) -> float:

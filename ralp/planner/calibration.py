@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.errors import InvalidArgumentError
 from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PlannerError
 from ralp.planner.workload import Workload
@@ -123,14 +124,14 @@ class Calibration:
         """The inverse of :meth:`to_dict` (further keys, such as a bench record's
         ``measured_at``, are ignored). ValueError says what a malformed one lacks."""
         if not isinstance(data, dict):
-            raise ValueError(f"a calibration is a JSON object, not a {type(data).__name__}")
+            raise InvalidArgumentError(f"a calibration is a JSON object, not a {type(data).__name__}")
         missing = [k for k in ("format", "host", "entries") if k not in data]
         if missing:
-            raise ValueError(f"not a calibration: it has no {', '.join(map(repr, missing))}")
+            raise InvalidArgumentError(f"not a calibration: it has no {', '.join(map(repr, missing))}")
         if data.get("format") != CALIBRATION_FORMAT:
-            raise ValueError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
+            raise InvalidArgumentError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
         if not isinstance(data["host"], dict) or not isinstance(data["entries"], list):
-            raise ValueError("not a calibration: 'host' must be an object, 'entries' a list")
+            raise InvalidArgumentError("not a calibration: 'host' must be an object, 'entries' a list")
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],

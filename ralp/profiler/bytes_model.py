@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from ralp.errors import InvalidArgumentError
 from ralp.profiler.layer_table import LayerTable
 from ralp.profiler.links import LinkBytes
 from ralp.profiler.ps_assignment import round_robin
@@ -70,9 +71,9 @@ class StepTraffic:
 
 def _check_cluster(workers: int, ps: int) -> None:
     if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        raise InvalidArgumentError(f"workers must be a positive integer, got {workers!r}")
     if not isinstance(ps, int) or ps < 0:
-        raise ValueError(f"ps must be a non-negative integer, got {ps!r}")
+        raise InvalidArgumentError(f"ps must be a non-negative integer, got {ps!r}")
 
 
 def placed_traffic(
@@ -89,9 +90,9 @@ def placed_traffic(
     and variable ``k`` of ``table.variables`` lives on PS task ``variable_home[k]``."""
     _check_cluster(workers, ps)
     if ps < 1:
-        raise ValueError("a parameter-server placement needs at least one PS task")
+        raise InvalidArgumentError("a parameter-server placement needs at least one PS task")
     if len(variable_home) != len(table.variables):
-        raise ValueError("variable_home must give a PS task for every variable of the table")
+        raise InvalidArgumentError("variable_home must give a PS task for every variable of the table")
     W = workers
     worker_tx = worker_rx = 0
     ps_tx, ps_rx = [0] * ps, [0] * ps
@@ -207,7 +208,7 @@ def stanza_traffic(
     the others (the head) on each of ``conv_workers`` CONV ranks."""
     _check_cluster(conv_workers, fc_workers)
     if not offloaded or fc_workers < 1:
-        raise ValueError("Stanza needs layers on the FC ranks and at least one FC rank")
+        raise InvalidArgumentError("Stanza needs layers on the FC ranks and at least one FC rank")
     rows = {r.name: r for r in table.rows}
     tail_bytes = sum(rows[name].trainable_param_bytes for name in offloaded)
     head_bytes = table.trainable_param_bytes_total - tail_bytes
@@ -265,4 +266,4 @@ def mode_traffic(
         return ralp_traffic(table, offloaded, workers, ps)
     if mode == "stanza":
         return stanza_traffic(table, offloaded or {}, workers, ps)
-    raise ValueError(f"unknown mode {mode!r}; the byte model knows {', '.join(MODES)}")
+    raise InvalidArgumentError(f"unknown mode {mode!r}; the byte model knows {', '.join(MODES)}")

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import keras
 
+from ralp.errors import InvalidArgumentError, InvalidTypeError
+
 KINDS = ("conv", "pool", "fc", "norm", "other")
 
 # Kinds whose layers are compute-heavy: the split must never offload one of them (RALP's
@@ -69,7 +71,7 @@ class LayerRule:
             return self.kind
         kind = self.kind(layer, in_shapes, out_shapes)
         if kind not in KINDS:
-            raise ValueError(f"the kind rule of {type(layer).__name__} returned {kind!r}; "
+            raise InvalidArgumentError(f"the kind rule of {type(layer).__name__} returned {kind!r}; "
                              f"expected one of {', '.join(KINDS)}")
         return kind
 
@@ -183,9 +185,9 @@ def register_layer_kind(
     returns forward FLOPs for one sample; by default one FLOP per output element.
     """
     if not callable(kind) and kind not in KINDS:
-        raise ValueError(f"unknown layer kind {kind!r}; expected one of {', '.join(KINDS)}")
+        raise InvalidArgumentError(f"unknown layer kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not isinstance(layer_class, type):
-        raise TypeError(f"register_layer_kind expects a layer class, got {layer_class!r}")
+        raise InvalidTypeError(f"register_layer_kind expects a layer class, got {layer_class!r}")
     _RULES[layer_class] = LayerRule(kind, flops or _elementwise_flops)
 
 

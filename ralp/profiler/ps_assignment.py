@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ralp.errors import InvalidArgumentError
+
 
 def round_robin(count: int, num_ps: int) -> list[int]:
     """PS task of each of ``count`` variables created in order."""
@@ -22,7 +24,7 @@ def spread_layers(names: Sequence[str], param_bytes: Sequence[int], num_ps: int)
     """PS task for each offloaded layer (in forward order), balancing bytes per task."""
     _check_num_ps(num_ps)
     if len(names) != len(param_bytes):
-        raise ValueError("names and param_bytes must have the same length")
+        raise InvalidArgumentError("names and param_bytes must have the same length")
     load = [0] * num_ps
     task: dict[str, int] = {}
     owners = sorted(
@@ -50,4 +52,4 @@ def spread_layers(names: Sequence[str], param_bytes: Sequence[int], num_ps: int)
 
 def _check_num_ps(num_ps: int) -> None:
     if not isinstance(num_ps, int) or num_ps < 1:
-        raise ValueError(f"the number of PS tasks must be a positive integer, got {num_ps!r}")
+        raise InvalidArgumentError(f"the number of PS tasks must be a positive integer, got {num_ps!r}")

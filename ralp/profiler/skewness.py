@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_THRESHOLD
+from ralp.errors import InvalidArgumentError
 from ralp.profiler.kinds import POSITION_KINDS
 
 
@@ -86,7 +87,7 @@ def position_skewness(weights: Sequence[float]) -> float:
     Returns 0.0 where the moment is undefined: no weight, or all of it at one position.
     """
     if any(w < 0 for w in weights):
-        raise ValueError("parameter counts must be non-negative")
+        raise InvalidArgumentError("parameter counts must be non-negative")
     total = float(sum(weights))
     if total <= 0:
         return 0.0

@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ralp.errors import RalpError
+from ralp.errors import InvalidArgumentError, RalpError
 
 STATE_VERSION = 1
 KEEP = 3  # checkpoints kept in the directory
@@ -118,7 +118,7 @@ class Checkpointer:
 
     def __init__(self, directory: str | os.PathLike, every: int | None):
         if every is not None and (not isinstance(every, int) or every < 1):
-            raise ValueError(f"checkpoint_every must be a positive number of steps, got {every!r}")
+            raise InvalidArgumentError(f"checkpoint_every must be a positive number of steps, got {every!r}")
         self.directory = Path(directory)
         self.every = every
         try:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from ralp.errors import InvalidArgumentError
+
 DatasetFn = Callable[..., tf.data.Dataset]
 
 
@@ -24,9 +26,9 @@ def numpy_dataset_fn(x, y, batch_size: int, shuffle: bool = True,
     """A per-worker dataset function over in-memory arrays: repeated, batched, shuffled."""
     x, y = np.asarray(x), np.asarray(y)
     if len(x) != len(y):
-        raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
+        raise InvalidArgumentError(f"x and y differ in length: {len(x)} vs {len(y)}")
     if len(x) < batch_size:
-        raise ValueError(f"{len(x)} samples are fewer than one batch of {batch_size}")
+        raise InvalidArgumentError(f"{len(x)} samples are fewer than one batch of {batch_size}")
 
     def dataset_fn(_context=None):
         ds = tf.data.Dataset.from_tensor_slices((x, y))

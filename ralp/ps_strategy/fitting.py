@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from ralp.cluster.probe import describe, wait_until_reachable
 from ralp.cluster.spec import ClusterError
+from ralp.errors import InvalidArgumentError
 from ralp.ps_strategy.callbacks import History, call_callbacks
 from ralp.ps_strategy.checkpoints import (
     Checkpointer,
@@ -369,10 +370,10 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
                         ("steps_per_epoch", steps_per_epoch)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not (
             0 <= initial_epoch < epochs):
-        raise ValueError(f"initial_epoch must be an integer in [0, epochs={epochs}), got "
+        raise InvalidArgumentError(f"initial_epoch must be an integer in [0, epochs={epochs}), got "
                          f"{initial_epoch!r}")
     x, y, validation = validation_for(x, y, validation_data=validation_data,
                                       validation_split=validation_split,
@@ -381,18 +382,18 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
         check_training_arrays(validation.x, validation.y, trainer.original, "validation_data")
     if dataset_fn is None:
         if x is None or y is None:
-            raise ValueError("fit needs x and y arrays, or a dataset_fn")
+            raise InvalidArgumentError("fit needs x and y arrays, or a dataset_fn")
         check_training_arrays(x, y, trainer.original, where="fit")
         dataset_fn = numpy_dataset_fn(x, y, batch_size, shuffle, seed)
         steps_per_epoch = steps_per_epoch or max(1, len(x) // batch_size)
     elif steps_per_epoch is None:
-        raise ValueError("with a dataset_fn, give steps_per_epoch")
+        raise InvalidArgumentError("with a dataset_fn, give steps_per_epoch")
     if checkpoint_every is not None and checkpoint_dir is None:
-        raise ValueError("checkpoint_every needs a checkpoint_dir to write to")
+        raise InvalidArgumentError("checkpoint_every needs a checkpoint_dir to write to")
     sync, slow_worker = trainer.sync, trainer.slow_worker
     hooks = [cb for cb in callbacks if isinstance(cb, StalenessHook)]
     if len(hooks) > 1:
-        raise ValueError("give at most one StalenessHook per fit")
+        raise InvalidArgumentError("give at most one StalenessHook per fit")
     if hooks:
         sync, slow_worker = hooks[0].policy, hooks[0].slow_worker or slow_worker
     checkpointer = None if checkpoint_dir is None else Checkpointer(checkpoint_dir, checkpoint_every)

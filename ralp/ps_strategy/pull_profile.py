@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ralp.errors import InvalidArgumentError
 from ralp.placement.pull_schedule import (
     SCHEDULES,
     PullProfile,
@@ -129,7 +130,7 @@ def choose_pulls(schedule: str, worker_model, table, forward_times: dict[str, fl
         batches = layer_batches([param_bytes[n] for n in names])
         return PullChoice(tuple(tuple(names[a : b + 1]) for a, b in batches), None, None)
     if schedule != "ibatch":
-        raise ValueError(f"pull schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        raise InvalidArgumentError(f"pull schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     link = measure_link(connection)
     times = forward_times or {}
     profile = PullProfile(tuple(names), tuple(times.get(n, 0.0) for n in names),

@@ -29,7 +29,7 @@ from ralp._compat import (
 from ralp.cluster.probe import unreachable
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
-from ralp.errors import warn
+from ralp.errors import InvalidArgumentError, warn
 from ralp.models.training import (
     BatchMetrics,
     default_loss,
@@ -406,9 +406,9 @@ def wrap(
     if isinstance(slow_worker, str):
         slow_worker = SlowWorker.parse(slow_worker)
     if device_type not in ("cpu", "gpu"):
-        raise ValueError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+        raise InvalidArgumentError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
     if pull_schedule not in PULL_SCHEDULES:
-        raise ValueError(f"pull_schedule must be one of {', '.join(PULL_SCHEDULES)}, "
+        raise InvalidArgumentError(f"pull_schedule must be one of {', '.join(PULL_SCHEDULES)}, "
                          f"got {pull_schedule!r}")
     # Variables made before PSS connects this process are unreadable afterwards: read first.
     state = snapshot_state(model)

@@ -111,11 +111,11 @@ def test_bad_input_a_wrapped_model_finds_is_a_clear_error(tmp_path):
         errors = run_in_fresh_process(jobs.bad_fit_inputs, cluster.spec, str(tmp_path),
                                       timeout=300)
         pids = cluster.started_pids
-    assert errors["zero batch size"] == "ValueError: batch_size must be a positive integer, got 0"
-    assert errors["non-integer steps"] == ("ValueError: steps_per_epoch must be a positive "
+    assert errors["zero batch size"] == "InvalidArgumentError: batch_size must be a positive integer, got 0"
+    assert errors["non-integer steps"] == ("InvalidArgumentError: steps_per_epoch must be a positive "
                                            "integer, got 2.5")
     assert errors["checkpoint_every without a directory"] == (
-        "ValueError: checkpoint_every needs a checkpoint_dir to write to")
+        "InvalidArgumentError: checkpoint_every needs a checkpoint_dir to write to")
     assert errors["checkpoint of another model"].startswith(
         f"CheckpointError: the checkpoint in {tmp_path} was written for model 'small_cnn' with")
     assert "use another checkpoint_dir for this model" in errors["checkpoint of another model"]
