@@ -48,14 +48,12 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
         if loaded is not None:
             return loaded, loaded.find(*key), compute_profile
         if (key, budget) not in measured:
-            if budget is None:
-                from ralp.planner.api import calibrate_zoo
+            from ralp.planner.api import calibrate_zoo
 
-                measured[key, budget] = calibrate_zoo(*key, shared_host=True)
-            else:
-                from ralp.planner.device import calibrate_device
-
-                measured[key, budget] = calibrate_device(*key, cpus=cpus, devices=devices)
+            # budgeted: one device inside its budget; shared CPUs: the shared host's model
+            measured[key, budget] = calibrate_zoo(
+                *key, shared_host=budget is None, device_cpus=None if budget is None else cpus,
+                devices=devices)
         cal = measured[key, budget]
         return cal, cal.entries[0], "measured here"
 
