@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,7 +54,10 @@ class Failure:
     on from the checkpoint at ``restored_step``; the steps after it were done again
     (``steps_redone``). ``kind`` "worker": a worker was lost and its steps were rerun by the
     others (``steps_redone`` None: the rerun of a step it had applied is skipped, see
-    ``History.duplicate_steps``). Steps count from the start of the fit.
+    ``History.duplicate_steps``). Steps count from the start of the fit. A step failing
+    again from the same lost task before training is back at ``at_step`` (a worker's
+    connection to the restarted PS still waiting out gRPC's reconnect backoff) is part of this
+    failure: ``reconnects`` counts the recoveries it took, ``steps_redone`` all their steps.
     """
 
     task: str
@@ -65,6 +69,38 @@ class Failure:
     recovery_s: float | None = None  # detected -> training again
     time_lost_s: float | None = None  # detected -> back at at_step
     message: str = ""
+    reconnects: int = 1
+
+
+class Recoveries:
+    """The failures ``fit`` recovers from, into ``history.failures``, each timed until training
+    is back at the step where it was lost."""
+
+    def __init__(self, history) -> None:
+        self.history = history
+        self._pending: list[tuple[Failure, float]] = []  # (failure, perf_counter at detection)
+
+    def record(self, failure: Failure, clock: float) -> Failure:
+        """Record ``failure``, or fold it into the same task's failure still being recovered
+        from: one lost task, however many reconnects it took to train past it again."""
+        for earlier, _ in self._pending:
+            if earlier.task == failure.task:
+                earlier.reconnects += 1
+                earlier.restored_step = failure.restored_step
+                earlier.steps_redone = (earlier.steps_redone or 0) + (failure.steps_redone or 0)
+                earlier.recovery_s = (earlier.recovery_s or 0.0) + (failure.recovery_s or 0.0)
+                earlier.message += f"; then, reconnecting: {failure.message}"
+                return earlier
+        self.history.failures.append(failure)
+        self._pending.append((failure, clock))
+        return failure
+
+    def note_time_lost(self, done: int) -> None:
+        """``done`` steps trained: failures lost at or before it are recovered from."""
+        for failure, clock in list(self._pending):
+            if done >= failure.at_step:
+                failure.time_lost_s = time.perf_counter() - clock
+                self._pending.remove((failure, clock))
 
 
 @dataclass

@@ -38,6 +38,7 @@ from ralp.ps_strategy.checkpoints import (
     CheckpointError,
     Failure,
     Position,
+    Recoveries,
     TrainingState,
     describe_mismatch,
     fingerprint,
@@ -73,7 +74,7 @@ class FitLoop:
                                  epoch=initial_epoch)
         self.validation = validation
         self._inputs = None  # made once per connection, skipping what the position says
-        self._pending: list[tuple[Failure, float]] = []  # failures awaiting their time lost
+        self._recoveries = Recoveries(self.history)  # failures awaiting their time lost
 
     # ------------------------------------------------------------------ the loop
 
@@ -155,7 +156,7 @@ class FitLoop:
         def on_step(fetch) -> None:
             seen[0] += 1
             bar.update(1)
-            self._note_time_lost(base + seen[0])
+            self._recoveries.note_time_lost(base + seen[0])
             if self.callbacks:  # Keras' batch logs: the step's loss (fetched only if wanted)
                 logs = {"loss": float(np.asarray(fetch()[0]))}
                 call_callbacks(self.callbacks, "on_train_batch_end", pos.step + seen[0] - 1, logs)
@@ -324,26 +325,18 @@ class FitLoop:
         self.position = state.position
         self._inputs = None
         self.history.rewind(state)
-        failure = Failure(task=names, kind="worker" if names.startswith("worker") else "ps",
-                          at_step=at_step, detected_at=detected,
-                          restored_step=state.position.done,
-                          steps_redone=at_step - state.position.done,
-                          recovery_s=time.perf_counter() - clock, message=str(lost))
-        self.history.failures.append(failure)
-        self._pending.append((failure, clock))
-        self._note_time_lost(self.position.done)
+        redo, recovery_s = at_step - state.position.done, time.perf_counter() - clock
+        self._recoveries.record(Failure(
+            task=names, kind="worker" if names.startswith("worker") else "ps",
+            at_step=at_step, detected_at=detected, restored_step=state.position.done,
+            steps_redone=redo, recovery_s=recovery_s, message=str(lost)), clock)
+        self._recoveries.note_time_lost(self.position.done)
         bar.n = self.position.step
         bar.refresh()
         if self.verbose:
-            bar.write(f"ralp: reconnected in {failure.recovery_s:.1f} s; going on from step "
-                      f"{state.position.done} ({failure.steps_redone} steps to do again)")
+            bar.write(f"ralp: reconnected in {recovery_s:.1f} s; going on from step "
+                      f"{state.position.done} ({redo} steps to do again)")
         return self.make_runner()
-
-    def _note_time_lost(self, done: int) -> None:
-        for failure, clock in list(self._pending):
-            if done >= failure.at_step:
-                failure.time_lost_s = time.perf_counter() - clock
-                self._pending.remove((failure, clock))
 
     def _note_worker_failures(self) -> None:
         """Workers the probes saw lost (their steps rerun by the others) into the history."""

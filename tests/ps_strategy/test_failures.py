@@ -44,16 +44,22 @@ def test_a_lost_ps_is_restarted_and_training_goes_on_from_the_last_checkpoint(mo
     # restored with the checkpoint and went on from there
     assert out["steps"] == STEPS and out["total_steps"] == STEPS
     assert set(out["iterations"].values()) == {STEPS}
-    # all failures recorded, shown when there is more than the one PS loss (a flake seen once
-    # on a loaded machine: which second report it was decides where to merge them)
+    # one PS loss, one failure: a step failing again while a worker's channel to the restarted
+    # PS waits out gRPC's reconnect backoff ("failed to connect ... Connection refused" with the
+    # PS up; seen in about half the runs on 2 cores) is another reconnect of the same failure
     assert len(out["failures"]) == 1, out["failures"]
     [failure] = out["failures"]
     assert failure["kind"] == "ps" and failure["task"] in ("ps", "ps:0")
     assert failure["restored_step"] % EVERY == 0 and failure["restored_step"] <= 25
     # lost after the 25 steps the parent saw finish: those past the checkpoint are redone
     assert failure["at_step"] >= 25
-    assert failure["steps_redone"] == failure["at_step"] - failure["restored_step"]
-    assert 0 <= failure["steps_redone"] <= EVERY + IN_FLIGHT
+    assert 1 <= failure["reconnects"] <= 2
+    first_redo = failure["at_step"] - failure["restored_step"]
+    if failure["reconnects"] == 1:
+        assert failure["steps_redone"] == first_redo
+    else:  # the retry's steps (from the same checkpoint) are redone too
+        assert first_redo < failure["steps_redone"] <= 2 * first_redo
+    assert 0 <= first_redo <= EVERY + IN_FLIGHT
     assert failure["time_lost_s"] is not None and failure["time_lost_s"] > 0
     assert out["steps_redone"] == failure["steps_redone"]
 
