@@ -12,13 +12,15 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
 - ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
 - ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
 - ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
+- ``CollectiveTrainer``, ``CollectiveError``: the data-parallel baseline on TensorFlow's own
+  collectives (``MultiWorkerMirroredStrategy``, launched by ``TF_CONFIG``): no Horovod needed.
 - ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
   allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
 - ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.planner``):
   measure a model's compute here, predict every mode's throughput, choose.
 - Errors: every one derives from ``RalpError`` (``ClusterError``, ``ProfileError``,
   ``PlanError``, ``PlannerError``, ``TrainingSetupError``, ``SyncError``,
-  ``CheckpointError``, ``StanzaError``, ``HorovodRunError``, ``ChildError``, and
+  ``CheckpointError``, ``StanzaError``, ``CollectiveError``, ``HorovodRunError``, ``ChildError``, and
   ``InvalidArgumentError`` / ``InvalidTypeError`` for a bad argument, which are also Python's
   ``ValueError`` / ``TypeError``).
 """
@@ -65,6 +67,8 @@ _API: dict[str, tuple[str, str]] = {
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
     "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
     "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
+    "CollectiveTrainer": ("ralp.collective.trainer", "CollectiveTrainer"),
+    "CollectiveError": ("ralp.collective.trainer", "CollectiveError"),
     "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
     "calibrate": ("ralp.planner.api", "calibrate"),
     "recommend": ("ralp.planner.api", "recommend"),

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"profiler"},  # profile
     {"emulation"},  # the simulated cluster's network (namespaces, links) and devices (budgets)
     {"placement", "cluster"},  # plan and place; clusters (specs, task processes)
-    {"ps_strategy", "horovod"},  # run
+    {"ps_strategy", "horovod", "collective"},  # run
     {"planner"},  # predict every mode's throughput from calibration + byte model; choose
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top

@@ -357,8 +357,8 @@ class StanzaTrainer:
             callbacks=(), shuffle: bool = True, seed: int = 0):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.horovod.keras_fit`)."""
-        from ralp.horovod.keras_fit import fit_epochs
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`)."""
+        from ralp.models.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,

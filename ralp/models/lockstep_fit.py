@@ -1,4 +1,5 @@
-"""``fit`` as Keras users know it, for the rank trainers (Horovod's and Stanza's).
+"""``fit`` as Keras users know it, for the lockstep trainers (Horovod's, Stanza's and the
+collective one).
 
 Every rank calls ``fit`` with the same arguments. Each rank that reads data trains on its
 shard of ``x`` (rank r of n reads rows r, r + n, ...) or on the ``batches`` it is given; the

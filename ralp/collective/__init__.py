@@ -1,0 +1,1 @@
+"""Allreduce with TensorFlow's own collectives (MultiWorkerMirroredStrategy): no Horovod needed."""

@@ -1,0 +1,63 @@
+"""CollectiveTrainer on real worker processes (MultiWorkerMirroredStrategy over gRPC on
+loopback), against a single-process Keras run of the same model on the concatenated global
+batches."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ralp.collective.launch import run_workers
+
+pytestmark = pytest.mark.cluster
+HERE = Path(__file__).resolve().parent
+STEPS, BATCH = 5, 6
+
+
+def _keras_reference(initial: list, steps: int, workers: int, optimizer: str):
+    """Weights and per-step losses of one process training with ``train_on_batch`` on each
+    step's global batch (the workers' batches concatenated)."""
+    import keras
+
+    sys.path.insert(0, str(HERE))
+    from collective_ranks import build, global_batches
+
+    model = build(optimizer)
+    model.set_weights(initial)
+    if optimizer != "adam":  # the trainers' default: SGD with momentum
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = global_batches(steps, workers, BATCH)
+    losses = [float(model.train_on_batch(x[s].reshape(-1, *x.shape[3:]), y[s].reshape(-1)))
+              for s in range(steps)]
+    return model.get_weights(), losses
+
+
+def _run(tmp_path, workers: int, optimizer: str) -> list[dict]:
+    command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), str(STEPS),
+               str(BATCH), optimizer]
+    run_workers(command, workers, timeout=300, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    return [dict(np.load(tmp_path / f"worker{k}.npz")) for k in range(workers)]
+
+
+@pytest.mark.parametrize("workers, optimizer", [(2, "adam"), (4, "default")])
+def test_weights_after_steps_equal_one_keras_process_on_the_global_batch(tmp_path, workers,
+                                                                        optimizer):
+    found = _run(tmp_path, workers, optimizer)
+    count = len([k for k in found[0] if k.startswith("arr_")]) // 2
+    initial = [found[0][f"arr_{i}"] for i in range(count)]
+    for other in found[1:]:  # the strategy broadcast worker 0's initial values
+        for i in range(count):
+            np.testing.assert_array_equal(other[f"arr_{i}"], initial[i])
+    reference, losses = _keras_reference(initial, STEPS, workers, optimizer)
+    for worker in found:
+        assert int(worker["workers"]) == workers
+        for i in range(count):
+            np.testing.assert_allclose(worker[f"arr_{count + i}"], reference[i], rtol=1e-4,
+                                       atol=1e-6)
+    # each worker's loss is its own batch's; their mean is the global batch's loss
+    mean_losses = np.mean([w["losses"] for w in found], axis=0)
+    np.testing.assert_allclose(mean_losses, losses, rtol=1e-4)
