@@ -14,7 +14,7 @@
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
-#                                          heldout-n6]...
+#                                          heldout-n6|cfs-period]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +50,21 @@ for part in "${parts[@]}"; do
       --modes ps ralp-h ralp-n horovod stanza --devices 4 --steps 6 --warmup 1 \
       --repeat 3 --calibrate --quiet \
       --out $R/devices_zoo_1gbit.json --plot $R/devices_zoo_1gbit.png || true ;;
+  cfs-period)  # issue 25: does a shorter CFS period make 10 Gbit/s budgeted runs repeat
+    # better? 5 rounds, 10 ms and 2.5 ms interleaved (the order swapped every other round)
+    rm -f $R/cfs_period_round*.json
+    for round in 1 2 3 4 5; do
+      order="10000 2500"; [ $((round % 2)) -eq 0 ] && order="2500 10000"
+      for p in $order; do
+        $PY benchmarks/cfs_period.py $p --backend netns --bandwidth 10gbit --models alexnet \
+          --image-size 75 --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 \
+          --steps 20 --quiet --out $R/cfs_period_round${round}_p$p.json || true
+      done
+    done
+    $PY -c "import glob, json; json.dump([dict(r, round=int(f.split('round')[1][0]) - 1)
+      for f in sorted(glob.glob('$R/cfs_period_round*_p*.json')) for r in json.load(open(f))],
+      open('$R/cfs_period_10gbit.json', 'w'), indent=1)"
+    rm -f $R/cfs_period_round*.json $R/cfs_period_round*.csv ;;
   heldout-n6)  # issue 26: a setting no record covers, predicted before it was measured:
     # alexnet on N = 6 budgeted devices (0.283 CPU each) at 2.5 Gbit/s
     $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \

@@ -4,6 +4,7 @@ batches."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import numpy as np
 import pytest
 
 from ralp.collective.launch import run_workers
+from ralp.collective.trainer import CollectiveError, make_strategy
+from ralp.errors import InvalidArgumentError
 
 pytestmark = pytest.mark.cluster
 HERE = Path(__file__).resolve().parent
@@ -61,3 +64,52 @@ def test_weights_after_steps_equal_one_keras_process_on_the_global_batch(tmp_pat
     # each worker's loss is its own batch's; their mean is the global batch's loss
     mean_losses = np.mean([w["losses"] for w in found], axis=0)
     np.testing.assert_allclose(mean_losses, losses, rtol=1e-4)
+
+
+def test_fit_gives_keras_epoch_logs_with_validation_the_same_on_every_worker(tmp_path):
+    command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "0", str(BATCH),
+               "default", "fit"]
+    run_workers(command, 2, timeout=300, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    found = [json.loads((tmp_path / f"fit{k}.json").read_text()) for k in range(2)]
+    for worker in found:
+        assert worker["epochs_seen"] == [0, 1, 2]
+        assert set(worker["history"]) == {"loss", "val_loss", "val_accuracy"}
+        assert all(len(v) == 3 for v in worker["history"].values())
+        # 3/4 of 4 x 4 batches of BATCH rows train, shared by 2 workers: 6 steps per epoch
+        assert worker["steps"] == 3 * 6
+    # the epoch loss is a collective mean and the replicas are the same: equal everywhere
+    assert found[0]["history"] == found[1]["history"]
+    assert found[0]["history"]["loss"][-1] < found[0]["history"]["loss"][0]
+
+
+def test_a_worker_that_dies_is_a_clear_error_and_no_worker_is_left(tmp_path):
+    import psutil
+
+    command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "50",
+               str(BATCH), "default", "die"]
+    with pytest.raises(CollectiveError, match="worker 1 exited with 3"):
+        run_workers(command, 3, timeout=300, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert left == []
+
+
+def test_bad_requests_are_clear_errors(tmp_path):
+    command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "1",
+               str(BATCH), "default", "two_outputs"]
+    with pytest.raises(CollectiveError, match="TrainingSetupError: CollectiveTrainer: model .* "
+                                              "has 2 outputs"):
+        run_workers(command, 1, timeout=120, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    with pytest.raises(CollectiveError, match="at least one worker"):
+        run_workers(command, 0)
+
+
+def test_the_trainer_takes_a_function_that_builds_the_model():
+    from ralp.collective.trainer import CollectiveTrainer
+    from ralp.errors import InvalidTypeError
+
+    # refused before any strategy is made: this process's TensorFlow stays untouched
+    with pytest.raises(InvalidTypeError, match="function that builds the model"):
+        CollectiveTrainer("not a builder")
+    with pytest.raises(InvalidArgumentError, match="implementation must be one of"):
+        make_strategy("carrier-pigeon")
