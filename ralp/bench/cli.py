@@ -16,13 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
-from ralp.bench.config import AUTO, DEFAULT_COMPARISON, SCENARIOS, BenchRequest
+from ralp.bench.config import AUTO, DEFAULT_COMPARISON, NO_PS_MODES, SCENARIOS, BenchRequest
 from ralp.bench.runspec import (
     BACKENDS,
     DATA,
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
-    HOROVOD_MODES,
     MODES,
     BenchError,
 )
@@ -194,7 +193,7 @@ def _run(request: BenchRequest, args) -> int:
     if horovod_missing:
         print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}", file=sys.stderr)
     modes = request.mode_names(horovod_missing)
-    ps_on_cluster = backend == "tf-config" and (set(modes) - set(HOROVOD_MODES) or request.jobs)
+    ps_on_cluster = backend == "tf-config" and (set(modes) - set(NO_PS_MODES) or request.jobs)
     launcher = Launcher(
         backend,
         bandwidth=request.link_bandwidth(backend),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from ralp.bench.runspec import (
     AUTO_CPUS,
+    COLLECTIVE_MODES,
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
     HOROVOD_MODES,
@@ -26,6 +27,8 @@ from ralp.bench.runspec import (
 )
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
+
+NO_PS_MODES = (*HOROVOD_MODES, *COLLECTIVE_MODES)  # no PS cluster: no sync or pull options
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,9 @@ class BenchRequest:
         """The run matrix: every model x device count x mode x sync paradigm, in that order.
         Mode auto is resolved here, once per (model, N, device budget), by ``choose``; ``--fc-workers auto``
         by ``assign`` (the planner's choice among stanza's splits)."""
-        if self.sync and not set(modes) - set(HOROVOD_MODES):
-            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod and "
-                             "Stanza are synchronous by construction")
+        if self.sync and not set(modes) - set(NO_PS_MODES):
+            raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod, "
+                             "Stanza and collective are synchronous by construction")
         if self.fc_workers and "stanza" not in modes:
             raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
@@ -174,7 +177,7 @@ class BenchRequest:
     def _mode_runs(self, model: str, mode: str, n: int, cpus: str, choose, assign) -> list:
         if mode == AUTO:
             return [self._auto_run(model, n, choose, cpus)]
-        ps_mode = mode not in HOROVOD_MODES
+        ps_mode = mode not in NO_PS_MODES
         syncs = list(self.sync) if self.sync and ps_mode else [None]
         pulls = list(self.pull_schedules or ["default"]) if ps_mode else ["default"]
         return [replace(self._run(model, mode, n, sync, pull, assign, cpus), device_cpus=cpus)
@@ -202,8 +205,8 @@ class BenchRequest:
              pull_schedule: str = "default", assign: ChooseMode | None = None,
              cpus: str = AUTO_CPUS) -> RunSpec:
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
-                    "trace_pulls": self.trace_pulls and mode not in HOROVOD_MODES}
-        if self.workers and mode == "horovod":
+                    "trace_pulls": self.trace_pulls and mode not in NO_PS_MODES}
+        if self.workers and mode in ("horovod", "collective"):
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
         if mode == "stanza" and self.fc_workers == AUTO:
             if assign is None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ralp.bench.runspec import AUTO_CPUS, BACKENDS, HOROVOD_MODES, BenchError
+from ralp.bench.runspec import AUTO_CPUS, BACKENDS, COLLECTIVE_MODES, HOROVOD_MODES, BenchError
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.emulation.budget import Budget, budget_for
@@ -89,6 +89,10 @@ class Launcher:
             if self.backend == "tf-config" and not self.hostfile:
                 raise BenchError(f"mode {mode} on a real cluster needs its hosts: pass "
                                  "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")
+        if self.backend == "tf-config" and set(modes) & set(COLLECTIVE_MODES):
+            raise BenchError("mode collective runs on the local and netns backends; on a real "
+                             "cluster start ralp.CollectiveTrainer on every host with its "
+                             "TF_CONFIG (docs/training.md)")
         if (self.backend == "tf-config" and self.cluster_spec is None
                 and set(modes) - set(HOROVOD_MODES)):
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ralp.bench.calibrated import Calibrations
+from ralp.bench.collective_job import job_command
 from ralp.bench.horovod_job import rank_command
 from ralp.bench.job import bench_job
 from ralp.bench.launcher import Launcher
@@ -23,9 +24,11 @@ from ralp.bench.records import (
     reference_key,
     short_error,
 )
-from ralp.bench.runspec import HOROVOD_MODES, RunSpec
+from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
+from ralp.collective.launch import launch as collective_launch
+from ralp.collective.trainer import CollectiveError
 from ralp.emulation.budget import fidelity
 from ralp.emulation.devices import CpuSnapshot
 from ralp.errors import InvalidArgumentError
@@ -57,6 +60,13 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 fc_ranks=run.ps, budget=budget,
             )
             counted_apart = (DRIVER,)
+        elif run.mode in COLLECTIVE_MODES:  # the workers alone; this process starts them
+            started = time.time()
+            figures = collective_launch(
+                lambda links, cpu: job_command(run, links, started, cpu), run.workers,
+                launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
+                budget=budget, on_progress=on_progress, timeout=RUN_TIMEOUT_S)
+            counted_apart = ()
         else:
             with launcher.cluster(run.workers, run.ps, run.trace_pulls, budget) as handle:
                 figures = run_in_fresh_process(
@@ -67,7 +77,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 )
                 figures["setup"] = {"cluster_start": handle.start_s, **figures["setup"]}
             counted_apart = ("chief:0",)
-    except (ChildError, ClusterError, HorovodRunError) as e:
+    except (ChildError, ClusterError, HorovodRunError, CollectiveError) as e:
         return make_record(run.to_dict(), where, error=short_error(e))
     figures["setup_s"] = round(sum(figures["setup"].values()), 3)
     if budget is not None:

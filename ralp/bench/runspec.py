@@ -2,7 +2,7 @@
 
 Modes and their resources (RALP's configurations, Park et al. 2019): :mod:`ralp.planner.modes`
 (ps, ralp-h, ralp-n, horovod,
-stanza).
+stanza, collective).
 
 In a ``stanza`` run, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ralp.errors import RalpError
-from ralp.planner.modes import HOROVOD_MODES, MODES, PlannerError
+from ralp.planner.modes import COLLECTIVE_MODES, HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
 
 DATA = ("synthetic", "digits")
@@ -85,6 +85,10 @@ class RunSpec:
                                  "Gloo only (no NCCL); use --device-type cpu")
         elif self.mode == "stanza":
             self._check_stanza()
+        elif self.mode == "collective":
+            if self.workers < 2 or self.ps != 0:
+                raise BenchError(f"mode 'collective' allreduces over at least 2 workers and no "
+                                 f"PS task, got {self.workers} workers and {self.ps} PS")
         elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")
@@ -153,9 +157,9 @@ class RunSpec:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
         from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
-        if self.mode in HOROVOD_MODES:
-            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod and Stanza "
-                             "are BSP by construction)")
+        if self.mode in (*HOROVOD_MODES, *COLLECTIVE_MODES):
+            raise BenchError("--sync and --slow-worker are for the PS modes (Horovod, Stanza "
+                             "and collective are BSP by construction)")
         try:
             policy = SyncPolicy.parse(self.sync) if self.sync else None
             slow = SlowWorker.parse(self.slow_worker) if self.slow_worker else None
@@ -171,9 +175,9 @@ class RunSpec:
     def _check_pulls(self) -> None:
         from ralp.placement.pull_schedule import SCHEDULES
 
-        if self.mode in HOROVOD_MODES:
-            raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod "
-                             "and Stanza have no parameter server to pull from)")
+        if self.mode in (*HOROVOD_MODES, *COLLECTIVE_MODES):
+            raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod, "
+                             "Stanza and collective have no parameter server to pull from)")
         if self.pull_schedule not in SCHEDULES:
             raise BenchError(f"unknown pull schedule {self.pull_schedule!r}; choose from "
                              f"{', '.join(SCHEDULES)}")

@@ -34,7 +34,10 @@ IMPLEMENTATIONS = ("auto", "ring", "nccl")
 
 
 class CollectiveError(RalpError, RuntimeError):
-    """The collective job could not start or a collective failed; the message says why."""
+    """The collective job could not start or a collective failed; the message says why.
+    ``worker``: the worker whose failure ended the job, where known."""
+
+    worker: int | None = None
 
 
 @dataclass

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from ralp.errors import RalpError
 
-MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
+MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza", "collective")
 HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
+# run as workers of TensorFlow's own collectives (MultiWorkerMirroredStrategy), no PS cluster
+COLLECTIVE_MODES = ("collective",)
 # The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
 PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
 
@@ -38,10 +40,10 @@ def resources(mode: str, devices: int, fc_workers: int = 1) -> tuple[int, int]:
             raise PlannerError(f"mode 'stanza' needs at least 2 devices (a CONV rank and an FC "
                                f"rank), got {devices}")
         return devices - fc_workers, fc_workers
-    if mode == "horovod":
+    if mode in ("horovod", "collective"):
         if devices < 2:
             raise PlannerError(
-                f"mode 'horovod' needs at least 2 devices to allreduce, got {devices}"
+                f"mode {mode!r} needs at least 2 devices to allreduce, got {devices}"
             )
         return devices, 0
     if mode == "ps":

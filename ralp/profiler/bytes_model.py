@@ -241,7 +241,7 @@ def stanza_traffic(
     )
 
 
-MODES = ("ps", "horovod", "ralp", "stanza")
+MODES = ("ps", "horovod", "collective", "ralp", "stanza")
 
 
 def mode_traffic(
@@ -253,14 +253,14 @@ def mode_traffic(
 ) -> StepTraffic:
     """The byte model of one training mode, per step (one batch on every worker).
 
-    ``mode``: "ps" (plain PS, ``ps`` tasks), "horovod" (ring allreduce of the trainable
-    variables' gradients, no PS), "ralp" (``offloaded`` maps each offloaded row to its PS
+    ``mode``: "ps" (plain PS, ``ps`` tasks), "horovod" or "collective" (a ring allreduce of the
+    trainable variables' gradients, no PS: Gloo's, or TensorFlow's own over gRPC), "ralp" (``offloaded`` maps each offloaded row to its PS
     task; an empty mapping is plain PS) or "stanza" (``workers`` CONV ranks, ``ps`` FC ranks
     holding the ``offloaded`` rows).
     """
     if mode == "ps" or (mode == "ralp" and not offloaded):
         return ps_traffic(table, workers, ps)
-    if mode == "horovod":
+    if mode in ("horovod", "collective"):
         return horovod_traffic(table.trainable_param_bytes_total, workers)
     if mode == "ralp":
         return ralp_traffic(table, offloaded, workers, ps)

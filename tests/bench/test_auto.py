@@ -108,7 +108,7 @@ def test_records_of_other_modes_have_no_auto_field():
         (dict(jobs=2), "drop --jobs"),
         (dict(modes=("ps",), compute_profile="cal.json"), "is for --modes auto"),
         (dict(modes=("autp",)), "unknown mode(s) ['autp']; choose from ps, ralp-h, ralp-n, "
-                                "horovod, stanza, auto"),
+                                "horovod, stanza, collective, auto"),
         (dict(fc_workers=2), "drop --fc-workers"),
     ],
 )

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ralp.bench.records import RECORD_KEYS
+from ralp.cluster.messages import MARK, parse_message
 from ralp.emulation.budget import budget_for, thread_counts
 from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
@@ -24,7 +25,6 @@ from ralp.horovod.launch import (
     launch,
     run_and_collect,
 )
-from ralp.horovod.messages import MARK, parse_message
 
 ROOT = Path(__file__).resolve().parents[2]
 HOROVOD = horovod_unavailable_reason()

@@ -1,4 +1,5 @@
-"""Messages from a Horovod job's rank 0 to whoever launched it, as marker lines on stdout.
+"""Messages from a job's rank 0 (a Horovod or collective job) to whoever launched it, as
+marker lines on stdout.
 
 ``horovodrun`` forwards every rank's output (``[0]<stdout>:...``), so a marker line needs no
 shared file system and works on a real cluster too. A job sends progress (``phase``,
@@ -18,7 +19,7 @@ def emit(kind: str, value) -> None:
 
 
 def parse_message(line: str) -> dict | None:
-    """The message in one line of a Horovod job's output, or None for any other line."""
+    """The message in one line of a job's output, or None for any other line."""
     at = line.find(MARK)
     if at < 0:
         return None

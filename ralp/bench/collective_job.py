@@ -1,0 +1,171 @@
+"""One benchmark run in mode ``collective``, as each worker runs it.
+
+    python -m ralp.bench.collective_job --spec RUN_JSON [--links LINKS_JSON] [--cpu CPU_JSON]
+
+Started on every worker by :func:`ralp.collective.launch.launch` with the worker's
+``TF_CONFIG``. Every worker makes the strategy first (TensorFlow's collectives are configured
+at its start), builds the zoo model inside its scope, warms up, then runs the measured steps.
+Worker 0 reads the link counters right before and after the measured steps (behind a
+collective barrier, so every worker's traffic is inside the window), then once more after an
+idle second (the coordination service's heartbeats), and sends progress and the run's figures
+as messages (:mod:`ralp.cluster.messages`). The figures have the same fields as the other
+modes'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from ralp.cluster.messages import emit
+
+CONTROL_WINDOW_S = 1.0  # idle seconds over which the control plane's rate is measured
+
+
+def collective_bench_job(run, read_links=None, started: float | None = None,
+                         read_cpu=None) -> dict | None:
+    """Measure ``run`` (a RunSpec in mode ``collective``) on this worker; worker 0 returns the
+    run's figures, the others None."""
+    from ralp.bench.job import SetupClock, dataset_fn_for
+
+    clock = SetupClock(started)
+    from ralp.collective.trainer import CollectiveTrainer, make_strategy
+
+    strategy = make_strategy(timeout_s=None)
+    clock.lap("rank_start")
+    import keras
+    import tensorflow as tf
+
+    from ralp.bench.measure import (
+        PROGRESS_EVERY,
+        control_plane_figures,
+        cpu_window,
+        link_figures,
+        timing,
+    )
+    from ralp.models import build_model
+
+    def build():
+        keras.utils.set_random_seed(run.seed)  # worker 0's initial values are broadcast
+        return build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
+
+    trainer = CollectiveTrainer(build, keras.optimizers.SGD(learning_rate=1e-3),
+                                strategy=strategy)
+    rank, W, B = trainer.rank, trainer.workers, run.batch_size
+    if run.workers != W:
+        raise RuntimeError(f"the run asks for {run.workers} workers but the job has {W}")
+    clock.lap("place")
+    say = emit if rank == 0 else (lambda kind, value: None)
+    say("phase", "warm-up")
+    batches = dataset_fn_for(run)(tf.distribute.InputContext(W, rank, W))
+    trainer.run_steps(batches, max(run.warmup, 1))
+    trainer.barrier()
+    clock.lap("warmup")
+
+    say("phase", "measuring")
+    before = dict(read_links()) if read_links and rank == 0 else None
+    cpu_before = read_cpu() if read_cpu and rank == 0 else None
+    start = time.perf_counter()
+
+    def on_step(k: int, _loss) -> None:
+        if (k + 1) % PROGRESS_EVERY == 0:
+            say("step", (k + 1) * W)
+
+    history = trainer.run_steps(batches, run.steps, on_step=on_step)
+    trainer.barrier()
+    cpu_after = read_cpu() if read_cpu and rank == 0 else None
+    after = dict(read_links()) if read_links and rank == 0 else None
+    if read_links:
+        time.sleep(CONTROL_WINDOW_S)
+        idle = dict(read_links()) if rank == 0 else None
+        trainer.barrier()
+    if rank != 0:
+        return None
+    steps = run.measured_steps
+    end_times = [t for t in history.step_end_times for _ in range(W)]
+    return {
+        **run.to_dict(),
+        **_prediction(run, trainer.model),
+        "setup": clock.phases,
+        "wall_s": history.step_end_times[-1] - start,
+        "measured_steps": steps,
+        **timing(end_times, start, steps, W, B),
+        "final_loss": history.step_losses[-1],
+        **link_figures(before, after, steps),
+        **(control_plane_figures(after, idle, CONTROL_WINDOW_S) if read_links else {}),
+        **cpu_window(cpu_before, cpu_after),
+    }
+
+
+def _prediction(run, model) -> dict:
+    """The profiler's verdict and the byte model's figures for worker 0's record: per worker
+    batch, a worker's link (a ring allreduce of the trainable variables)."""
+    from ralp.profiler.api import profile
+    from ralp.profiler.bytes_model import mode_traffic
+
+    prof = profile(model, run.batch_size, workers=run.workers, ps=1)
+    predicted = mode_traffic(prof.table, "collective", run.workers)
+    return {"profiler_verdict": prof.verdict, "skewness": prof.skewness,
+            "offloaded_layers": [], "split_after": None,
+            "bytes_per_step_predicted": float(predicted.worker_link.total),
+            "ps_bytes_per_step_predicted": None}
+
+
+def job_command(run, links=None, started: float | None = None, cpu=None) -> list[str]:
+    """The command every worker runs for ``run``; ``links`` a TaskLinks on the netns backend,
+    ``cpu`` a DeviceMeter where the workers have device budgets."""
+    command = [sys.executable, "-m", "ralp.bench.collective_job",
+               "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]
+    if links is not None:
+        fields = {"switch_namespace": links.switch_namespace, "hosts": [list(h) for h in links.hosts]}
+        command += ["--links", json.dumps(fields, separators=(",", ":"))]
+    if cpu is not None:
+        command += ["--cpu", cpu.to_json()]
+    if started is not None:
+        command += ["--started", repr(started)]
+    return command
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ralp.bench.collective_job")
+    parser.add_argument("--spec", required=True, help="the RunSpec as JSON")
+    parser.add_argument("--links", help="netns link counters: TaskLinks fields as JSON")
+    parser.add_argument("--started", type=float, help="time.time() when the run was launched")
+    parser.add_argument("--cpu", help="the device groups' CPU counters: a DeviceMeter as JSON")
+    args = parser.parse_args(argv)
+    from ralp._cli import quiet_tensorflow
+    from ralp.bench.runspec import RunSpec
+    from ralp.emulation.devices import DeviceMeter
+
+    quiet_tensorflow()
+    run = RunSpec(**json.loads(args.spec))
+    read_links = None
+    if args.links:
+        from ralp.emulation.counters import TaskLinks
+
+        fields = json.loads(args.links)
+        read_links = TaskLinks(fields["switch_namespace"],
+                               tuple(tuple(pair) for pair in fields["hosts"]))
+    try:
+        read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
+        figures = collective_bench_job(run, read_links, args.started, read_cpu)
+    except Exception as e:  # the bench shows this line; the traceback goes to stderr
+        import traceback
+
+        traceback.print_exc()
+        emit("error", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}")
+        return 1
+    if figures is not None:
+        emit("record", figures)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Every worker left its last collective together (the barrier above); skip the
+    # interpreter's teardown of TensorFlow's servers, which cannot stop cleanly.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
