@@ -310,3 +310,18 @@ def cond_branch_graphs(op) -> tuple:
     rebuilding them from the function library would trace them anew)."""
     purpose = "size the tensors a cond's branch computes"
     return _require(op, "_true_graph", purpose), _require(op, "_false_graph", purpose)
+
+
+# ------------------------------------------------------------------ collectives
+
+
+def coordination_key_values() -> tuple[Callable[[str, str], None], Callable[[str], str]]:
+    """(set, get) of the coordination service's key-value store in a multi-worker job
+    (``MultiWorkerMirroredStrategy`` starts the service): ``get`` blocks until the key is set.
+    TensorFlow exposes it only on its private eager context."""
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    purpose = "let a collective job's workers leave together"
+    return (_require(ctx, "set_config_key_value", purpose),
+            _require(ctx, "get_config_key_value", purpose))

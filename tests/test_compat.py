@@ -247,3 +247,11 @@ def test_a_traced_cond_keeps_its_branch_graphs():
     inlined = _compat.INLINED_BRANCH_OP.fullmatch("step/cond/then/_12/step/cond/mul")
     assert (inlined["cond"], inlined["branch"], inlined["inner"]) == (
         "step/cond", "then", "step/cond/mul")
+
+
+def test_the_coordination_services_store_is_on_the_eager_context():
+    # exercised for real by every collective job (tests/collective, tests/planner/
+    # test_collective_cost.py): here, that both calls exist with the blocking get
+    put, get = _compat.coordination_key_values()
+    assert put.__name__ == "set_config_key_value" and get.__name__ == "get_config_key_value"
+    assert list(inspect.signature(get).parameters) == ["key", "timeout_in_ms"]

@@ -82,6 +82,7 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
         time.sleep(CONTROL_WINDOW_S)
         idle = dict(read_links()) if rank == 0 else None
         trainer.barrier()
+    trainer.leave_together()
     if rank != 0:
         return None
     steps = run.measured_steps
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         emit("record", figures)
     sys.stdout.flush()
     sys.stderr.flush()
-    # Every worker left its last collective together (the barrier above); skip the
+    # Every worker is done with its collectives (leave_together above); skip the
     # interpreter's teardown of TensorFlow's servers, which cannot stop cleanly.
     os._exit(0)
 

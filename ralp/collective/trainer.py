@@ -119,6 +119,7 @@ class CollectiveTrainer:
         self.model, self.loss_fn, self.metric_names = model, setup.loss, setup.metric_names
         self._train_step = self._make_train_step()
         self._reducers: dict[str, Callable] = {}
+        self._leaves = 0
 
     @property
     def workers(self) -> int:
@@ -188,6 +189,12 @@ class CollectiveTrainer:
             self._reducers[op] = reduce
         return float(self._reducers[op](tf.constant(value, tf.float32)))
 
+    def leave_together(self) -> None:
+        """Return once every worker is done with its collectives (:func:`leave_together`)."""
+        self.barrier()
+        self._leaves += 1
+        leave_together(self.rank, self.workers, f"ralp/leave{self._leaves}")
+
     def barrier(self) -> None:
         """Wait until every worker gets here."""
         self._all_reduce(0.0, "sum")
@@ -238,6 +245,25 @@ class CollectiveTrainer:
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
                           seed=seed)
+
+
+def leave_together(rank: int, workers: int, key: str = "ralp/leave") -> None:
+    """Return once every worker of this job has called it, after its last collective, so that
+    none exits while another still reads from it: a ring's chunks are pulled from their
+    senders, so a worker whose last collective has completed may be one that another is still
+    reading. Each worker says it is done through the coordination service's store and waits
+    for all the others; worker 0, which hosts the service, goes last."""
+    from ralp._compat import coordination_key_values
+
+    put, get = coordination_key_values()
+    put(f"{key}/done/{rank}", "1")
+    for k in range(workers):
+        get(f"{key}/done/{k}")
+    if rank:
+        put(f"{key}/left/{rank}", "1")
+    else:
+        for k in range(1, workers):
+            get(f"{key}/left/{k}")
 
 
 def _mean_loss(loss_fn, y, logits):

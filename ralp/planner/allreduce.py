@@ -109,3 +109,4 @@ def _rank_main(sizes: tuple[int, ...], repeats: int) -> None:
 
 if __name__ == "__main__":
     _rank_main(tuple(int(s) for s in sys.argv[1].split(",")), int(sys.argv[2]))
+

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.errors import warn
-from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
+from ralp.planner.allreduce import AllreduceProbeError
 from ralp.planner.beside import measure_beside
 from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
@@ -27,6 +27,7 @@ from ralp.planner.calibration import (
     this_machine,
 )
 from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacities
+from ralp.planner.collective_cost import ring_costs
 from ralp.planner.device import calibrate_device
 from ralp.planner.model import Host
 from ralp.planner.modes import PlannerError
@@ -40,18 +41,14 @@ from ralp.units import parse_bandwidth
 
 def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
     """This host's transfer costs: gRPC's (a fresh process) and, where the cluster shares
-    this host, Gloo's ring (two Horovod ranks; left out where Horovod is missing) and the
-    cores that serve both."""
+    this host, the rings' (Gloo's and TensorFlow's: :func:`ralp.planner.collective_cost.ring_costs`)
+    and the cores that serve them."""
     message_s, cpu_s_per_byte, _ = measure_transfer()
     if not shared_host:
         return Host(False, cpu_s_per_byte, message_s)
-    try:
-        ring, _ = measure_allreduce()
-    except AllreduceProbeError as e:
-        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")
-        ring = None
+    ring, collective = ring_costs()
     return Host(True, cpu_s_per_byte, message_s, capacity, cores=os.cpu_count() or 1,
-                ring_cpu_s_per_byte=ring)
+                ring_cpu_s_per_byte=ring, collective_cpu_s_per_byte=collective)
 
 
 def calibrate(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,

@@ -112,6 +112,8 @@ def _calibrate(args) -> str:
         f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
         + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.ring_cpu_s_per_byte is not None else "")
+        + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
+           if host.collective_cpu_s_per_byte is not None else "")
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")
         + f"; wrote {args.output}"

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from ralp.cluster.fresh_process import run_in_fresh_process
 from ralp.emulation.budget import Budget, budget_for
-from ralp.errors import warn
-from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce
 from ralp.planner.calibration import (
     DEFAULT_CALIBRATION_STEPS,
     Calibration,
@@ -23,6 +21,7 @@ from ralp.planner.calibration import (
     load_source,
     this_machine,
 )
+from ralp.planner.collective_cost import ring_costs
 from ralp.planner.model import Host
 from ralp.planner.transfer import measure_transfer
 
@@ -50,17 +49,13 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
                      steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
     (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
-    (left out, with a warning, where Horovod is missing), and the devices' CPUs."""
+    and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), and the devices' CPUs."""
     entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
                                  devices=devices, steps=steps)
     message_s, cpu_s_per_byte, _ = measure_transfer()
-    try:
-        ring, _ = measure_allreduce()
-    except AllreduceProbeError as e:
-        warn(f"Horovod's ring cost not measured ({e}); gRPC's serves for it")
-        ring = None
+    ring, collective = ring_costs()
     host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
-                device_cpus=budget.cpus)
+                collective_cpu_s_per_byte=collective, device_cpus=budget.cpus)
     machine = f"{this_machine()}, {budget.describe()}"
     return Calibration(host, [entry], machine)
 

@@ -83,6 +83,10 @@ class Host:
     # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
     # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
     ring_cpu_s_per_byte: float | None = None
+    # CPU time per byte crossing a link in TensorFlow's own ring (mode collective: gRPC
+    # calls between the workers' servers), measured with the real strategy
+    # (ralp.planner.collective_cost); None: gRPC's transfer cost is used (its transport).
+    collective_cpu_s_per_byte: float | None = None
     # A cluster of devices (``shared`` False): the CPUs each task's device has, where the CPU
     # work of its bytes runs beside its compute (a budgeted simulated device's budget, or
     # what a real node gives one task). None: not known, the bytes' CPU is not counted.
@@ -122,6 +126,13 @@ class Host:
     def ring_cost(self) -> float:
         """CPU seconds per byte of a Horovod ring's traffic."""
         return self.cpu_s_per_byte if self.ring_cpu_s_per_byte is None else self.ring_cpu_s_per_byte
+
+    @property
+    def collective_cost(self) -> float:
+        """CPU seconds per byte of TensorFlow's own ring's traffic."""
+        if self.collective_cpu_s_per_byte is None:
+            return self.cpu_s_per_byte
+        return self.collective_cpu_s_per_byte
 
 
 @dataclass(frozen=True)
@@ -295,19 +306,35 @@ def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: f
     (:meth:`Host.together_s`), then allreduce alone: the ring's wire time or its bytes' CPU
     time (Gloo's, :attr:`Host.ring_cost`, over every core), the slower
     (:meth:`Host.bytes_phase_s`)."""
+    return _ring_step_time(compute, links, workers, bandwidth, host, host.ring_cost)
+
+
+def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                         host: Host) -> float:
+    """TensorFlow's own ring allreduce (``MultiWorkerMirroredStrategy``): Horovod's step
+    (:func:`horovod_step_time`) with the CPU cost of its ring's bytes
+    (:attr:`Host.collective_cost`: gRPC calls, about twice Gloo's per byte on this host)."""
+    return _ring_step_time(compute, links, workers, bandwidth, host, host.collective_cost)
+
+
+def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
+                    host: Host, ring_cost: float) -> float:
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
-                + host.bytes_phase_s(ring_s, host.ring_cost * links.total))
-    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx)
+                + host.bytes_phase_s(ring_s, ring_cost * links.total))
+    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx, ring_cost)
 
 
-def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float) -> float:
+def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
+                        ring_cost: float | None = None) -> float:
     """A lockstep phase that only moves bytes on a cluster of devices: the wire, or the
-    busiest rank's CPU work on its device, the slower (Gloo sends a chunk while it reduces
+    busiest rank's CPU work on its device, the slower (the ring sends a chunk while it reduces
     the previous one). ``rank_bytes``: what that rank sends, or half of what it sends and
-    receives (:attr:`Host.ring_cost` is the CPU of both ends per byte sent)."""
-    return max(wire_s, _on_device(host, host.ring_cost * rank_bytes))
+    receives (``ring_cost``, default :attr:`Host.ring_cost`, is the CPU of both ends per byte
+    sent)."""
+    cost = host.ring_cost if ring_cost is None else ring_cost
+    return max(wire_s, _on_device(host, cost * rank_bytes))
 
 
 def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
@@ -389,6 +416,7 @@ STEP_TIME = {
     "ralp-n": ralp_step_time,
     "horovod": horovod_step_time,
     "stanza": stanza_step_time,
+    "collective": collective_step_time,
 }
 
 

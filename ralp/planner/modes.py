@@ -24,7 +24,7 @@ HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
 # run as workers of TensorFlow's own collectives (MultiWorkerMirroredStrategy), no PS cluster
 COLLECTIVE_MODES = ("collective",)
 # The modes the planner has a step-time model for (ralp.planner.model.STEP_TIME).
-PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza")
+PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza", "collective")
 
 
 class PlannerError(RalpError, ValueError):

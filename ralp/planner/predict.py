@@ -32,6 +32,13 @@ def predict_on(workload: Workload, compute: Compute, host: Host, mode: str, work
                ps: int, bandwidth_bits: int, devices: int | None = None) -> Prediction:
     """``mode`` on a given cluster shape (``workers`` + ``ps`` tasks, ``devices`` their sum
     unless given): for a cluster the user sized rather than the mode's resource rule."""
+    if mode == "collective" and host.collective_cpu_s_per_byte is None and (
+            host.shared or host.device_cpus):
+        # Its ring's CPU is what sets it apart from Horovod where CPU is scarce; no stand-in
+        # is honest (TensorFlow's ring costs about twice Gloo's per byte here).
+        raise PlannerError("mode 'collective' on this host needs TensorFlow's ring cost, which "
+                           "this calibration lacks: calibrate again (python -m ralp.planner "
+                           "--calibrate)")
     links = workload.links_on(mode, workers, ps)
     step = STEP_TIME[mode](compute, links, workers, bandwidth_bits / 8, host)
     return Prediction(mode, workers + ps if devices is None else devices, workers, ps,

@@ -40,8 +40,8 @@ class Workload:
         assumes (one PS critical section)."""
         if mode == "stanza":
             return self._stanza_links(workers, ps)
-        if mode == "horovod":
-            t = mode_traffic(self.table, "horovod", workers)
+        if mode in ("horovod", "collective"):
+            t = mode_traffic(self.table, mode, workers)
             return Links((), (), t.worker_link.tx, t.total, 2 * (workers - 1))
         offloaded = {name: 0 for name in self.offloaded} if mode.startswith("ralp") else {}
         t = mode_traffic(self.table, "ralp", workers, ps, offloaded)

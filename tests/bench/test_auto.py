@@ -21,7 +21,8 @@ from ralp.profiler.api import profile
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
-        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time}
+        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time,
+        "collective": pm.collective_step_time}
 
 
 def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
@@ -37,6 +38,8 @@ def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
     work = Workload(profile(build_model(model, 1000, 75), 8))
     out = {}
     for mode in modes:
+        if mode == "collective" and host.collective_cpu_s_per_byte is None:
+            continue  # a calibration from before TensorFlow's ring was measured
         shapes = ([(devices - f, f) for f in range(1, devices // 2 + 1)] if mode == "stanza"
                   else [resources(mode, devices)])
         rates = []
@@ -86,11 +89,12 @@ def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth, cpus):
 def test_without_horovod_auto_chooses_among_the_others():
     request = _request(models=("resnet50",), devices=(8,), compute_profile=str(CALIBRATION))
     offered = offered_modes("horovodrun is not installed")  # and so no stanza either
-    assert offered == ("ps", "ralp-h", "ralp-n")
+    assert offered == ("ps", "ralp-h", "ralp-n", "collective")  # TensorFlow's own allreduce
     (run,) = request.runs(["auto"], chooser("netns", "1gbit", request.compute_profile, offered))
     direct = _direct("resnet50", 8, 10**9, offered)
     assert run.mode == max(direct, key=direct.get)
-    assert set(run.auto["predicted_images_per_sec"]) == set(offered)
+    # the recorded calibration predates TensorFlow's ring cost: collective is not predicted
+    assert set(run.auto["predicted_images_per_sec"]) == set(offered) - {"collective"}
 
 
 def test_records_of_other_modes_have_no_auto_field():

@@ -68,7 +68,7 @@ def main() -> None:
             os._exit(3)
 
     history = trainer.run_steps(((x[s, k], y[s, k]) for s in range(steps)), steps, on_step)
-    trainer.barrier()
+    trainer.leave_together()
     np.savez(f"{out_dir}/worker{k}.npz", *initial, *trainer.weights(),
              losses=np.array(history.step_losses), workers=trainer.workers)
 
@@ -85,6 +85,7 @@ def _fit(trainer, out_dir: str, batch: int) -> None:
     with open(f"{out_dir}/fit{trainer.rank}.json", "w") as f:
         json.dump({"history": history.history, "epochs_seen": seen,
                    "steps": len(history.step_losses)}, f)
+    trainer.leave_together()
 
 
 if __name__ == "__main__":

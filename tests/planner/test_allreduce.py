@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 from ralp.horovod.launch import horovod_unavailable_reason
-from ralp.planner import allreduce, api
+from ralp.planner import allreduce, api, collective_cost
 from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce, ring_link_bytes
 
 HOROVOD = horovod_unavailable_reason()
@@ -39,7 +39,7 @@ def test_a_calibration_without_the_ring_cost_warns_and_uses_grpcs(monkeypatch):
     def missing(*args, **kwargs):
         raise AllreduceProbeError("horovodrun is not installed")
 
-    monkeypatch.setattr(api, "measure_allreduce", missing)
+    monkeypatch.setattr(collective_cost, "measure_allreduce", missing)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         host = api.transfer_host(shared_host=True, capacity=1.5)
