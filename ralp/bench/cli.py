@@ -191,7 +191,9 @@ def _run(request: BenchRequest, args) -> int:
     auto = modes == [AUTO]
     horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
     if horovod_missing:
-        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}", file=sys.stderr)
+        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}"
+              + ("" if auto else "; collective (TensorFlow's own allreduce) runs in "
+                 "horovod's place"), file=sys.stderr)
     modes = request.mode_names(horovod_missing)
     ps_on_cluster = backend == "tf-config" and (set(modes) - set(NO_PS_MODES) or request.jobs)
     launcher = Launcher(

@@ -105,8 +105,9 @@ class BenchRequest:
         return models
 
     def mode_names(self, horovod_missing: str | None = None) -> list[str]:
-        """The modes asked for; by default the comparison's, without horovod where it is
-        missing (``horovod_missing`` says why)."""
+        """The modes asked for; by default the comparison's, where Horovod is missing
+        (``horovod_missing`` says why) with collective (TensorFlow's own allreduce) in
+        horovod's place and without stanza."""
         if self.modes is not None and AUTO in self.modes:
             self._check_auto()
             return [AUTO]
@@ -120,7 +121,9 @@ class BenchRequest:
                                  f"{', '.join((*MODES, AUTO))}")
             return list(self.modes)
         modes = list(DEFAULT_COMPARISON.modes)
-        return [m for m in modes if m not in HOROVOD_MODES] if horovod_missing else modes
+        if not horovod_missing:
+            return modes
+        return [("collective" if m == "horovod" else m) for m in modes if m != "stanza"]
 
     def _check_auto(self) -> None:
         """Mode auto runs the planner's choice among the runtime's modes, as the planner

@@ -437,7 +437,9 @@ def test_bench_sync_runs_record_their_bound(tmp_path):
 def test_default_modes_leave_out_the_horovod_modes_where_it_is_missing():
     from ralp.bench.config import BenchRequest
 
-    assert BenchRequest().mode_names(horovod_missing="not installed") == ["ps", "ralp-n"]
+    # TensorFlow's own allreduce takes horovod's place; stanza needs Horovod's alltoall
+    assert BenchRequest().mode_names(horovod_missing="not installed") == ["ps", "ralp-n",
+                                                                           "collective"]
     assert BenchRequest().mode_names() == ["ps", "ralp-n", "horovod", "stanza"]
     # asked for by name, a mode stays: the launcher then says why it cannot run
     named = BenchRequest(modes=("ps", "horovod"))
