@@ -14,7 +14,8 @@
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
-#                                          heldout-n6|cfs-period]...
+#                                          heldout-n6|cfs-period|collective-1gbit|
+#                                          collective-10gbit]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,13 @@ for part in "${parts[@]}"; do
       --modes ps ralp-h ralp-n horovod stanza --devices 4 --steps 6 --warmup 1 \
       --repeat 3 --calibrate --quiet \
       --out $R/devices_zoo_1gbit.json --plot $R/devices_zoo_1gbit.png || true ;;
+  collective-1gbit|collective-10gbit)  # issue 28: TensorFlow's own allreduce beside Horovod,
+    # plain PS and RALP-N on budgeted devices, N = 4, 3 interleaved rounds
+    bw=${part#collective-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw --models alexnet vgg11 resnet50 \
+      --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 4 \
+      --steps 10 --repeat 3 --quiet --out $R/collective_$bw.json --plot $R/collective_$bw.png \
+      || true ;;
   cfs-period)  # issue 25: does a shorter CFS period make 10 Gbit/s budgeted runs repeat
     # better? 5 rounds, 10 ms and 2.5 ms interleaved (the order swapped every other round)
     rm -f $R/cfs_period_round*.json
