@@ -40,9 +40,11 @@ class WorkerResult:
 
 
 def run_workers(command: list[str], workers: int, *, timeout: float = 600.0,
-                env: dict[str, str] | None = None, host: str = "127.0.0.1") -> list[WorkerResult]:
+                env: dict[str, str] | None = None, host: str = "127.0.0.1",
+                per_worker_env: list[dict[str, str]] | None = None) -> list[WorkerResult]:
     """Run ``command`` as ``workers`` workers of one collective job on ``host``, each with its
-    ``TF_CONFIG``, and return their results once all have exited with 0.
+    ``TF_CONFIG`` (and ``per_worker_env[k]``, such as the GPU it sees), and return their
+    results once all have exited with 0.
 
     Raises:
         CollectiveError: a worker failed (its last error line, and which), or the job took
@@ -51,12 +53,14 @@ def run_workers(command: list[str], workers: int, *, timeout: float = 600.0,
     if workers < 1:
         raise CollectiveError(f"a collective job needs at least one worker, got {workers}")
     addresses = [f"{host}:{port}" for port in free_ports(workers, host)]
-    return run_job([list(command)] * workers, addresses, timeout=timeout, env=env)
+    return run_job([list(command)] * workers, addresses, timeout=timeout, env=env,
+                   per_worker_env=per_worker_env)
 
 
 def run_job(commands: list[list[str]], addresses: list[str], *, timeout: float = 600.0,
             env: dict[str, str] | None = None,
-            on_line: Callable[[str], None] | None = None) -> list[WorkerResult]:
+            on_line: Callable[[str], None] | None = None,
+            per_worker_env: list[dict[str, str]] | None = None) -> list[WorkerResult]:
     """Run worker k as ``commands[k]`` with the ``TF_CONFIG`` of task k of ``addresses``;
     ``on_line`` gets worker 0's output lines as they come. The results once all exited with 0.
 
@@ -75,7 +79,8 @@ def run_job(commands: list[list[str]], addresses: list[str], *, timeout: float =
                 processes.append(subprocess.Popen(
                     commands[k], stdout=subprocess.PIPE if k == 0 else logs[k],
                     stderr=subprocess.STDOUT, start_new_session=True, text=True,
-                    env={**base, "TF_CONFIG": tf_config(addresses, k)}))
+                    env={**base, **(per_worker_env[k] if per_worker_env else {}),
+                         "TF_CONFIG": tf_config(addresses, k)}))
                 if k == 0:
                     reader = threading.Thread(target=_forward, daemon=True,
                                               args=(processes[0].stdout, logs[0], on_line))
