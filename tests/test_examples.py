@@ -18,3 +18,13 @@ def test_train_digits_example():
     assert "offloaded after 'pool'" in proc.stdout
     m = re.search(r"mode ralp: test accuracy (\d\.\d+)", proc.stdout)
     assert m and float(m.group(1)) > 0.85, proc.stdout
+
+
+@pytest.mark.cluster
+def test_collective_check_example_on_the_cpu():
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "collective_check.py"),
+                           "--workers", "2", "--model", "lenet", "--image-size", "28",
+                           "--steps", "5"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "replicas identical after training" in proc.stdout
+    assert len(re.findall(r"worker \d: weights [0-9a-f]{16}, devices \['CPU'\]", proc.stdout)) == 2
