@@ -14,12 +14,11 @@ modes'.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
 
+from ralp.bench.rank_job import rank_command, rank_main
 from ralp.cluster.messages import emit
 
 CONTROL_WINDOW_S = 1.0  # idle seconds over which the control plane's rate is measured
@@ -116,51 +115,14 @@ def _prediction(run, model) -> dict:
 
 
 def job_command(run, links=None, started: float | None = None, cpu=None) -> list[str]:
-    """The command every worker runs for ``run``; ``links`` a TaskLinks on the netns backend,
-    ``cpu`` a DeviceMeter where the workers have device budgets."""
-    command = [sys.executable, "-m", "ralp.bench.collective_job",
-               "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]
-    if links is not None:
-        fields = {"switch_namespace": links.switch_namespace, "hosts": [list(h) for h in links.hosts]}
-        command += ["--links", json.dumps(fields, separators=(",", ":"))]
-    if cpu is not None:
-        command += ["--cpu", cpu.to_json()]
-    if started is not None:
-        command += ["--started", repr(started)]
-    return command
+    """The command every worker runs for ``run`` (:func:`ralp.bench.rank_job.rank_command`)."""
+    return rank_command("ralp.bench.collective_job", run, links, started, cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ralp.bench.collective_job")
-    parser.add_argument("--spec", required=True, help="the RunSpec as JSON")
-    parser.add_argument("--links", help="netns link counters: TaskLinks fields as JSON")
-    parser.add_argument("--started", type=float, help="time.time() when the run was launched")
-    parser.add_argument("--cpu", help="the device groups' CPU counters: a DeviceMeter as JSON")
-    args = parser.parse_args(argv)
-    from ralp._cli import quiet_tensorflow
-    from ralp.bench.runspec import RunSpec
-    from ralp.emulation.devices import DeviceMeter
-
-    quiet_tensorflow()
-    run = RunSpec(**json.loads(args.spec))
-    read_links = None
-    if args.links:
-        from ralp.emulation.counters import TaskLinks
-
-        fields = json.loads(args.links)
-        read_links = TaskLinks(fields["switch_namespace"],
-                               tuple(tuple(pair) for pair in fields["hosts"]))
-    try:
-        read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
-        figures = collective_bench_job(run, read_links, args.started, read_cpu)
-    except Exception as e:  # the bench shows this line; the traceback goes to stderr
-        import traceback
-
-        traceback.print_exc()
-        emit("error", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}")
-        return 1
-    if figures is not None:
-        emit("record", figures)
+    code = rank_main("python -m ralp.bench.collective_job", collective_bench_job, argv)
+    if code:
+        return code
     sys.stdout.flush()
     sys.stderr.flush()
     # Every worker is done with its collectives (leave_together above); skip the

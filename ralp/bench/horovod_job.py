@@ -16,12 +16,12 @@ The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_j
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
 
+from ralp.bench.rank_job import rank_command as job_command
+from ralp.bench.rank_job import rank_main
 from ralp.cluster.messages import emit
 
 CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate is measured
@@ -145,54 +145,18 @@ def _prediction(run, model, stanza_trainer) -> dict:
 
 
 def rank_command(run, links=None, started: float | None = None, cpu=None) -> list[str]:
-    """The command every rank runs for ``run``; ``links`` a TaskLinks on the netns backend,
-    ``cpu`` a DeviceMeter where the ranks have device budgets."""
-    command = [sys.executable, "-m", "ralp.bench.horovod_job",
-               "--spec", json.dumps(run.to_dict(), separators=(",", ":"))]
-    if links is not None:
-        fields = {"switch_namespace": links.switch_namespace, "hosts": [list(h) for h in links.hosts]}
-        command += ["--links", json.dumps(fields, separators=(",", ":"))]
-    if cpu is not None:
-        command += ["--cpu", cpu.to_json()]
-    if started is not None:
-        command += ["--started", repr(started)]
-    return command
+    """The command every rank runs for ``run`` (:func:`ralp.bench.rank_job.rank_command`)."""
+    return job_command("ralp.bench.horovod_job", run, links, started, cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ralp.bench.horovod_job")
-    parser.add_argument("--spec", required=True, help="the RunSpec as JSON")
-    parser.add_argument("--links", help="netns link counters: TaskLinks fields as JSON")
-    parser.add_argument("--started", type=float, help="time.time() when the run was launched")
-    parser.add_argument("--cpu", help="the device groups' CPU counters: a DeviceMeter as JSON")
-    args = parser.parse_args(argv)
-    from ralp.emulation.devices import DeviceMeter, join_rank_group
+    from ralp.emulation.devices import join_rank_group
 
-    join_rank_group()  # before anything of the job: its work runs inside the device's budget
-
-    from ralp._cli import quiet_tensorflow
-    from ralp.bench.runspec import RunSpec
-
-    quiet_tensorflow()
-    run = RunSpec(**json.loads(args.spec))
-    read_links = None
-    if args.links:
-        from ralp.emulation.counters import TaskLinks
-
-        fields = json.loads(args.links)
-        read_links = TaskLinks(fields["switch_namespace"],
-                               tuple(tuple(pair) for pair in fields["hosts"]))
-    try:
-        read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
-        figures = horovod_bench_job(run, read_links, args.started, read_cpu)
-    except Exception as e:  # the bench shows this line; the traceback goes to stderr
-        import traceback
-
-        traceback.print_exc()
-        emit("error", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}")
-        return 1
-    if figures is not None:
-        emit("record", figures)
+    # join_rank_group first: the job's work runs inside the device's budget
+    code = rank_main("python -m ralp.bench.horovod_job", horovod_bench_job, argv,
+                     before=join_rank_group)
+    if code:
+        return code
     _exit_together()
     return 0
 
