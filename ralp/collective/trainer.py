@@ -22,11 +22,13 @@ first built inside a distributed ``tf.function`` fails in Keras 3.15: keras-team
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ralp.models.lockstep_fit import StepHistory
 
 from ralp.errors import InvalidArgumentError, InvalidTypeError, RalpError
 
@@ -38,16 +40,6 @@ class CollectiveError(RalpError, RuntimeError):
     ``worker``: the worker whose failure ended the job, where known."""
 
     worker: int | None = None
-
-
-@dataclass
-class CollectiveHistory:
-    """What :meth:`CollectiveTrainer.run_steps` did on this worker: per step, the wall-clock
-    end time (``time.perf_counter``) and this worker's batch loss."""
-
-    step_end_times: list[float] = field(default_factory=list)
-    step_losses: list[float] = field(default_factory=list)
-    step_metrics: dict[str, list[float]] = field(default_factory=dict)
 
 
 def make_strategy(implementation: str = "auto", timeout_s: float | None = None):
@@ -156,22 +148,12 @@ class CollectiveTrainer:
         return train_step
 
     def run_steps(self, batches: Iterable, steps: int,
-                  on_step: Callable[[int, float], None] | None = None) -> CollectiveHistory:
+                  on_step: Callable[[int, float], None] | None = None) -> StepHistory:
         """Run ``steps`` synchronous steps on this worker's ``batches`` ((x, y) pairs, each
         worker its own, all of the same size); ``on_step(step_index, loss)`` after each."""
-        history = CollectiveHistory()
-        iterator = iter(batches)
-        for k in range(steps):
-            x, y = next(iterator)
-            loss, values = self._train_step(x, y)
-            loss = float(loss)  # waits for the step
-            history.step_end_times.append(time.perf_counter())
-            history.step_losses.append(loss)
-            for name, value in zip(self.metric_names, values, strict=True):
-                history.step_metrics.setdefault(name, []).append(float(value))
-            if on_step is not None:
-                on_step(k, loss)
-        return history
+        from ralp.models.lockstep_fit import run_train_steps
+
+        return run_train_steps(self._train_step, self.metric_names, batches, steps, on_step)
 
     def _all_reduce(self, value: float, op: str) -> float:
         """``value`` of every worker combined with ``op`` ("sum" or "mean": the strategy's

@@ -19,21 +19,13 @@ the defaults (SGD with momentum; cross-entropy on the model's logits or softmax 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-
-@dataclass
-class HorovodHistory:
-    """What :meth:`HorovodTrainer.fit` did on this rank: per step, the wall-clock end time
-    (``time.perf_counter``) and this rank's mean batch loss."""
-
-    step_end_times: list[float] = field(default_factory=list)
-    step_losses: list[float] = field(default_factory=list)
-    step_metrics: dict[str, list[float]] = field(default_factory=dict)  # the user's metrics
+if TYPE_CHECKING:
+    from ralp.models.lockstep_fit import StepHistory
 
 
 class HorovodTrainer:
@@ -88,24 +80,14 @@ class HorovodTrainer:
         batches: Iterable,
         steps: int,
         on_step: Callable[[int, float], None] | None = None,
-    ) -> HorovodHistory:
+    ) -> StepHistory:
         """Run ``steps`` synchronous steps on this rank's ``batches`` ((x, y) pairs).
 
         ``on_step(step_index, loss)`` is called after each step (on every rank).
         """
-        history = HorovodHistory()
-        iterator = iter(batches)
-        for k in range(steps):
-            x, y = next(iterator)
-            loss, values = self._train_step(x, y)
-            loss = float(loss)  # float(): waits for the step to finish
-            history.step_end_times.append(time.perf_counter())
-            history.step_losses.append(loss)
-            for name, value in zip(self.metric_names, values, strict=True):
-                history.step_metrics.setdefault(name, []).append(float(value))
-            if on_step is not None:
-                on_step(k, loss)
-        return history
+        from ralp.models.lockstep_fit import run_train_steps
+
+        return run_train_steps(self._train_step, self.metric_names, batches, steps, on_step)
 
     def barrier(self) -> None:
         """Wait until every rank gets here (an allreduce of one number)."""

@@ -32,6 +32,35 @@ class RankHistory:
     step_losses: list[float | None] = field(default_factory=list)
 
 
+@dataclass
+class StepHistory:
+    """What a lockstep trainer's ``run_steps`` did on this rank: per step, the wall-clock end
+    time (``time.perf_counter``), this rank's batch loss and the user's metrics."""
+
+    step_end_times: list[float] = field(default_factory=list)
+    step_losses: list[float] = field(default_factory=list)
+    step_metrics: dict[str, list[float]] = field(default_factory=dict)
+
+
+def run_train_steps(train_step, metric_names: Sequence[str], batches: Iterable, steps: int,
+                    on_step=None) -> StepHistory:
+    """``steps`` calls of ``train_step(x, y) -> (loss, metric values)`` on ``batches``;
+    ``on_step(step_index, loss)`` after each (the loss read: the step has finished)."""
+    history = StepHistory()
+    iterator = iter(batches)
+    for k in range(steps):
+        x, y = next(iterator)
+        loss, values = train_step(x, y)
+        loss = float(loss)
+        history.step_end_times.append(time.perf_counter())
+        history.step_losses.append(loss)
+        for name, value in zip(metric_names, values, strict=True):
+            history.step_metrics.setdefault(name, []).append(float(value))
+        if on_step is not None:
+            on_step(k, loss)
+    return history
+
+
 def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
                batch_size: int = 32, epochs: int = 1, steps_per_epoch: int | None = None,
                validation_data=None, validation_split: float = 0.0, validation_freq=1,
