@@ -60,7 +60,7 @@ _API: dict[str, tuple[str, str]] = {
     "PlannerError": ("ralp.planner.modes", "PlannerError"),
     "TrainingSetupError": ("ralp.models.training", "TrainingSetupError"),
     "SyncError": ("ralp.ps_strategy.staleness", "SyncError"),
-    "CheckpointError": ("ralp.ps_strategy.checkpoints", "CheckpointError"),
+    "CheckpointError": ("ralp.models.checkpoints", "CheckpointError"),
     "HorovodRunError": ("ralp.horovod.launch", "HorovodRunError"),
     "ChildError": ("ralp.cluster.fresh_process", "ChildError"),
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),

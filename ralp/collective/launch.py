@@ -172,13 +172,15 @@ def last_error_line(output: str) -> str:
 
 def launch(job_command: Callable[[object, object], list[str]], workers: int, backend: str, *,
            bandwidth: str | None = None, latency: str | None = None, budget=None,
-           on_progress: Callable | None = None, timeout: float = 3600.0) -> dict:
+           on_progress: Callable | None = None, timeout: float = 3600.0,
+           env: dict[str, str] | None = None) -> dict:
     """Run a collective job of ``workers`` workers on ``backend`` ("local": loopback ports;
     "netns": one namespace per worker on a shaped bridge) and return worker 0's ``record``.
 
     ``job_command(links, cpu)`` is every worker's command: ``links`` reads the workers' link
     counters (netns; None elsewhere), ``cpu`` the device groups' counters where ``budget``
     gives each worker a control group of its own (joined before the worker runs anything).
+    ``env`` adds to every worker's environment.
 
     Raises:
         CollectiveError: the job failed (the failing worker's error), or timed out.
@@ -205,7 +207,7 @@ def launch(job_command: Callable[[object, object], list[str]], workers: int, bac
 
     with contextlib.ExitStack() as stack:
         groups = stack.enter_context(budget.groups(hosts)) if budget is not None else None
-        env = dict(budget.task_env()) if groups is not None else {}
+        env = {**(budget.task_env() if groups is not None else {}), **(env or {})}
         meter = groups.meter(dict(zip(names, hosts, strict=True))) if groups else None
 
         def joined(k: int, command: list[str]) -> list[str]:
@@ -235,7 +237,9 @@ def launch(job_command: Callable[[object, object], list[str]], workers: int, bac
             # worker 0's own error says most about its failure; another worker's loss is
             # named by the launcher (worker 0 only sees its collective fail)
             own = getattr(e, "worker", None) == 0 and messages.get("error")
-            raise CollectiveError(own or str(e)) from None
+            error = CollectiveError(own or str(e))
+            error.worker = getattr(e, "worker", None)
+            raise error from None
     if "record" not in messages:
         raise CollectiveError("the collective job ended without worker 0's record")
     return messages["record"]

@@ -189,6 +189,75 @@ class CollectiveTrainer:
         """True on every worker when ``flag`` is True on any (a collective)."""
         return self._all_reduce(float(flag), "sum") > 0.5
 
+    # ------------------------------------------------------------------ checkpoints
+
+    def _checkpoint_variables(self) -> list:
+        from ralp.models.lockstep_checkpoints import named_variables
+
+        return (named_variables("model", self.model.variables)
+                + named_variables("optimizer", self.optimizer.variables))
+
+    def checkpoint_fingerprint(self) -> dict:
+        from ralp.models.checkpoints import fingerprint
+
+        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer},
+                           "collective")
+
+    def checkpoint_parts(self) -> dict[str, dict]:
+        """What this worker writes of a checkpoint: worker 0 its replica (read from its own
+        copy of each mirrored variable, so no collective runs on one worker only), the
+        others nothing."""
+        from ralp.models.lockstep_checkpoints import read_arrays
+
+        if self.rank:
+            return {}
+        local = self.strategy.experimental_local_results
+        return {"model": read_arrays(self._checkpoint_variables(),
+                                     lambda v: local(_backing(v))[0].numpy())}
+
+    def restore_checkpoint(self, load) -> None:
+        """Worker 0 reads the checkpoint; every worker gets its values: a sum over the workers
+        of worker 0's values and the others' zeros (exact: x + 0 = x)."""
+        import tensorflow as tf
+
+        from ralp.models.lockstep_checkpoints import assign_arrays
+
+        named = self._checkpoint_variables()
+        arrays = load("model") if self.rank == 0 else {
+            key: np.zeros(v.shape, _wire_dtype(v)) for key, v in named}
+        if self.rank == 0:
+            assign_arrays(named, arrays, "model")  # checks every key and shape first
+        keys = [key for key, _ in named]
+        values = [tf.constant(np.asarray(arrays[k]).astype(_wire_dtype(v)))
+                  for k, (_, v) in zip(keys, named, strict=True)]
+        summed = self._sum_tensors(values)
+        assign_arrays(named, {k: np.asarray(t).astype(np.dtype(v.dtype)) for k, t, (_, v)
+                              in zip(keys, summed, named, strict=True)}, "model")
+
+    def _sum_tensors(self, values: list) -> list:
+        import tensorflow as tf
+
+        strategy = self.strategy
+
+        @tf.function
+        def reduce(values):
+            mine = strategy.run(lambda *v: [tf.identity(t) for t in v], args=tuple(values))
+            return [strategy.reduce(tf.distribute.ReduceOp.SUM, m, axis=None) for m in mine]
+
+        return [t.numpy() for t in reduce(values)]
+
+    def share_text(self, text: str) -> str:
+        """Worker 0's ``text`` on every worker (the coordination service's store)."""
+        from ralp._compat import coordination_key_values
+
+        put, get = coordination_key_values()
+        self._shares = getattr(self, "_shares", 0) + 1
+        key = f"ralp/checkpoint_state/{self._shares}"
+        if self.rank == 0:
+            put(key, text)
+            return text
+        return get(key)
+
     def weights(self) -> list:
         """This replica's weights, as numpy arrays in ``model.weights`` order."""
         return [np.asarray(w.numpy()) for w in self.model.weights]
@@ -215,18 +284,34 @@ class CollectiveTrainer:
     def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
             validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0):
+            callbacks=(), shuffle: bool = True, seed: int = 0, checkpoint_dir=None,
+            checkpoint_every: int | None = None):
         """Keras' ``fit`` on this worker (call it on every worker with the same arguments):
         arrays ``x``, ``y`` (worker r of n trains on rows r, r + n, ...; ``batch_size`` is
         per worker) or ``batches``, validation, callbacks, and a history of epoch logs
-        (:mod:`ralp.models.lockstep_fit`)."""
+        (:mod:`ralp.models.lockstep_fit`). With ``checkpoint_dir``, worker 0 saves every
+        ``checkpoint_every`` steps and at each epoch's end, and the fit goes on from the
+        newest checkpoint there (:mod:`ralp.models.lockstep_checkpoints`)."""
         from ralp.models.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed)
+                          seed=seed, checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every)
+
+
+def _backing(variable):
+    """The TensorFlow variable behind a Keras 3 variable (a distributed one in the scope)."""
+    return getattr(variable, "value", variable)
+
+
+def _wire_dtype(variable) -> np.dtype:
+    """The dtype a variable's values cross in: integers (the optimizer's step count) as
+    float64, which the ring sums exactly up to 2**53."""
+    dtype = np.dtype(getattr(variable, "dtype", "float32"))
+    return np.dtype("float64") if np.issubdtype(dtype, np.integer) else dtype
 
 
 def leave_together(rank: int, workers: int, key: str = "ralp/leave") -> None:

@@ -27,10 +27,11 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from ralp._cli import UsageError, positive_int, quiet_tensorflow, words
 from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.errors import RalpError
+from ralp.experiments.chaos_lockstep import DEFAULT_KILLS, LOCKSTEP_MODES, ranks_of
 from ralp.experiments.digits import (
     IMAGE,
     digits_split,
@@ -40,13 +41,18 @@ from ralp.experiments.digits import (
 )
 
 PROG = "python -m ralp.experiments.chaos"
-MODES = ("ralp", "ps")
+PS_MODES = ("ralp", "ps")
+MODES = (*PS_MODES, *LOCKSTEP_MODES)
+PS_KILLS = ("worker:1@100", "ps:0@200")
+JOBS = {"ps": ("worker", "ps"), "lockstep": ("rank", "conv", "fc")}
 OPTIMIZERS = ("adam", "sgd")  # --optimizer: Keras' Adam or SGD (no momentum)
 
 
 @dataclass(frozen=True)
 class Kill:
-    """``job:index@step``: SIGKILL that task once the fit has done ``step`` steps."""
+    """``job:index@step``: SIGKILL that task once the fit has done ``step`` steps. Tasks:
+    ``worker:I``, ``ps:I`` (the PS modes), ``rank:K`` (a lockstep job's rank), and for
+    Stanza ``conv:K`` (= rank K) and ``fc:G`` (its G-th FC rank, after the CONV ranks)."""
 
     job: str
     index: int
@@ -59,10 +65,11 @@ class Kill:
             job, index = task.split(":")
             kill = cls(job, int(index), int(step))
         except ValueError:
-            raise UsageError(f"--kill {text!r}: write TASK@STEP, e.g. worker:1@100 or ps:0@200"
-                             ) from None
-        if job not in ("worker", "ps") or kill.index < 0 or kill.step < 1:
-            raise UsageError(f"--kill {text!r}: the task is worker:I or ps:I, the step >= 1")
+            raise UsageError(f"--kill {text!r}: write TASK@STEP, e.g. worker:1@100, ps:0@200 "
+                             "or rank:1@150") from None
+        if job not in ("worker", "ps", "rank", "conv", "fc") or kill.index < 0 or kill.step < 1:
+            raise UsageError(f"--kill {text!r}: the task is worker:I, ps:I, rank:K, conv:K or "
+                             "fc:G, the step >= 1")
         return kill
 
     def __str__(self) -> str:
@@ -130,7 +137,9 @@ class Killer:
 
 def left_running(cluster) -> list[str]:
     """What of ``cluster`` (stopped) is still there: task processes, network namespaces."""
-    left = [f"pid {pid}" for pid in cluster.started_pids if _alive(pid)]
+    from ralp.experiments.chaos_lockstep import left_running_pids
+
+    left = left_running_pids(cluster.started_pids)
     namespaces = getattr(cluster, "namespaces", [])
     if namespaces:
         from ralp.emulation.iproute import run_command
@@ -140,19 +149,12 @@ def left_running(cluster) -> list[str]:
     return left
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def run_mode(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
-    """``args.repeats`` times a failure-free run and a chaos run of one mode, each on a fresh
-    cluster; the chaos runs' figures: accuracies and times their means, the step counts
-    their worst, what was left running all of it, each pair in ``runs``."""
-    runs = [_run_pair(launcher_for, mode, args, kills) for _ in range(args.repeats)]
+def run_mode(run_pair, mode: str, args, kills: list[Kill]) -> dict:
+    """``args.repeats`` times ``run_pair(mode, args, kills)``, a failure-free run and a chaos
+    run of one mode, each on a fresh cluster; the chaos runs' figures: accuracies and times
+    their means, the step counts their worst, what was left running all of it, each pair in
+    ``runs``."""
+    runs = [run_pair(mode, args, kills) for _ in range(args.repeats)]
     last = runs[-1]["chaos"]
     figures = dict(last)
     figures.update(
@@ -180,8 +182,20 @@ def _mean(values) -> float:
     return round(statistics.fmean(values), 4)
 
 
+def lockstep_pair(backend: str, bandwidth: str | None):
+    """``run_pair`` of a lockstep mode: one failure-free job and one chaos job, each
+    restarted whole after a lost rank."""
+    from ralp.experiments.chaos_lockstep import run_lockstep
+
+    def run_pair(mode: str, args, kills: list[Kill]) -> dict:
+        return {"failure_free": run_lockstep(mode, args, [], backend, bandwidth),
+                "chaos": run_lockstep(mode, args, kills, backend, bandwidth)}
+
+    return run_pair
+
+
 def _run_pair(launcher_for, mode: str, args, kills: list[Kill]) -> dict:
-    """One failure-free run and one chaos run, each on a fresh cluster."""
+    """One failure-free run and one chaos run of a PS mode, each on a fresh cluster."""
     from ralp.cluster.fresh_process import run_in_fresh_process
 
     pair = {}
@@ -225,13 +239,18 @@ def table(results: list[dict]) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Training through killed tasks (a worker, "
                                 "the PS) against a failure-free run, on the digits.")
-    p.add_argument("--modes", nargs="+", default=list(MODES), metavar="MODE",
-                   help="ralp, ps (default: both), by spaces or commas")
+    p.add_argument("--modes", nargs="+", default=list(PS_MODES), metavar="MODE",
+                   help=f"{', '.join(MODES)} (default: ralp ps), by spaces or commas")
     p.add_argument("--workers", type=positive_int, default=3)
     p.add_argument("--steps", type=positive_int, default=300, help="steps in all (all workers)")
-    p.add_argument("--kill", nargs="+", default=["worker:1@100", "ps:0@200"], metavar="TASK@STEP",
-                   help="SIGKILL TASK once STEP steps are done (default: worker:1@100 ps:0@200)")
+    p.add_argument("--kill", nargs="+", default=None, metavar="TASK@STEP",
+                   help="SIGKILL TASK once STEP steps are done (default: worker:1@100 ps:0@200 "
+                        "for ralp and ps, rank:1@150 for horovod and collective, fc:0@100 "
+                        "conv:1@200 for stanza)")
     p.add_argument("--checkpoint-every", type=positive_int, default=25, help="steps")
+    p.add_argument("--max-restarts", type=int, default=3,
+                   help="lockstep modes: times the whole job is started again after a lost "
+                        "rank (default 3)")
     p.add_argument("--batch-size", type=positive_int, default=32)
     # The final accuracy of asynchronous training moves with the order of its updates, which
     # a failure changes. Measured, same seed, failure-free: plain SGD 0.05 is still climbing
@@ -274,14 +293,8 @@ def _run(args) -> list[dict]:
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise UsageError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
-    kills = [Kill.parse(k) for k in words(args.kill)]
-    for kill in kills:
-        if kill.job == "worker" and kill.index >= args.workers:
-            raise UsageError(f"--kill {kill}: there are only {args.workers} workers")
-        if kill.job == "ps" and kill.index != 0:
-            raise UsageError(f"--kill {kill}: the chaos cluster has one PS, ps:0")
-        if kill.step >= args.steps:
-            raise UsageError(f"--kill {kill}: the run has only {args.steps} steps")
+    kills = {mode: _kills(mode, args) for mode in modes}
+    _check_horovod(modes)
     quiet_tensorflow()
     request = BenchRequest(backend=args.backend, bandwidth=args.bandwidth)
     backend, _ = request.backend_choice()
@@ -289,23 +302,61 @@ def _run(args) -> list[dict]:
     Launcher(backend, bandwidth=bandwidth).check()
     results = []
     for mode in modes:
-        where = {"model": "lenet", "workers": args.workers, "ps": 1, "backend": backend,
+        lockstep = mode in LOCKSTEP_MODES
+        where = {"model": "lenet", "workers": ranks_of(mode, args.workers) if lockstep
+                 else args.workers, "ps": 0 if lockstep else 1, "backend": backend,
                  "bandwidth": bandwidth, "batch_size": args.batch_size, "optimizer": args.optimizer,
                  "learning_rate": args.learning_rate, "schedule": args.schedule,
                  "seed": args.seed, "repeats": args.repeats,
                  "steps_requested": args.steps, "checkpoint_every": args.checkpoint_every}
-        print(f"{PROG}: {mode}: a failure-free run, then one killing {' '.join(map(str, kills))}",
-              file=sys.stderr)
+        print(f"{PROG}: {mode}: a failure-free run, then one killing "
+              f"{' '.join(map(str, kills[mode]))}", file=sys.stderr)
+        pair = lockstep_pair(backend, bandwidth) if lockstep else (
+            lambda m, a, k: _run_pair(lambda chaos: Launcher(backend, bandwidth=bandwidth,
+                                                             restart_lost=chaos), m, a, k))
         try:
-            figures = run_mode(lambda chaos: Launcher(backend, bandwidth=bandwidth,
-                                                      restart_lost=chaos),
-                               mode, args, kills)
-        except (ChildError, ClusterError) as e:
+            figures = run_mode(pair, mode, args, kills[mode])
+        except (ChildError, ClusterError, RalpError) as e:
             results.append(make_chaos_result(mode, where, error=short_error(e)))
             continue
+        figures.pop("resumed_from_step", None)
         results.append(make_chaos_result(figures.pop("mode"), where, figures))
     write_results(args, results)
     return results
+
+
+def _kills(mode: str, args) -> list[Kill]:
+    """The mode's kills: ``--kill``'s, else the mode's default; each checked against the
+    mode's tasks."""
+    lockstep = mode in LOCKSTEP_MODES
+    given = words(args.kill) if args.kill else (DEFAULT_KILLS[mode] if lockstep else PS_KILLS)
+    kills = [Kill.parse(k) for k in given]
+    ranks = ranks_of(mode, args.workers)
+    for kill in kills:
+        if kill.job not in JOBS["lockstep" if lockstep else "ps"]:
+            raise UsageError(f"--kill {kill}: mode {mode} has " + (
+                "ranks (rank:K; Stanza also conv:K, fc:G)" if lockstep else "workers and a PS"))
+        if kill.job in ("conv", "fc") and mode != "stanza":
+            raise UsageError(f"--kill {kill}: only Stanza has CONV and FC ranks")
+        if kill.job == "worker" and kill.index >= args.workers:
+            raise UsageError(f"--kill {kill}: there are only {args.workers} workers")
+        if kill.job == "ps" and kill.index != 0:
+            raise UsageError(f"--kill {kill}: the chaos cluster has one PS, ps:0")
+        limit = {"rank": ranks, "conv": args.workers, "fc": 1}.get(kill.job)
+        if limit is not None and kill.index >= limit:
+            raise UsageError(f"--kill {kill}: mode {mode} has {limit} such rank(s)")
+        if kill.step >= args.steps:
+            raise UsageError(f"--kill {kill}: the run has only {args.steps} steps")
+    return kills
+
+
+def _check_horovod(modes: list[str]) -> None:
+    from ralp.horovod.launch import horovod_unavailable_reason
+
+    needing = [m for m in modes if m in ("horovod", "stanza")]
+    reason = horovod_unavailable_reason() if needing else None
+    if reason:
+        raise UsageError(f"modes {', '.join(needing)} need Horovod: {reason}")
 
 
 def main() -> None:

@@ -80,6 +80,7 @@ def launch(
     timeout: float = 3600.0,
     fc_ranks: int = 0,
     budget: Budget | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """Run a Horovod job of ``workers`` + ``fc_ranks`` ranks on ``backend`` and return rank
     0's ``record``.
@@ -90,7 +91,7 @@ def launch(
     ``budget`` (local and netns), every rank runs in a control group of its own
     (:mod:`ralp.emulation.devices`), joined before it runs anything of the job, and the
     launcher in one that only counts; ``cpu`` reads their counters (the same task names, and
-    ``driver``). Raises :class:`HorovodRunError`.
+    ``driver``). ``env`` adds to every rank's environment. Raises :class:`HorovodRunError`.
     """
     reason = horovod_unavailable_reason()
     if reason:
@@ -104,7 +105,7 @@ def launch(
     hosts = [f"w{k}" for k in range(len(names))]  # the ranks' hosts and device groups
     groups_of = budget.groups(hosts, [DRIVER]) if budget and backend != "tf-config" else None
     with groups_of or contextlib.nullcontext() as groups:
-        env, wrap, meter = dict(os.environ), (lambda command: command), None
+        env, wrap, meter = {**os.environ, **(env or {})}, (lambda command: command), None
         if groups is not None:
             env.update(budget.task_env())
             env[RANK_GROUPS_ENV] = json.dumps([list(groups.group(h).dirs) for h in hosts])

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.errors import RalpError
+from ralp.horovod import stanza_checkpoints
+from ralp.horovod.stanza_checkpoints import copy_process_sets
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
@@ -143,6 +145,9 @@ class StanzaTrainer:
         self.batch_size = batch_size
         self.conv_set = self._process_set(self.layout.conv_ranks)
         self.fc_set = self._process_set(self.layout.fc_ranks)
+        self.copy_sets = copy_process_sets(self)  # each FC rank's tail copy to its peer
+        self.copy_seconds: list[float] = []  # how long each tail copy took on this rank
+        self.tail_restored_from: str | None = None  # "peer" or "own file" after a restore
         self.is_fc = self.layout.is_fc(self.rank)
         part = self.split.tail if self.is_fc else self.split.head
         self.variables = part.trainable_variables
@@ -354,17 +359,41 @@ class StanzaTrainer:
     def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
             validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0):
+            callbacks=(), shuffle: bool = True, seed: int = 0, checkpoint_dir=None,
+            checkpoint_every: int | None = None):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`)."""
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`). With
+        ``checkpoint_dir``, checkpoints every ``checkpoint_every`` steps and at each epoch's
+        end (:mod:`ralp.horovod.stanza_checkpoints`), and the fit goes on from the newest."""
         from ralp.models.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed)
+                          seed=seed, checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every)
+
+    # ------------------------------------------------------------------ checkpoints
+    # (:mod:`ralp.horovod.stanza_checkpoints`: the paper's FC copies to CONV peers)
+
+    def checkpoint_fingerprint(self) -> dict:
+        from ralp.models.checkpoints import fingerprint
+
+        layout = self.layout
+        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer},
+                           f"stanza:{layout.conv_workers}+{layout.fc_workers}")
+
+    def checkpoint_parts(self) -> dict[str, dict]:
+        return stanza_checkpoints.checkpoint_parts(self)
+
+    def restore_checkpoint(self, load) -> None:
+        stanza_checkpoints.restore_checkpoint(self, load)
+
+    def share_text(self, text: str) -> str:
+        """Rank 0's ``text`` on every rank (a collective)."""
+        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_checkpoint_state")
 
     def agree(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is True on any (a collective)."""

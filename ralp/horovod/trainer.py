@@ -122,17 +122,58 @@ class HorovodTrainer:
     def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
             validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0):
+            callbacks=(), shuffle: bool = True, seed: int = 0, checkpoint_dir=None,
+            checkpoint_every: int | None = None):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`)."""
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`). With
+        ``checkpoint_dir``, rank 0 saves every ``checkpoint_every`` steps and at each epoch's
+        end, and the fit goes on from the newest checkpoint there
+        (:mod:`ralp.models.lockstep_checkpoints`)."""
         from ralp.models.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
                           validation_split=validation_split, validation_freq=validation_freq,
                           initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed)
+                          seed=seed, checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    @property
+    def rank(self) -> int:
+        return self.hvd.rank()
+
+    def _checkpoint_variables(self) -> list:
+        from ralp.models.lockstep_checkpoints import named_variables
+
+        return (named_variables("model", self.model.variables)
+                + named_variables("optimizer", self.optimizer.variables))
+
+    def checkpoint_fingerprint(self) -> dict:
+        from ralp.models.checkpoints import fingerprint
+
+        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer}, "horovod")
+
+    def checkpoint_parts(self) -> dict[str, dict]:
+        """What this rank writes of a checkpoint: rank 0 its whole replica, the others
+        nothing (every replica is the same)."""
+        from ralp.models.lockstep_checkpoints import read_arrays
+
+        return {"model": read_arrays(self._checkpoint_variables())} if self.rank == 0 else {}
+
+    def restore_checkpoint(self, load) -> None:
+        """Rank 0 reads the checkpoint; every rank gets its values (a broadcast)."""
+        from ralp.models.lockstep_checkpoints import assign_arrays
+
+        if self.rank == 0:
+            assign_arrays(self._checkpoint_variables(), load("model"), "model")
+        self._broadcast_initial_state()
+
+    def share_text(self, text: str) -> str:
+        """Rank 0's ``text`` on every rank (a collective)."""
+        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_checkpoint_state")
 
     def agree(self, flag: bool) -> bool:
         """True on every rank when ``flag`` is True on any (a collective)."""

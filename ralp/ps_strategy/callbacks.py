@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import keras
 
-from ralp.ps_strategy.checkpoints import Failure, TrainingState
+from ralp.models.checkpoints import Failure, TrainingState
 from ralp.ps_strategy.staleness import SyncPolicy, SyncRecord, as_policy
 from ralp.ps_strategy.sync import SlowWorker
 

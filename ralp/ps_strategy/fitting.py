@@ -32,8 +32,7 @@ import tensorflow as tf
 from ralp.cluster.probe import describe, wait_until_reachable
 from ralp.cluster.spec import ClusterError
 from ralp.errors import InvalidArgumentError
-from ralp.ps_strategy.callbacks import History, call_callbacks
-from ralp.ps_strategy.checkpoints import (
+from ralp.models.checkpoints import (
     Checkpointer,
     CheckpointError,
     Failure,
@@ -44,6 +43,7 @@ from ralp.ps_strategy.checkpoints import (
     fingerprint,
     read_checkpoint,
 )
+from ralp.ps_strategy.callbacks import History, call_callbacks
 from ralp.ps_strategy.data import DatasetFn, skipping
 from ralp.ps_strategy.health import TaskLost, failed_ps_tasks, is_ps_failure
 from ralp.ps_strategy.loops import EpochRun

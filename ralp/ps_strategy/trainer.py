@@ -30,6 +30,7 @@ from ralp.cluster.probe import unreachable
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError, warn
+from ralp.models.checkpoints import read_checkpoint
 from ralp.models.training import (
     BatchMetrics,
     default_loss,
@@ -49,7 +50,6 @@ from ralp.placement.rewriter import (
 )
 from ralp.profiler.api import Profile
 from ralp.ps_strategy.callbacks import History
-from ralp.ps_strategy.checkpoints import read_checkpoint
 from ralp.ps_strategy.connect import Connection, connect, reconnect
 from ralp.ps_strategy.data import DatasetFn, WorkerInputs, numpy_dataset_fn, worker_device
 from ralp.ps_strategy.fitting import run_fit
@@ -322,7 +322,7 @@ class Trainer:
 
     def restore_checkpoint(self, path: str) -> None:
         """Restore a checkpoint of :meth:`save_checkpoint` (or one ``fit`` wrote); a checkpoint
-        of another model is a :class:`~ralp.ps_strategy.checkpoints.CheckpointError`."""
+        of another model is a :class:`~ralp.models.checkpoints.CheckpointError`."""
         read_checkpoint(self._checkpoint, path)
 
     def get_weights(self) -> list[np.ndarray]:

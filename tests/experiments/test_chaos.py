@@ -1,6 +1,9 @@
-"""The chaos benchmark's pieces that need no cluster: kills, records, the table. (Its runs
-are recorded in benchmarks/results/chaos.json; the recovery itself is tested in
+"""The chaos benchmark: kills, records, the table, and short chaos runs of the lockstep
+modes (restarted whole from their checkpoints). (Its full runs are recorded in
+benchmarks/results/chaos*.json; the PS modes' recovery is tested in
 tests/ps_strategy/test_failures.py.)"""
+
+import json
 
 import pytest
 
@@ -13,7 +16,8 @@ from ralp.experiments.results import CHAOS_RESULT_KEYS, make_chaos_result
 def test_kills_parse_and_bad_ones_say_how_to_write_them():
     assert Kill.parse("worker:1@100") == Kill("worker", 1, 100)
     assert str(Kill.parse("ps:0@200")) == "ps:0@200"
-    for bad in ("worker1@100", "worker:1", "chief:0@5", "ps:0@0", "ps:x@3"):
+    assert Kill.parse("fc:0@100") == Kill("fc", 0, 100)
+    for bad in ("worker1@100", "worker:1", "chief:0@5", "ps:0@0", "ps:x@3", "rank:-1@3"):
         with pytest.raises(UsageError, match="--kill"):
             Kill.parse(bad)
 
@@ -22,7 +26,11 @@ def test_kills_parse_and_bad_ones_say_how_to_write_them():
     (["--kill", "worker:5@10"], "there are only 3 workers"),
     (["--kill", "ps:1@10"], "one PS, ps:0"),
     (["--kill", "ps:0@400"], "the run has only 300 steps"),
-    (["--modes", "horovod"], r"unknown mode\(s\) \['horovod'\]"),
+    (["--modes", "bogus"], r"unknown mode\(s\) \['bogus'\]"),
+    (["--modes", "collective", "--kill", "worker:1@10"], "mode collective has ranks"),
+    (["--modes", "collective", "--kill", "rank:3@10"], "has 3 such rank"),
+    (["--modes", "collective", "--kill", "fc:0@10"], "only Stanza has CONV and FC ranks"),
+    (["--modes", "ps", "--kill", "rank:1@10"], "mode ps has workers and a PS"),
 ])
 def test_bad_arguments_fail_before_any_cluster_starts(argv, message, capsys):
     assert run(argv) == 2
@@ -44,7 +52,7 @@ def test_a_result_has_the_schema_and_the_table_reads_it():
         make_chaos_result("ps", where, {"speed": 1})
 
 
-def test_repeats_average_the_accuracies_and_keep_the_worst_counts(monkeypatch):
+def test_repeats_average_the_accuracies_and_keep_the_worst_counts():
     import argparse
 
     from ralp.experiments import chaos
@@ -58,9 +66,33 @@ def test_repeats_average_the_accuracies_and_keep_the_worst_counts(monkeypatch):
         {"failure_free": run(0.98, 300, 0), "chaos": run(0.97, 300, 25)},
         {"failure_free": run(0.96, 300, 0), "chaos": run(0.99, 299, 31, ["pid 7"])},
     ])
-    monkeypatch.setattr(chaos, "_run_pair", lambda *a: next(pairs))
-    figures = chaos.run_mode(None, "ralp", argparse.Namespace(repeats=2), [])
+    figures = chaos.run_mode(lambda *a: next(pairs), "ralp", argparse.Namespace(repeats=2), [])
     assert figures["accuracy"] == pytest.approx(0.98)
     assert figures["accuracy_failure_free"] == pytest.approx(0.97)
     assert (figures["steps_completed"], figures["steps_redone"]) == (299, 31)
     assert figures["left_running"] == ["pid 7"] and len(figures["runs"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, kills", [
+    ("collective", ["rank:1@25"]),
+    pytest.param("stanza", ["fc:0@15", "conv:1@30"], marks=pytest.mark.skipif(
+        __import__("ralp.horovod.launch", fromlist=["x"]).horovod_unavailable_reason() is not None,
+        reason="Horovod unavailable")),
+])
+def test_a_lockstep_job_survives_its_killed_ranks_by_restarting(tmp_path, mode, kills):
+    out = tmp_path / "chaos.json"
+    argv = ["--modes", mode, "--steps", "40", "--checkpoint-every", "10", "--backend", "local",
+            "--kill", *kills, "--out", str(out)]
+    assert run(argv) == 0
+    (result,) = json.loads(out.read_text())["results"]
+    assert result["error"] is None and result["steps_completed"] == 40
+    assert result["restarts"] == len(kills) and len(result["failures"]) == len(kills)
+    for failure, kill in zip(result["failures"], result["kills"], strict=True):
+        assert failure["task"] == f"rank:{kill['rank']}"
+        assert failure["at_step"] >= kill["asked_at_step"]
+        # at most a checkpoint interval, and the steps done before the kill landed
+        assert failure["steps_redone"] == failure["at_step"] - failure["restored_step"] <= 10 + 5
+    # lockstep training is deterministic: the restarted job ends where the undisturbed one does
+    assert result["accuracy"] == pytest.approx(result["accuracy_failure_free"], abs=0.01)
+    assert result["left_running"] == []

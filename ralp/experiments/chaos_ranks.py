@@ -1,0 +1,102 @@
+"""One rank of the chaos run's lockstep job (``python -m ralp.experiments.chaos`` with mode
+horovod, stanza or collective starts it on every rank; a supervisor starts the job again after
+a lost rank):
+
+    python -m ralp.experiments.chaos_ranks MODE STEPS BATCH OPTIMIZER LR SCHEDULE SEED \\
+        CHECKPOINT_DIR EVERY PIDS_DIR
+
+Every rank writes its process id to PIDS_DIR/rank<r>.pid (the chaos run kills ranks by it),
+trains lenet on the digits' training split (each data rank on its shard) with checkpoints,
+going on from the newest, and rank 0 reports each step done (``("step", n)``, n from the
+start of the training) and, at the end, the test accuracy and what the fit went through.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict
+
+
+def make_trainer(mode: str, optimizer):
+    """The mode's trainer; the collective one first of all TensorFlow work (its strategy
+    must come first)."""
+    from ralp.experiments.digits import IMAGE
+    from ralp.models import build_model
+
+    def build():
+        import keras
+
+        keras.utils.set_random_seed(0)
+        return build_model("lenet", num_classes=10, image_size=IMAGE)
+
+    if mode == "collective":
+        from ralp.collective.trainer import CollectiveTrainer
+
+        return CollectiveTrainer(build, optimizer=optimizer)
+    import horovod.tensorflow as hvd
+
+    hvd.init(process_sets="dynamic" if mode == "stanza" else None)
+    if mode == "stanza":
+        from ralp.horovod.stanza import StanzaTrainer
+
+        return StanzaTrainer(hvd, build(), optimizer(), fc_workers=1, batch_size=BATCH[0])
+    from ralp.horovod.trainer import HorovodTrainer
+
+    return HorovodTrainer(hvd, build(), optimizer())
+
+
+BATCH = [32]  # the per-rank batch, set by main before the trainer is made
+
+
+def main(argv: list[str]) -> None:
+    mode, steps, batch, optimizer_name, rate, schedule, seed, ckpt, every, pids = argv
+    steps, batch, seed, every, rate = int(steps), int(batch), int(seed), int(every), float(rate)
+    BATCH[0] = batch
+
+    def optimizer():
+        import keras
+
+        lr = keras.optimizers.schedules.CosineDecay(rate, steps) if schedule == "cosine" else rate
+        return {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[optimizer_name](lr)
+
+    trainer = make_trainer(mode, optimizer)
+    rank = trainer.rank
+    with open(os.path.join(pids, f"rank{rank}.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    import keras
+
+    from ralp.cluster.messages import emit
+    from ralp.experiments.digits import IMAGE, digits_split
+    from ralp.models.digits import to_model_input
+
+    x_train, y_train, x_test, y_test = digits_split(seed)
+    x_train, x_test = to_model_input(x_train, IMAGE).numpy(), to_model_input(x_test, IMAGE).numpy()
+    progress = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda b, logs: rank == 0 and emit("step", b + 1))
+    start = time.perf_counter()
+    history = trainer.fit(x_train, y_train, batch_size=batch, epochs=1, steps_per_epoch=steps,
+                          seed=seed, callbacks=[progress], checkpoint_dir=ckpt,
+                          checkpoint_every=every)
+    wall = time.perf_counter() - start
+    accuracy = trainer.evaluate(x_test, y_test)["accuracy"]  # Stanza: shares the weights first
+    if getattr(trainer, "copy_seconds", None):
+        emit("copy_seconds", {"rank": rank, "seconds": trainer.copy_seconds})
+    trainer.barrier()
+    if rank == 0:
+        emit("record", {
+            "mode": mode, "accuracy": float(accuracy), "wall_s": round(wall, 2),
+            "steps_completed": (history.resumed_from_step or 0) + len(history.step_end_times),
+            "resumed_from_step": history.resumed_from_step,
+            "steps_redone": history.steps_redone,
+            "failures": [asdict(f) for f in history.failures],
+            "iterations": int(trainer.optimizer.iterations.numpy()),
+        })
+    if mode == "collective":
+        trainer.leave_together()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main(sys.argv[1:])

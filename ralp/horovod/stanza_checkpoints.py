@@ -1,0 +1,121 @@
+"""Stanza's checkpoints, as its paper designs them (Wu et al. 2018, "Stanza: Layer Separation
+for Distributed Training in Deep Learning", fault tolerance): every node checkpoints, and each
+FC rank also sends a copy of its FC parameters to a CONV rank, so that losing an FC rank loses
+no FC state.
+
+What each rank writes (:class:`ralp.models.lockstep_checkpoints.LockstepCheckpoints` commits
+them together):
+
+- CONV rank 0: the head and the CONV ranks' optimizer state (every CONV replica is the same);
+- FC rank g: its tail and the FC optimizer state (part ``tail<g>``);
+- FC rank g's CONV peer (a CONV rank of g's group, drawn once per layout): the copy of that
+  tail it is sent with Horovod's own broadcast, in a process set of the two ranks (part
+  ``tail<g>-copy``). The copy is sent at the checkpoint, between steps.
+
+On restore, CONV rank 0 reads the head and broadcasts it to the CONV ranks; each FC rank gets
+its tail from its peer's copy (a broadcast from the peer), not from its own disk, which is
+read only where the peer has no copy.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+
+def fc_peer(layout, fc_index: int) -> int:
+    """The CONV rank that holds FC rank ``fc_index``'s tail copy: one of its group, drawn
+    with a seed of the layout, so that every rank (and every restart) draws the same."""
+    seed = f"ralp-stanza-peer-{layout.size}-{layout.fc_workers}-{fc_index}"
+    return random.Random(seed).choice(layout.group(fc_index))
+
+
+def copy_process_sets(trainer) -> list:
+    """One Horovod process set per FC rank: it and its peer (every rank adds all of them, in
+    the same order, as Horovod requires)."""
+    hvd, layout = trainer.hvd, trainer.layout
+    sets = []
+    for g in range(layout.fc_workers):
+        pair = sorted((fc_peer(layout, g), layout.fc_ranks[g]))
+        sets.append(hvd.global_process_set if len(pair) == layout.size
+                    else trainer._process_set(tuple(pair)))
+    return sets
+
+
+def _head_variables(trainer) -> list:
+    from ralp.models.lockstep_checkpoints import named_variables
+
+    return (named_variables("head", trainer.split.head.variables)
+            + named_variables("optimizer", trainer.optimizer.variables))
+
+
+def _tail_variables(trainer) -> list:
+    from ralp.models.lockstep_checkpoints import named_variables
+
+    return (named_variables("tail", trainer.split.tail.variables)
+            + named_variables("optimizer", trainer.optimizer.variables))
+
+
+def checkpoint_parts(trainer) -> dict[str, dict]:
+    """This rank's parts of a checkpoint; the FC ranks' copies cross to their peers here (a
+    collective of each pair). The seconds each copy took go to ``trainer.copy_seconds``."""
+    from ralp.models.lockstep_checkpoints import read_arrays
+
+    layout, rank, parts = trainer.layout, trainer.rank, {}
+    if rank == 0:
+        parts["head"] = read_arrays(_head_variables(trainer))
+    for g in range(layout.fc_workers):
+        fc, peer = layout.fc_ranks[g], fc_peer(layout, g)
+        if rank == fc:
+            tail = read_arrays(_tail_variables(trainer))
+            parts[f"tail{g}"] = tail
+            _send_copy(trainer, g, tail, root=fc)
+        elif rank == peer:
+            parts[f"tail{g}-copy"] = _send_copy(trainer, g, None, root=fc)
+    return parts
+
+
+def _send_copy(trainer, fc_index: int, arrays, root: int):
+    start = time.perf_counter()
+    received = trainer.hvd.broadcast_object(arrays, root_rank=root,
+                                            name=f"ralp_stanza_fc_copy_{fc_index}",
+                                            process_set=trainer.copy_sets[fc_index])
+    trainer.copy_seconds.append(time.perf_counter() - start)
+    return received
+
+
+def restore_checkpoint(trainer, load) -> None:
+    """Every rank's part of the checkpoint back: the head from CONV rank 0's file to every
+    CONV rank, each tail from its peer's copy (a collective: call it on every rank)."""
+    from ralp.models.lockstep_checkpoints import assign_arrays
+
+    layout, rank, hvd = trainer.layout, trainer.rank, trainer.hvd
+    if not trainer.is_fc:
+        if rank == 0:
+            assign_arrays(_head_variables(trainer), load("head"), "head")
+        if trainer.conv_set is not None:
+            state = [v.value for v in trainer.split.head.variables]
+            state += [v.value for v in trainer.optimizer.variables]
+            hvd.broadcast_variables(state, root_rank=0, process_set=trainer.conv_set)
+    for g in range(layout.fc_workers):
+        fc, peer = layout.fc_ranks[g], fc_peer(layout, g)
+        if rank not in (fc, peer):
+            continue
+        copy = _peer_copy(load, g) if rank == peer else None
+        received = hvd.broadcast_object(copy, root_rank=peer, name=f"ralp_stanza_fc_restore_{g}",
+                                        process_set=trainer.copy_sets[g])
+        if rank == fc:
+            trainer.tail_restored_from = "peer" if received is not None else "own file"
+            arrays = received if received is not None else load(f"tail{g}")
+            assign_arrays(_tail_variables(trainer), arrays, f"tail{g}")
+
+
+def _peer_copy(load, fc_index: int):
+    """The peer's copy of FC rank ``fc_index``'s tail, or None where it has none."""
+    from ralp.models.checkpoints import CheckpointError
+
+    try:
+        return load(f"tail{fc_index}-copy")
+    except CheckpointError:
+        return None
+
