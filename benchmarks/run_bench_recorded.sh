@@ -15,7 +15,7 @@
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
-#                                          collective-10gbit]...
+#                                          collective-10gbit|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +58,11 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 4 \
       --steps 10 --repeat 3 --quiet --out $R/collective_$bw.json --plot $R/collective_$bw.png \
       || true ;;
+  chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
+    # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
+    # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs
+    $PY -m ralp.experiments.chaos --modes ralp ps horovod stanza collective --steps 300 \
+      --checkpoint-every 50 --repeats 3 --out $R/chaos_all.json || true ;;
   cfs-period)  # issue 25: does a shorter CFS period make 10 Gbit/s budgeted runs repeat
     # better? 5 rounds, 10 ms and 2.5 ms interleaved (the order swapped every other round)
     rm -f $R/cfs_period_round*.json

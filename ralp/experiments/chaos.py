@@ -168,14 +168,17 @@ def run_mode(run_pair, mode: str, args, kills: list[Kill]) -> dict:
         steps_redone=max(r["chaos"]["steps_redone"] for r in runs),
         left_running=sorted({x for r in runs for x in r["chaos"]["left_running"]
                              + r["failure_free"]["left_running"]}),
-        runs=[{kind: {k: r[kind][k] for k in _RUN_FIGURES} for kind in ("failure_free", "chaos")}
-              for r in runs],
+        # lockstep modes: the share of a failure-free run's time spent saving checkpoints
+        save_overhead=_mean(r["failure_free"]["save_overhead"] for r in runs)
+        if "save_overhead" in last else None,
+        runs=[{kind: {k: r[kind].get(k) for k in _RUN_FIGURES}
+               for kind in ("failure_free", "chaos")} for r in runs],
     )
     return figures
 
 
 _RUN_FIGURES = ("accuracy", "steps_completed", "steps_redone", "wall_s", "time_lost_s",
-                "left_running")
+                "left_running", "save_overhead", "restarts")
 
 
 def _mean(values) -> float:
@@ -222,16 +225,19 @@ def table(results: list[dict]) -> str:
     from ralp._text import text_grid
 
     header = ["mode", "steps done/asked", "redone", "accuracy", "failure-free", "wall s",
-              "failure-free s", "time lost s", "left running"]
+              "failure-free s", "time lost s", "restarts", "saving", "left running"]
     rows = []
     for r in results:
         if r.get("error"):
-            rows.append([r["mode"], *["-"] * 7, f"error: {r['error']}"])
+            rows.append([r["mode"], *["-"] * 9, f"error: {r['error']}"])
             continue
+        saving = r.get("save_overhead")
         rows.append([r["mode"], f"{r['steps_completed']}/{r['steps_requested']}",
                      str(r["steps_redone"]), f"{r['accuracy']:.3f}",
                      f"{r['accuracy_failure_free']:.3f}", f"{r['wall_s']:.1f}",
                      f"{r['wall_s_failure_free']:.1f}", f"{r['time_lost_s']:.1f}",
+                     "-" if r.get("restarts") is None else str(r["restarts"]),
+                     "-" if saving is None else f"{100 * saving:.1f}%",
                      ", ".join(r["left_running"]) or "nothing"])
     return "\n".join(text_grid(header, rows))
 

@@ -126,6 +126,7 @@ def run_lockstep(mode: str, args, kills, backend: str, bandwidth: str | None) ->
         out["kills"], out["restarts"] = killer.done, supervised.restarts
         out["copy_seconds"] = killer.copy_seconds
         out["time_lost_s"] = sum(f.get("time_lost_s") or 0.0 for f in out["failures"])
+        out["save_overhead"] = round(out["save_s"] / max(1e-9, out["wall_s"] - out["save_s"]), 4)
         out["left_running"] = left_running_pids(killer.all_pids()) + _namespaces_left()
     return out
 

@@ -92,6 +92,8 @@ def main(argv: list[str]) -> None:
             "steps_redone": history.steps_redone,
             "failures": [asdict(f) for f in history.failures],
             "iterations": int(trainer.optimizer.iterations.numpy()),
+            # the checkpoints' cost: rank 0's time in saves (every rank waits for them)
+            "save_s": round(sum(history.save_seconds), 3), "saves": len(history.save_seconds),
         })
     if mode == "collective":
         trainer.leave_together()

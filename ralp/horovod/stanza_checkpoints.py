@@ -77,11 +77,36 @@ def checkpoint_parts(trainer) -> dict[str, dict]:
 
 def _send_copy(trainer, fc_index: int, arrays, root: int):
     start = time.perf_counter()
-    received = trainer.hvd.broadcast_object(arrays, root_rank=root,
-                                            name=f"ralp_stanza_fc_copy_{fc_index}",
-                                            process_set=trainer.copy_sets[fc_index])
+    received = broadcast_arrays(trainer.hvd, arrays, root, f"ralp_stanza_fc_copy_{fc_index}",
+                                trainer.copy_sets[fc_index])
     trainer.copy_seconds.append(time.perf_counter() - start)
     return received
+
+
+def broadcast_arrays(hvd, arrays: dict | None, root: int, name: str, process_set):
+    """``root``'s named numpy arrays (or None) on every rank of ``process_set``: their names,
+    shapes and dtypes as a small object, their bytes as one uint8 tensor. (Horovod's
+    ``broadcast_object`` would move the bytes too, but it turns them into a tensor element by
+    element: 0.3 s for lenet's 19 MB tail and its Adam slots, against 0.02 s this way.)"""
+    import numpy as np
+    import tensorflow as tf
+
+    mine = hvd.rank() == root
+    layout = [(k, a.shape, a.dtype.str) for k, a in arrays.items()] if mine and arrays else None
+    layout = hvd.broadcast_object(layout if mine else None, root_rank=root, name=f"{name}_layout",
+                                  process_set=process_set)
+    if layout is None:
+        return None
+    sizes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in layout]
+    flat = (np.concatenate([np.ascontiguousarray(arrays[k]).view(np.uint8).ravel()
+                            for k, _, _ in layout]) if mine else np.zeros(sum(sizes), np.uint8))
+    flat = hvd.broadcast(tf.constant(flat), root_rank=root, name=name,
+                         process_set=process_set).numpy()
+    out, offset = {}, 0
+    for (key, shape, dtype), size in zip(layout, sizes, strict=True):
+        out[key] = flat[offset:offset + size].view(np.dtype(dtype)).reshape(shape)
+        offset += size
+    return out
 
 
 def restore_checkpoint(trainer, load) -> None:
@@ -102,8 +127,8 @@ def restore_checkpoint(trainer, load) -> None:
         if rank not in (fc, peer):
             continue
         copy = _peer_copy(load, g) if rank == peer else None
-        received = hvd.broadcast_object(copy, root_rank=peer, name=f"ralp_stanza_fc_restore_{g}",
-                                        process_set=trainer.copy_sets[g])
+        received = broadcast_arrays(hvd, copy, peer, f"ralp_stanza_fc_restore_{g}",
+                                    trainer.copy_sets[g])
         if rank == fc:
             trainer.tail_restored_from = "peer" if received is not None else "own file"
             arrays = received if received is not None else load(f"tail{g}")

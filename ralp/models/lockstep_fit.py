@@ -34,6 +34,7 @@ class RankHistory:
     step_losses: list[float | None] = field(default_factory=list)
     failures: list = field(default_factory=list)
     resumed_from_step: int | None = None  # the checkpoint's step this fit went on from
+    save_seconds: list[float] = field(default_factory=list)  # each checkpoint's, on this rank
 
     @property
     def steps_redone(self) -> int:
@@ -246,10 +247,12 @@ class Resume:
 
         self.position.epoch = epoch
         self.position.epoch_loss_sum = self.carried[0] + mean * steps
+        start = time.perf_counter()
         state = TrainingState(self.trainer.checkpoint_fingerprint(), self.position,
                               self.total_steps, finished, dict(self.history.history),
                               list(self.history.failures))
         self.checkpoints.save(state)
+        self.history.save_seconds.append(time.perf_counter() - start)
 
     def epoch_done(self, next_epoch: int, finished: bool) -> None:
         """An epoch ended (its logs in the history): checkpoint there, the next epoch's

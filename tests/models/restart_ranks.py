@@ -79,7 +79,8 @@ def main() -> None:
                    "failures": [asdict(x) for x in history.failures],
                    "steps_done": done[0],
                    "tail_restored_from": getattr(trainer, "tail_restored_from", None),
-                   "copy_seconds": getattr(trainer, "copy_seconds", [])}, f)
+                   "copy_seconds": getattr(trainer, "copy_seconds", []),
+                   "save_seconds": history.save_seconds}, f)
     if rank == 0:
         np.savez(f"{out_dir}/weights.npz", *[w.numpy() for w in trainer.model.weights])
     trainer.barrier()
