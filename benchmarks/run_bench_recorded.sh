@@ -15,7 +15,8 @@
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
-#                                          collective-10gbit|chaos-all]...
+#                                          collective-10gbit|collective-n8-1gbit|
+#                                          collective-n8-10gbit|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,12 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 4 \
       --steps 10 --repeat 3 --quiet --out $R/collective_$bw.json --plot $R/collective_$bw.png \
       || true ;;
+  collective-n8-1gbit|collective-n8-10gbit)  # issue 28: the same at N = 8 (0.2 CPU per device)
+    bw=${part#collective-n8-}
+    $PY -m ralp.bench --backend netns --bandwidth $bw --models alexnet vgg11 resnet50 \
+      --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 8 \
+      --steps 10 --repeat 3 --quiet --out $R/collective_n8_$bw.json \
+      --plot $R/collective_n8_$bw.png || true ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
     # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs

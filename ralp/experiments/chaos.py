@@ -171,12 +171,15 @@ def run_mode(run_pair, mode: str, args, kills: list[Kill]) -> dict:
         # lockstep modes: the share of a failure-free run's time spent saving checkpoints
         save_overhead=_mean(r["failure_free"]["save_overhead"] for r in runs)
         if "save_overhead" in last else None,
+        # and what its saves took (Stanza: each FC copy, and how long a step waited for it)
+        **{k: runs[-1]["failure_free"][k] for k in _SAVE_FIGURES if k in last},
         runs=[{kind: {k: r[kind].get(k) for k in _RUN_FIGURES}
                for kind in ("failure_free", "chaos")} for r in runs],
     )
     return figures
 
 
+_SAVE_FIGURES = ("save_s", "saves", "copy_seconds", "copy_waited_s")
 _RUN_FIGURES = ("accuracy", "steps_completed", "steps_redone", "wall_s", "time_lost_s",
                 "left_running", "save_overhead", "restarts")
 

@@ -46,10 +46,12 @@ class RankKiller:
         self.pending, self.done = sorted(kills, key=lambda k: k.step), []
         self.seen_pids: set[int] = set()
         self.copy_seconds: list[float] = []
+        self.copy_waited: list[float] = []
 
     def __call__(self, message) -> None:
-        if message[0] == "copy_seconds":
+        if message[0] == "copy_seconds":  # each copy's time, and the time a step waited for it
             self.copy_seconds += message[1]["seconds"]
+            self.copy_waited += message[1]["waited"]
         while self.pending and message[0] == "step" and message[1] >= self.pending[0].step:
             kill = self.pending.pop(0)
             rank = rank_index(kill, self.mode, self.workers)
@@ -124,7 +126,7 @@ def run_lockstep(mode: str, args, kills, backend: str, bandwidth: str | None) ->
             lost_task=killer.lost_task, on_progress=killer)
         out = dict(supervised.result)
         out["kills"], out["restarts"] = killer.done, supervised.restarts
-        out["copy_seconds"] = killer.copy_seconds
+        out["copy_seconds"], out["copy_waited_s"] = killer.copy_seconds, killer.copy_waited
         out["time_lost_s"] = sum(f.get("time_lost_s") or 0.0 for f in out["failures"])
         out["save_overhead"] = round(out["save_s"] / max(1e-9, out["wall_s"] - out["save_s"]), 4)
         out["left_running"] = left_running_pids(killer.all_pids()) + _namespaces_left()

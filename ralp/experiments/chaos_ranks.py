@@ -82,7 +82,8 @@ def main(argv: list[str]) -> None:
     wall = time.perf_counter() - start
     accuracy = trainer.evaluate(x_test, y_test)["accuracy"]  # Stanza: shares the weights first
     if getattr(trainer, "copy_seconds", None):
-        emit("copy_seconds", {"rank": rank, "seconds": trainer.copy_seconds})
+        emit("copy_seconds", {"rank": rank, "seconds": trainer.copy_seconds,
+                              "waited": trainer.copy_wait_seconds})
     trainer.barrier()
     if rank == 0:
         emit("record", {

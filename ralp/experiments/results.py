@@ -31,8 +31,8 @@ CHAOS_RESULT_KEYS: tuple[str, ...] = (
     "learning_rate", "schedule", "seed", "repeats",
     "steps_requested", "steps_completed", "steps_redone", "checkpoint_every", "kills",
     "accuracy", "accuracy_failure_free", "wall_s", "wall_s_failure_free", "time_lost_s",
-    "failures", "duplicate_steps", "iterations", "restarts", "copy_seconds", "save_s", "saves",
-    "save_overhead", "left_running", "runs", "error",
+    "failures", "duplicate_steps", "iterations", "restarts", "copy_seconds", "copy_waited_s",
+    "save_s", "saves", "save_overhead", "left_running", "runs", "error",
 )
 
 

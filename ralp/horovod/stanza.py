@@ -147,6 +147,8 @@ class StanzaTrainer:
         self.fc_set = self._process_set(self.layout.fc_ranks)
         self.copy_sets = copy_process_sets(self)  # each FC rank's tail copy to its peer
         self.copy_seconds: list[float] = []  # how long each tail copy took on this rank
+        self.copy_wait_seconds: list[float] = []  # how long the next step then waited for it
+        self.last_tail: dict | None = None  # an FC rank's tail at its last checkpoint
         self.tail_restored_from: str | None = None  # "peer" or "own file" after a restore
         self.is_fc = self.layout.is_fc(self.rank)
         part = self.split.tail if self.is_fc else self.split.head
@@ -375,8 +377,7 @@ class StanzaTrainer:
                           seed=seed, checkpoint_dir=checkpoint_dir,
                           checkpoint_every=checkpoint_every)
 
-    # ------------------------------------------------------------------ checkpoints
-    # (:mod:`ralp.horovod.stanza_checkpoints`: the paper's FC copies to CONV peers)
+    # ---------------------------- checkpoints (ralp.horovod.stanza_checkpoints: FC copies)
 
     def checkpoint_fingerprint(self) -> dict:
         from ralp.models.checkpoints import fingerprint
@@ -387,6 +388,9 @@ class StanzaTrainer:
 
     def checkpoint_parts(self) -> dict[str, dict]:
         return stanza_checkpoints.checkpoint_parts(self)
+
+    def start_copies(self, write):  # the FC copies cross while the next step computes
+        return stanza_checkpoints.start_copies(self, write)
 
     def restore_checkpoint(self, load) -> None:
         stanza_checkpoints.restore_checkpoint(self, load)
@@ -401,7 +405,6 @@ class StanzaTrainer:
 
         value = self.hvd.allreduce(tf.constant(float(flag)), op=self.hvd.Max, name="ralp_agree")
         return bool(float(value) > 0.5)
-
 
 
 def _split(model, plan, batch_size: int):

@@ -10,7 +10,10 @@ them together):
 - FC rank g: its tail and the FC optimizer state (part ``tail<g>``);
 - FC rank g's CONV peer (a CONV rank of g's group, drawn once per layout): the copy of that
   tail it is sent with Horovod's own broadcast, in a process set of the two ranks (part
-  ``tail<g>-copy``). The copy is sent at the checkpoint, between steps.
+  ``tail<g>-copy``). The copy is sent from a snapshot in a thread of each of the two ranks,
+  while the next step computes, as the paper has it sent while the GPUs compute; the
+  checkpoint is committed after that step, once the copy has landed. (Horovod runs the two
+  process sets' collectives side by side, as it does the CONV and FC sets' in a step.)
 
 On restore, CONV rank 0 reads the head and broadcasts it to the CONV ranks; each FC rank gets
 its tail from its peer's copy (a broadcast from the peer), not from its own disk, which is
@@ -20,7 +23,9 @@ read only where the peer has no copy.
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections.abc import Callable
 
 
 def fc_peer(layout, fc_index: int) -> int:
@@ -57,22 +62,33 @@ def _tail_variables(trainer) -> list:
 
 
 def checkpoint_parts(trainer) -> dict[str, dict]:
-    """This rank's parts of a checkpoint; the FC ranks' copies cross to their peers here (a
-    collective of each pair). The seconds each copy took go to ``trainer.copy_seconds``."""
+    """This rank's own parts of a checkpoint: CONV rank 0 the head, each FC rank its tail."""
     from ralp.models.lockstep_checkpoints import read_arrays
 
-    layout, rank, parts = trainer.layout, trainer.rank, {}
-    if rank == 0:
+    parts = {}
+    if trainer.rank == 0:
         parts["head"] = read_arrays(_head_variables(trainer))
-    for g in range(layout.fc_workers):
+    if trainer.is_fc:  # a snapshot: the copy sent from it crosses while the next step runs
+        trainer.last_tail = read_arrays(_tail_variables(trainer))
+        parts[f"tail{trainer.rank - trainer.layout.conv_workers}"] = trainer.last_tail
+    return parts
+
+
+def start_copies(trainer, write) -> Callable[[], None] | None:
+    """Send this FC rank's tail (as :func:`checkpoint_parts` read it) to its peer, or receive
+    the copy on the peer and ``write(part, arrays)`` it, in a thread, so that it crosses while
+    the next step computes. Returns what waits for it (raising its error), or None on a rank
+    with no copy to make. The seconds each copy took go to ``trainer.copy_seconds``, those the
+    main thread then waited for it to ``trainer.copy_wait_seconds``."""
+    layout, rank = trainer.layout, trainer.rank
+    for g in range(layout.fc_workers):  # a rank is one FC rank's, or one group's peer, at most
         fc, peer = layout.fc_ranks[g], fc_peer(layout, g)
         if rank == fc:
-            tail = read_arrays(_tail_variables(trainer))
-            parts[f"tail{g}"] = tail
-            _send_copy(trainer, g, tail, root=fc)
-        elif rank == peer:
-            parts[f"tail{g}-copy"] = _send_copy(trainer, g, None, root=fc)
-    return parts
+            return _in_thread(trainer, _send_copy, trainer, g, trainer.last_tail, fc)
+        if rank == peer:
+            return _in_thread(trainer, lambda g, fc: write(
+                f"tail{g}-copy", _send_copy(trainer, g, None, fc)), g, fc)
+    return None
 
 
 def _send_copy(trainer, fc_index: int, arrays, root: int):
@@ -81,6 +97,28 @@ def _send_copy(trainer, fc_index: int, arrays, root: int):
                                 trainer.copy_sets[fc_index])
     trainer.copy_seconds.append(time.perf_counter() - start)
     return received
+
+
+def _in_thread(trainer, work, *args) -> Callable[[], None]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work(*args)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            errors.append(e)
+
+    thread = threading.Thread(target=run, name="ralp-stanza-fc-copy", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        start = time.perf_counter()
+        thread.join()
+        trainer.copy_wait_seconds.append(time.perf_counter() - start)
+        if errors:
+            raise errors[0]
+
+    return wait
 
 
 def broadcast_arrays(hvd, arrays: dict | None, root: int, name: str, process_set):

@@ -11,8 +11,9 @@ renamed.
 
 A checkpoint is complete when its ``ckpt-<n>.ralp.json`` (the same state file as the PS
 trainer's: :class:`ralp.models.checkpoints.TrainingState`) exists. Rank 0 writes it after a
-barrier that follows every rank's parts, so a rank lost halfway leaves the previous checkpoint
-the newest complete one. On ``restore`` rank 0 picks the newest complete checkpoint and shares
+barrier that follows every rank's parts (for Stanza, after the step that follows, while which
+the FC ranks' copies crossed), so a rank lost halfway leaves the previous checkpoint the newest
+complete one. On ``restore`` rank 0 picks the newest complete checkpoint and shares
 its state with every rank, so all agree on the step; each trainer then reads its parts and
 broadcasts them (``restore_checkpoint``).
 """
@@ -40,7 +41,8 @@ def named_variables(prefix: str, variables: Sequence) -> list[tuple[str, object]
 
 def read_arrays(named: Sequence[tuple[str, object]], read: Callable = np.asarray) -> dict:
     """The values of ``named`` variables as numpy arrays, by key."""
-    return {key: np.asarray(read(v)) for key, v in named}
+    # copies: a snapshot another thread may send while the next step updates the variables
+    return {key: np.array(read(v), copy=True) for key, v in named}
 
 
 def assign_arrays(named: Sequence[tuple[str, object]], arrays: dict, part: str) -> None:
@@ -76,6 +78,8 @@ class LockstepCheckpoints:
             raise InvalidArgumentError(f"checkpoint_every must be a positive number of steps, "
                                        f"got {every!r}")
         self.trainer, self.every, self.fingerprint = trainer, every, fingerprint
+        self._pending: TrainingState | None = None  # saved, to commit once its copies landed
+        self._copies: Callable[[], None] | None = None  # waits for this rank's copy
         self.directory = Path(directory)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -90,13 +94,39 @@ class LockstepCheckpoints:
     def save(self, state: TrainingState) -> None:
         """Write this rank's parts of checkpoint ``state.total_steps``; rank 0 then commits it
         with the state file once every rank has written (a collective: call it on every
-        rank)."""
+        rank). A trainer that sends copies in the background (Stanza's FC ranks to their
+        peers: ``start_copies``) has them sent while the next step computes; the commit then
+        waits for :meth:`finish`, after that step."""
+        self.finish()
         number = state.total_steps
         for part, arrays in self.trainer.checkpoint_parts().items():
             self._write_part(number, part, arrays)
-        self.trainer.barrier()
+        start_copies = getattr(self.trainer, "start_copies", None)
+        if start_copies is None:
+            self._commit(state)
+            return
+        self._copies = start_copies(lambda part, arrays: self._write_part(number, part, arrays))
+        self._pending = state
+
+    @property
+    def pending(self) -> bool:
+        """A checkpoint is saved but not committed (its copies may be crossing)."""
+        return self._pending is not None
+
+    def finish(self) -> None:
+        """Commit the checkpoint whose copies were in flight, once they have landed (a
+        collective when one is pending, which is so on every rank at once)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if self._copies is not None:
+            self._copies()  # waits for this rank's copy; raises its error
+        self._commit(pending)
+
+    def _commit(self, state: TrainingState) -> None:
+        self.trainer.barrier()  # every rank's parts are written
         if self.trainer.rank == 0:
-            path = self.directory / f"ckpt-{number}.ralp.json"
+            path = self.directory / f"ckpt-{state.total_steps}.ralp.json"
             tmp = path.with_suffix(".json.tmp")
             tmp.write_text(state.to_json())
             tmp.replace(path)

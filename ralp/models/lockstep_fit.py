@@ -13,6 +13,7 @@ leave their collectives together.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -203,7 +204,7 @@ class Resume:
 
         from ralp.models.checkpoints import Failure
 
-        raw = os.environ.get(RESTART_FAILURE_ENV)
+        raw = os.environ.pop(RESTART_FAILURE_ENV, None)  # this process's first fit only
         if not raw:
             return
         failure = Failure(**json.loads(raw))
@@ -226,6 +227,18 @@ class Resume:
         self.position.done += 1
         self.total_steps += 1
         self._check_back()
+        if self.checkpoints is not None and self.checkpoints.pending:
+            self._timed(self.checkpoints.finish, more=True)  # its copies crossed in this step
+
+    def _timed(self, action, more: bool = False) -> None:
+        """Run ``action``, its time a checkpoint's (``more``: the last one's commit)."""
+        start = time.perf_counter()
+        action()
+        seconds = time.perf_counter() - start
+        if more:
+            self.history.save_seconds[-1] += seconds
+        else:
+            self.history.save_seconds.append(seconds)
 
     def steps_until_save(self, steps_per_epoch: int) -> int:
         left = steps_per_epoch - self.position.step
@@ -247,12 +260,13 @@ class Resume:
 
         self.position.epoch = epoch
         self.position.epoch_loss_sum = self.carried[0] + mean * steps
-        start = time.perf_counter()
-        state = TrainingState(self.trainer.checkpoint_fingerprint(), self.position,
-                              self.total_steps, finished, dict(self.history.history),
-                              list(self.history.failures))
-        self.checkpoints.save(state)
-        self.history.save_seconds.append(time.perf_counter() - start)
+        # copies: the state may be committed a step later (Stanza's copies cross first)
+        state = TrainingState(self.trainer.checkpoint_fingerprint(), copy.deepcopy(self.position),
+                              self.total_steps, finished, copy.deepcopy(self.history.history),
+                              copy.deepcopy(self.history.failures))
+        self._timed(lambda: self.checkpoints.save(state))
+        if finished:  # no step follows: the copies are waited for now
+            self._timed(self.checkpoints.finish, more=True)
 
     def epoch_done(self, next_epoch: int, finished: bool) -> None:
         """An epoch ended (its logs in the history): checkpoint there, the next epoch's

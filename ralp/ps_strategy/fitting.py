@@ -167,12 +167,16 @@ class FitLoop:
                 run = runner.run(self._inputs_now(), n, on_step)
         except tf.errors.OpError as e:
             self._probe_after_error(runner)  # a lost task: TaskLost, as the watch would judge
-            if is_ps_failure(e):
+            # the error raised can be another closure's, failed with the PS (an input
+            # iterator cancelled: OutOfRange) while the coordinator reported the PS's loss
+            report = getattr(trainer.watch, "ps_failure_report", None)
+            if is_ps_failure(e) or (report and isinstance(e, tf.errors.OutOfRangeError)):
+                cause = e if is_ps_failure(e) else report
                 raise TaskLost(f"a parameter server failed or was restarted "
-                               f"({e.message.splitlines()[0]}); its variables are gone with it. "
+                               f"({str(cause).splitlines()[0]}); its variables are gone with it. "
                                "Give fit a checkpoint_dir to go on from the last checkpoint once "
                                "it is restarted",
-                               failed_ps_tasks(e, trainer.connection.spec)) from None
+                               failed_ps_tasks(cause, trainer.connection.spec)) from None
             if isinstance(e, tf.errors.UnavailableError):
                 raise ClusterError(f"a task of the cluster became unreachable: {e.message}") from None
             raise

@@ -63,6 +63,10 @@ class ClusterWatch:
     spec: ClusterSpec
     events: list[WorkerEvent] = field(default_factory=list)
     steps_done: Callable[[], int] = lambda: 0  # the fit's progress, for the events
+    # the coordinator's last report of a step failing from a lost PS, while training: a step
+    # raised with another error at the same time (an input iterator cancelled with it) is
+    # that PS's failure too
+    ps_failure_report: str | None = None
     _down: dict[str, WorkerEvent] = field(default_factory=dict)
 
     @property
@@ -124,11 +128,15 @@ class ClusterWatch:
         if f"worker:{index}" not in self._down and self._recent(f"worker:{index}", now) is None:
             self._event(f"worker:{index}", now)
 
+    def _note_ps_report(self, text: str) -> None:
+        self.ps_failure_report = text
+
     @contextlib.contextmanager
     def coordinator_reports(self) -> Iterator[None]:
         """While training: the coordinator's reports of failed workers (its log) go to
         :meth:`note_coordinator_failure`."""
-        handler = _WorkerFailures(self.note_coordinator_failure)
+        self.ps_failure_report = None
+        handler = _WorkerFailures(self.note_coordinator_failure, self._note_ps_report)
         logger = logging.getLogger("tensorflow")
         logger.addHandler(handler)
         try:
@@ -142,9 +150,9 @@ _FAILED_WORKER = re.compile(r"/job:worker/replica:\d+/task:(\d+)")
 
 
 class _WorkerFailures(logging.Handler):
-    def __init__(self, note: Callable[[int], None]):
+    def __init__(self, note: Callable[[int], None], note_ps: Callable[[str], None]):
         super().__init__(level=logging.ERROR)
-        self.note = note
+        self.note, self.note_ps = note, note_ps
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.msg != WORKER_FAILED_LOG or len(record.args or ()) < 2:
@@ -152,7 +160,9 @@ class _WorkerFailures(logging.Handler):
         found = _FAILED_WORKER.search(str(record.args[0]))
         # a step failing from a lost or restarted PS is reported as its worker's failure too:
         # that is the PS's failure (judged by the trainer), not the worker's
-        if found and not is_ps_failure(record.args[1]):
+        if is_ps_failure(record.args[1]):
+            self.note_ps(str(record.args[1]))
+        elif found:
             self.note(int(found.group(1)))
 
 

@@ -9,8 +9,10 @@ import pytest
 
 from ralp._cli import UsageError
 from ralp.bench.records import RecordError
+from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.experiments.chaos import Kill, run, table
 from ralp.experiments.results import CHAOS_RESULT_KEYS, make_chaos_result
+from ralp.horovod.launch import horovod_unavailable_reason
 
 
 def test_kills_parse_and_bad_ones_say_how_to_write_them():
@@ -73,16 +75,21 @@ def test_repeats_average_the_accuracies_and_keep_the_worst_counts():
     assert figures["left_running"] == ["pid 7"] and len(figures["runs"]) == 2
 
 
+HOROVOD = horovod_unavailable_reason()
+NETNS = netns_unavailable_reason()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode, kills", [
-    ("collective", ["rank:1@25"]),
-    pytest.param("stanza", ["fc:0@15", "conv:1@30"], marks=pytest.mark.skipif(
-        __import__("ralp.horovod.launch", fromlist=["x"]).horovod_unavailable_reason() is not None,
-        reason="Horovod unavailable")),
+@pytest.mark.parametrize("mode, kills, backend", [
+    ("collective", ["rank:1@25"], "local"),
+    pytest.param("collective", ["rank:0@25"], "netns", marks=pytest.mark.skipif(
+        NETNS is not None, reason=f"netns backend unavailable: {NETNS}")),
+    pytest.param("stanza", ["fc:0@15", "conv:1@30"], "local", marks=pytest.mark.skipif(
+        HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")),
 ])
-def test_a_lockstep_job_survives_its_killed_ranks_by_restarting(tmp_path, mode, kills):
+def test_a_lockstep_job_survives_its_killed_ranks_by_restarting(tmp_path, mode, kills, backend):
     out = tmp_path / "chaos.json"
-    argv = ["--modes", mode, "--steps", "40", "--checkpoint-every", "10", "--backend", "local",
+    argv = ["--modes", mode, "--steps", "40", "--checkpoint-every", "10", "--backend", backend,
             "--kill", *kills, "--out", str(out)]
     assert run(argv) == 0
     (result,) = json.loads(out.read_text())["results"]
@@ -95,4 +102,4 @@ def test_a_lockstep_job_survives_its_killed_ranks_by_restarting(tmp_path, mode, 
         assert failure["steps_redone"] == failure["at_step"] - failure["restored_step"] <= 10 + 5
     # lockstep training is deterministic: the restarted job ends where the undisturbed one does
     assert result["accuracy"] == pytest.approx(result["accuracy_failure_free"], abs=0.01)
-    assert result["left_running"] == []
+    assert result["left_running"] == []  # processes, and on netns the run's namespaces

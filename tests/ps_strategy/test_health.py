@@ -44,6 +44,11 @@ def test_a_worker_failure_the_coordinator_logs_is_one_event_with_the_probes_repo
     with watch.coordinator_reports():  # a step that failed from the PS: not the worker's failure
         logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
                                               Exception(LOST_PS), Exception(LOST_PS))
+        # but the PS's, kept while training: a step raised with another error beside it (an
+        # input iterator cancelled, OutOfRange) is judged a PS failure from this report
+        assert LOST_PS in watch.ps_failure_report
+    with watch.coordinator_reports():
+        assert watch.ps_failure_report is None  # each run of steps starts with none
     # outside training nothing is recorded
     logging.getLogger("tensorflow").error(WORKER_FAILED_LOG, "/job:worker/replica:0/task:0",
                                           error, error)
