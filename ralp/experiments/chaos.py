@@ -2,19 +2,23 @@
 
     python -m ralp.experiments.chaos --modes ralp ps --workers 3 --steps 300 \\
         --kill worker:1@100 ps:0@200 --checkpoint-every 25 --out chaos.json
+    python -m ralp.experiments.chaos --modes horovod stanza collective  # rank kills, restarts
 
 Per mode, the zoo's lenet (28 px) trains on scikit-learn's digits (75% to train, sharded over
 the workers; 25% held out) twice, each on a fresh cluster (netns when available, as the
 bench), with the same seed and the same checkpoints (``fit(checkpoint_dir=...,
 checkpoint_every=...)``): once undisturbed, once with each ``--kill TASK@STEP`` SIGKILLing
-that task when the fit has done STEP steps. The chaos run's cluster restarts a task that
-exits (``restart_lost``, as Kubernetes' restart policy would); a lost worker's steps are rerun
-by the others, a lost PS is waited for and training goes on from the last checkpoint.
+that task when the fit has done STEP steps. The PS modes' cluster restarts a task that exits
+(``restart_lost``, as Kubernetes' restart policy would); a lost worker's steps are rerun by the
+others, a lost PS is waited for and training goes on from the last checkpoint. The lockstep
+modes (horovod, stanza, collective: :mod:`ralp.experiments.chaos_lockstep`) lose ranks; the
+job is started again whole, up to ``--max-restarts`` times, and goes on from its checkpoint.
 
 Reported per mode: steps completed against steps requested, steps redone, test accuracy
 against the failure-free run's, wall time of both runs and the time the failures cost (from
 detecting each failure until training was back where it had been), and what was left
-running afterwards (task processes, network namespaces).
+running afterwards (task processes, network namespaces); for the lockstep modes also the
+restarts and the share of a failure-free run's time spent saving checkpoints.
 """
 
 from __future__ import annotations
