@@ -8,7 +8,7 @@ at its start), builds the zoo model inside its scope, warms up, then runs the me
 Worker 0 reads the link counters right before and after the measured steps (behind a
 collective barrier, so every worker's traffic is inside the window), then once more after an
 idle second (the coordination service's heartbeats), and sends progress and the run's figures
-as messages (:mod:`ralp.cluster.messages`). The figures have the same fields as the other
+as messages (:mod:`ralp._messages`). The figures have the same fields as the other
 modes'.
 """
 
@@ -18,8 +18,8 @@ import os
 import sys
 import time
 
+from ralp._messages import emit
 from ralp.bench.rank_job import rank_command, rank_main
-from ralp.cluster.messages import emit
 
 CONTROL_WINDOW_S = 1.0  # idle seconds over which the control plane's rate is measured
 

@@ -9,7 +9,7 @@ CONV ranks (they read data) and the last ``ps`` ranks the FC ranks (their links 
 record's ``ps:`` links). Rank 0 reads the link counters right before and after
 the measured steps (behind an allreduce barrier, so every rank's traffic is inside the
 window), then once more after an idle second (Horovod's control-plane rate), and sends
-progress and the run's figures as messages (:mod:`ralp.cluster.messages`).
+progress and the run's figures as messages (:mod:`ralp._messages`).
 
 The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_job`).
 """
@@ -20,9 +20,9 @@ import os
 import sys
 import time
 
+from ralp._messages import emit
 from ralp.bench.rank_job import rank_command as job_command
 from ralp.bench.rank_job import rank_main
-from ralp.cluster.messages import emit
 
 CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate is measured
 

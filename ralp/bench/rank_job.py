@@ -1,6 +1,6 @@
 """What every rank of a Horovod or collective bench job shares: its command line, and a
 ``main`` that reads it, runs the job and sends the record (or the error) to the launcher
-(:mod:`ralp.cluster.messages`)."""
+(:mod:`ralp._messages`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from ralp.cluster.messages import emit
+from ralp._messages import emit
 
 
 def rank_command(module: str, run, links=None, started: float | None = None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ralp.errors import InvalidArgumentError
-from ralp.models.lockstep_fit import RESTART_FAILURE_ENV
+from ralp.models.lockstep_fit import RESTART_FAILURE_ENV, SUPERVISED_ENV
 
 T = TypeVar("T")
 
@@ -44,9 +44,11 @@ def supervise(run_once: Callable[[dict[str, str], Callable], T], *, max_restarts
     """Run ``run_once(env, on_progress)`` until it returns, starting it again after each of
     ``errors`` up to ``max_restarts`` times.
 
-    ``env`` is what the restarted job's environment must add (the failure, for its ``fit``);
-    the job reports its steps as ``("step", n)`` progress messages (``n`` counted from the
-    start of the training, restarts included), which are passed on to ``on_progress``.
+    ``env`` is what the job's environment must add: ``RALP_SUPERVISED=1`` (rank 0's lockstep
+    ``fit`` then prints each step done as a ``("step", n)`` marker, ``n`` counted from the
+    start of the training, restarts included) and, after a loss, the failure for the restarted
+    ``fit``. ``run_once`` passes the job's messages to the ``on_progress`` it is given, and
+    they go on to ``on_progress`` here.
     ``lost_task(error)`` names the task whose loss ended a run.
 
     Raises:
@@ -55,7 +57,7 @@ def supervise(run_once: Callable[[dict[str, str], Callable], T], *, max_restarts
     if not isinstance(max_restarts, int) or max_restarts < 0:
         raise InvalidArgumentError(f"max_restarts must be a whole number >= 0, got {max_restarts!r}")
     lost: list[dict] = []
-    env: dict[str, str] = {}
+    env = {SUPERVISED_ENV: "1"}  # rank 0's fit reports its steps
     reached = [0]
 
     def progress(message) -> None:
@@ -75,6 +77,101 @@ def supervise(run_once: Callable[[dict[str, str], Callable], T], *, max_restarts
             failure = {"task": lost_task(error), "kind": "rank", "at_step": reached[0],
                        "detected_at": time.time(), "message": str(error)[:300]}
             lost.append(failure)
-            env = {RESTART_FAILURE_ENV: json.dumps(failure)}
+            env = {SUPERVISED_ENV: "1", RESTART_FAILURE_ENV: json.dumps(failure)}
             if on_restart is not None:
                 on_restart(failure)
+
+
+PROG = "python -m ralp.cluster.supervise"
+
+
+class CommandFailed(RuntimeError):
+    """One start of the supervised command exited with ``code``."""
+
+    def __init__(self, code: int):
+        super().__init__(f"the command exited with {code}")
+        self.code = code
+
+
+def run_command_once(command: list[str], env: dict[str, str], progress) -> int:
+    """Run ``command`` with ``env`` added, its output passed through; ralp's step markers
+    (rank 0's ``("step", n)``, where the job prints them) go to ``progress``."""
+    import os
+    import subprocess
+    import sys
+
+    from ralp._messages import parse_message
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1,
+                               env={**os.environ, **env}, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            message = parse_message(line)
+            if message and "step" in message:
+                progress(("step", message["step"]))
+        code = process.wait()
+    finally:
+        _stop(process)
+    if code:
+        raise CommandFailed(code)
+    return code
+
+
+def _stop(process) -> None:
+    """The command's whole session, if it is still there (Ctrl-C, an error here)."""
+    import contextlib
+    import os
+    import signal
+    import subprocess
+
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ralp.cluster.supervise [--max-restarts N] -- COMMAND ...``: run a lockstep
+    job's launcher (``horovodrun ...``, a script that starts collective workers) and start it
+    again after it fails, up to N times (default 3). Its ``fit`` with a ``checkpoint_dir``
+    goes on from the newest checkpoint and lists each loss in ``history.failures``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__.split(": ", 1)[1])
+    parser.add_argument("--max-restarts", type=int, default=3, metavar="N")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="after --: the job's command")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the job's command after --, e.g. -- horovodrun -np 4 python train.py")
+    if args.max_restarts < 0:
+        parser.error(f"--max-restarts must be >= 0, got {args.max_restarts}")
+
+    def restarted(failure: dict) -> None:
+        print(f"{PROG}: {failure['message']} (at step {failure['at_step']}); starting it again",
+              file=sys.stderr)
+
+    try:
+        supervise(lambda env, progress: run_command_once(command, env, progress),
+                  max_restarts=args.max_restarts, errors=(CommandFailed,), on_restart=restarted)
+    except CommandFailed as e:
+        print(f"{PROG}: {e}, after {args.max_restarts} restart(s); giving up", file=sys.stderr)
+        return e.code if 0 < e.code < 256 else 1
+    except FileNotFoundError as e:
+        print(f"{PROG}: cannot run {command[0]!r}: {e.strerror}", file=sys.stderr)
+        return 127
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

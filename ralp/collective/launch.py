@@ -185,7 +185,7 @@ def launch(job_command: Callable[[object, object], list[str]], workers: int, bac
     Raises:
         CollectiveError: the job failed (the failing worker's error), or timed out.
     """
-    from ralp.cluster.messages import parse_message
+    from ralp._messages import parse_message
 
     if backend not in ("local", "netns"):
         raise CollectiveError(f"a collective job runs on the local or netns backend here, not "

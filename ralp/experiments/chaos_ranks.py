@@ -7,8 +7,8 @@ a lost rank):
 
 Every rank writes its process id to PIDS_DIR/rank<r>.pid (the chaos run kills ranks by it),
 trains lenet on the digits' training split (each data rank on its shard) with checkpoints,
-going on from the newest, and rank 0 reports each step done (``("step", n)``, n from the
-start of the training) and, at the end, the test accuracy and what the fit went through.
+going on from the newest; rank 0's fit reports each step done (the supervisor's
+``RALP_SUPERVISED``) and rank 0, at the end, the test accuracy and what the fit went through.
 """
 
 from __future__ import annotations
@@ -65,20 +65,15 @@ def main(argv: list[str]) -> None:
     rank = trainer.rank
     with open(os.path.join(pids, f"rank{rank}.pid"), "w") as f:
         f.write(str(os.getpid()))
-    import keras
-
-    from ralp.cluster.messages import emit
+    from ralp._messages import emit
     from ralp.experiments.digits import IMAGE, digits_split
     from ralp.models.digits import to_model_input
 
     x_train, y_train, x_test, y_test = digits_split(seed)
     x_train, x_test = to_model_input(x_train, IMAGE).numpy(), to_model_input(x_test, IMAGE).numpy()
-    progress = keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda b, logs: rank == 0 and emit("step", b + 1))
-    start = time.perf_counter()
+    start = time.perf_counter()  # (rank 0's fit reports each step: RALP_SUPERVISED)
     history = trainer.fit(x_train, y_train, batch_size=batch, epochs=1, steps_per_epoch=steps,
-                          seed=seed, callbacks=[progress], checkpoint_dir=ckpt,
-                          checkpoint_every=every)
+                          seed=seed, checkpoint_dir=ckpt, checkpoint_every=every)
     wall = time.perf_counter() - start
     accuracy = trainer.evaluate(x_test, y_test)["accuracy"]  # Stanza: shares the weights first
     if getattr(trainer, "copy_seconds", None):

@@ -101,7 +101,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
 
 
 def _rank_main(argv: Sequence[str]) -> int:
-    from ralp.cluster.messages import emit
+    from ralp._messages import emit
 
     spec = json.loads(argv[0])
     read_links = None

@@ -8,7 +8,7 @@
 - ``hostfile``: a real cluster, ``horovodrun -np W --hostfile FILE --gloo`` (ssh to each host,
   as ``horovodrun`` does; ralp and the same Python must be installed at the same path there).
 
-The job prints marker lines (:mod:`ralp.cluster.messages`); everything the launcher
+The job prints marker lines (:mod:`ralp._messages`); everything the launcher
 started is stopped when it ends, also on errors, Ctrl-C and timeouts.
 """
 
@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ralp.cluster.messages import parse_message
+from ralp._messages import parse_message
 from ralp.emulation.budget import Budget
 from ralp.emulation.counters import TaskLinks
 from ralp.emulation.devices import RANK_GROUPS_ENV, DeviceMeter

@@ -14,6 +14,7 @@ leave their collectives together.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ def run_train_steps(train_step, metric_names: Sequence[str], batches: Iterable, 
 
 
 RESTART_FAILURE_ENV = "RALP_RESTART_FAILURE"  # set by a supervisor restarting the job
+SUPERVISED_ENV = "RALP_SUPERVISED"  # "1": rank 0 reports each step done to the supervisor
 
 
 def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
@@ -176,6 +178,7 @@ class Resume:
         self.carried = (0.0, 0)  # (loss sum, steps) of this epoch before the checkpoint
         self.checkpoints = None
         self.pending = None  # the restart's failure, until training is back where it was lost
+        self.report = os.environ.get(SUPERVISED_ENV) == "1" and trainer.rank == 0
         if directory is None:
             if every is not None:
                 raise InvalidArgumentError("checkpoint_every needs a checkpoint_dir")
@@ -200,7 +203,6 @@ class Resume:
 
     def _note_restart(self) -> None:
         import json
-        import os
 
         from ralp.models.checkpoints import Failure
 
@@ -227,6 +229,10 @@ class Resume:
         self.position.done += 1
         self.total_steps += 1
         self._check_back()
+        if self.report:  # a marker line: the supervisor knows the step a loss came at
+            from ralp._messages import emit
+
+            emit("step", self.position.done)
         if self.checkpoints is not None and self.checkpoints.pending:
             self._timed(self.checkpoints.finish, more=True)  # its copies crossed in this step
 

@@ -54,7 +54,7 @@ def main() -> None:
 
     hvd.allreduce(tf.constant(0.0), name="files_written")  # every rank has written its file
     if rank == 0:  # the launcher's sign that the job finished (ralp.horovod.launch)
-        from ralp.cluster.messages import emit
+        from ralp._messages import emit
 
         emit("record", {"ranks": hvd.size()})
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ralp._messages import MARK, parse_message
 from ralp.bench.records import RECORD_KEYS
-from ralp.cluster.messages import MARK, parse_message
 from ralp.emulation.budget import budget_for, thread_counts
 from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason

@@ -87,7 +87,7 @@ def main() -> None:
     if kind == "collective":
         trainer.leave_together()
     elif rank == 0:  # the Horovod launcher's sign that the job finished
-        from ralp.cluster.messages import emit
+        from ralp._messages import emit
 
         emit("record", {"ranks": trainer.hvd.size()})
 
