@@ -9,6 +9,12 @@ collective), and ``validation_data`` or ``validation_split`` is evaluated after 
 Keras' hooks and logs on every rank (write files from rank 0 only); ``model.stop_training``
 (``keras.callbacks.EarlyStopping``) stops every rank when any rank sets it, so that all
 leave their collectives together.
+
+With a ``checkpoint_dir`` the fit saves every ``checkpoint_every`` steps and at each epoch's
+end (:mod:`ralp.models.lockstep_checkpoints`) and goes on from the newest checkpoint there:
+its weights, optimizer state, step, data position and the epoch's figures. A job restarted by
+a supervisor (:mod:`ralp.cluster.supervise`) learns what was lost from ``RALP_RESTART_FAILURE``
+and lists it in ``history.failures``.
 """
 
 from __future__ import annotations
