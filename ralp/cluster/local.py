@@ -21,6 +21,7 @@ process-global eager context, so each training job runs it in a fresh process of
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -44,6 +45,9 @@ class _Task:
 
 class LocalCluster:
     """PS and worker tasks as local server processes, for tests and the local bench backend.
+
+    The tasks' logs go to ``log_dir``; without one, to a temporary directory that ``stop``
+    removes (kept when the start failed: its error may name it).
 
     >>> with LocalCluster(workers=2, ps=1) as cluster:  # doctest: +SKIP
     ...     run_job(cluster.spec)  # in a fresh process: the coordinator connects to the spec
@@ -102,6 +106,7 @@ class LocalCluster:
                 self._tasks.append(self._launch(job, index))
             self._wait_ready(self._tasks)
         except BaseException:
+            self._own_log_dir = False  # the error may point at the tasks' logs: kept
             self.stop()
             raise
         if self.restart_lost:
@@ -168,6 +173,8 @@ class LocalCluster:
             self._supervisor.join()
         with self._lock:
             self._stop_tasks(timeout)
+        if self._own_log_dir:  # the temporary directory of the tasks' logs goes with them
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def _stop_tasks(self, timeout: float) -> None:
         for task in self._tasks:

@@ -44,7 +44,10 @@ def test_starts_serves_and_stops():
         assert set(pids) == {"worker:0", "worker:1", "ps:0", "ps:1"}
         assert all(cluster.alive().values())
         assert all(serving(a) for _, _, a in cluster.spec.tasks())
+        logs = cluster.log_dir
+        assert "RALP_SERVER_READY" in cluster.log_text("ps", 1)
     assert all(gone(pid) for pid in pids.values())
+    assert not logs.exists()  # its temporary log directory went with it
 
 
 def test_stops_when_the_body_fails_and_when_a_task_crashed():
