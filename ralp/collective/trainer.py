@@ -192,16 +192,14 @@ class CollectiveTrainer:
     # ------------------------------------------------------------------ checkpoints
 
     def _checkpoint_variables(self) -> list:
-        from ralp.models.lockstep_checkpoints import named_variables
+        from ralp.models.lockstep_checkpoints import part_variables
 
-        return (named_variables("model", self.model.variables)
-                + named_variables("optimizer", self.optimizer.variables))
+        return part_variables("model", self.model.variables, self.optimizer)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.checkpoints import fingerprint
+        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
 
-        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer},
-                           "collective")
+        return lockstep_fingerprint(self.model, self.optimizer, "collective")
 
     def checkpoint_parts(self) -> dict[str, dict]:
         """What this worker writes of a checkpoint: worker 0 its replica (read from its own

@@ -380,11 +380,11 @@ class StanzaTrainer:
     # ---------------------------- checkpoints (ralp.horovod.stanza_checkpoints: FC copies)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.checkpoints import fingerprint
+        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
 
         layout = self.layout
-        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer},
-                           f"stanza:{layout.conv_workers}+{layout.fc_workers}")
+        return lockstep_fingerprint(self.model, self.optimizer,
+                                    f"stanza:{layout.conv_workers}+{layout.fc_workers}")
 
     def checkpoint_parts(self) -> dict[str, dict]:
         return stanza_checkpoints.checkpoint_parts(self)

@@ -48,17 +48,15 @@ def copy_process_sets(trainer) -> list:
 
 
 def _head_variables(trainer) -> list:
-    from ralp.models.lockstep_checkpoints import named_variables
+    from ralp.models.lockstep_checkpoints import part_variables
 
-    return (named_variables("head", trainer.split.head.variables)
-            + named_variables("optimizer", trainer.optimizer.variables))
+    return part_variables("head", trainer.split.head.variables, trainer.optimizer)
 
 
 def _tail_variables(trainer) -> list:
-    from ralp.models.lockstep_checkpoints import named_variables
+    from ralp.models.lockstep_checkpoints import part_variables
 
-    return (named_variables("tail", trainer.split.tail.variables)
-            + named_variables("optimizer", trainer.optimizer.variables))
+    return part_variables("tail", trainer.split.tail.variables, trainer.optimizer)
 
 
 def checkpoint_parts(trainer) -> dict[str, dict]:

@@ -146,15 +146,14 @@ class HorovodTrainer:
         return self.hvd.rank()
 
     def _checkpoint_variables(self) -> list:
-        from ralp.models.lockstep_checkpoints import named_variables
+        from ralp.models.lockstep_checkpoints import part_variables
 
-        return (named_variables("model", self.model.variables)
-                + named_variables("optimizer", self.optimizer.variables))
+        return part_variables("model", self.model.variables, self.optimizer)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.checkpoints import fingerprint
+        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
 
-        return fingerprint(self.model, {type(self.optimizer).__name__: self.optimizer}, "horovod")
+        return lockstep_fingerprint(self.model, self.optimizer, "horovod")
 
     def checkpoint_parts(self) -> dict[str, dict]:
         """What this rank writes of a checkpoint: rank 0 its whole replica, the others

@@ -39,6 +39,19 @@ def named_variables(prefix: str, variables: Sequence) -> list[tuple[str, object]
     return [(f"{prefix}/{k:04d}/{getattr(v, 'path', v.name)}", v) for k, v in enumerate(variables)]
 
 
+def part_variables(prefix: str, variables: Sequence, optimizer) -> list[tuple[str, object]]:
+    """A checkpoint part's named variables: ``variables`` and the state of the ``optimizer``
+    that trains them."""
+    return named_variables(prefix, variables) + named_variables("optimizer", optimizer.variables)
+
+
+def lockstep_fingerprint(model, optimizer, mode: str) -> dict:
+    """What a lockstep checkpoint must match: the model's variables, the optimizer, the mode."""
+    from ralp.models.checkpoints import fingerprint
+
+    return fingerprint(model, {type(optimizer).__name__: optimizer}, mode)
+
+
 def read_arrays(named: Sequence[tuple[str, object]], read: Callable = np.asarray) -> dict:
     """The values of ``named`` variables as numpy arrays, by key."""
     # copies: a snapshot another thread may send while the next step updates the variables

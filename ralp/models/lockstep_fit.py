@@ -273,7 +273,7 @@ class Resume:
         self.position.epoch = epoch
         self.position.epoch_loss_sum = self.carried[0] + mean * steps
         # copies: the state may be committed a step later (Stanza's copies cross first)
-        state = TrainingState(self.trainer.checkpoint_fingerprint(), copy.deepcopy(self.position),
+        state = TrainingState(self.checkpoints.fingerprint, copy.deepcopy(self.position),
                               self.total_steps, finished, copy.deepcopy(self.history.history),
                               copy.deepcopy(self.history.failures))
         self._timed(lambda: self.checkpoints.save(state))
