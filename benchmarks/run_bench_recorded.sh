@@ -59,11 +59,12 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 4 \
       --steps 10 --repeat 3 --quiet --out $R/collective_$bw.json --plot $R/collective_$bw.png \
       || true ;;
-  collective-n8-1gbit|collective-n8-10gbit)  # issue 28: the same at N = 8 (0.2 CPU per device)
+  collective-n8-1gbit|collective-n8-10gbit)  # issue 28: the same at N = 8 (0.2 CPU per device),
+    # each workload calibrated inside one device's budget first (the planner's validation)
     bw=${part#collective-n8-}
     $PY -m ralp.bench --backend netns --bandwidth $bw --models alexnet vgg11 resnet50 \
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 8 \
-      --steps 10 --repeat 3 --quiet --out $R/collective_n8_$bw.json \
+      --steps 10 --repeat 3 --calibrate --quiet --out $R/collective_n8_$bw.json \
       --plot $R/collective_n8_$bw.png || true ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
