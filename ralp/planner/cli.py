@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fit-half", action="store_true",
                    help="--validate: fit the shared host's capacity on every other "
                    "record and report the errors on the held-out rest")
+    p.add_argument("--overlap-from", metavar="FILE",
+                   help="--validate: a calibration (--calibrate --device-cpus) whose rings' "
+                   "measured overlaps serve records whose calibrations predate them")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -114,6 +117,10 @@ def _calibrate(args) -> str:
            if host.ring_cpu_s_per_byte is not None else "")
         + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.collective_cpu_s_per_byte is not None else "")
+        + "".join(f"; {name}'s ring hides {share:.0%} of the smaller of its wire and CPU"
+                  for name, share in (("Gloo", host.ring_overlap),
+                                      ("TensorFlow", host.collective_overlap))
+                  if share is not None)
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")
         + f"; wrote {args.output}"
@@ -174,10 +181,11 @@ def _validate_repeats(args, records: list[dict]) -> str:
                          f"{len(records)} budgeted records carry no calibration of their own "
                          "(python -m ralp.bench --calibrate)")
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    overlaps = Calibration.load(args.overlap_from).host if args.overlap_from else None
 
     def predicted(setting) -> float:
         own = next((r for r in setting.records if r.get("calibration")), setting.records[0])
-        return validate.predict_record(own, cal, _zoo_workload)
+        return validate.predict_record(own, cal, _zoo_workload, overlaps)
 
     report = repeats.validate(repeats.settings_of(records), predicted)
     if args.format == "json":

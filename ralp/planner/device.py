@@ -57,7 +57,32 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
                 collective_cpu_s_per_byte=collective, device_cpus=budget.cpus)
     machine = f"{this_machine()}, {budget.describe()}"
-    return Calibration(host, [entry], machine)
+    return Calibration(with_ring_overlap(host, budget), [entry], machine)
+
+
+def with_ring_overlap(host: Host, budget: Budget) -> Host:
+    """``host`` with each ring's overlap (Gloo's, TensorFlow's) measured on two devices of
+    ``budget`` (:mod:`ralp.planner.ring_overlap`); one left unmeasured, with a warning, where
+    it cannot be (no budget, the ring's cost not calibrated, no Horovod, no namespaces)."""
+    from dataclasses import replace
+
+    from ralp.errors import RalpError, warn
+    from ralp.planner.ring_overlap import measure_ring_overlap
+
+    if budget.hierarchy is None or budget.cpus is None:
+        return host
+    found = {}
+    for library, field, cost in (("horovod", "ring_overlap", host.ring_cpu_s_per_byte),
+                                 ("collective", "collective_overlap",
+                                  host.collective_cpu_s_per_byte)):
+        if cost is None:
+            continue
+        try:
+            found[field] = round(measure_ring_overlap(host, budget, library).overlap, 4)
+        except RalpError as e:
+            warn(f"the {library} ring's overlap not measured ({e}); the model takes the "
+                 "slower of its wire and CPU")
+    return replace(host, **found)
 
 
 def _entry(source: str, batch_size: int, image_size: int, num_classes: int, steps: int) -> Entry:

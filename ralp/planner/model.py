@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ralp.planner.host import Host
+
 
 @dataclass(frozen=True)
 class Compute:
@@ -59,80 +61,6 @@ class Compute:
             return group * self.tail_s
         per_batch = max(0.0, self.tail_stacked_s - self.tail_s) / (self.stacked - 1)
         return self.tail_s + (group - 1) * per_batch
-
-
-@dataclass(frozen=True)
-class Host:
-    shared: bool  # True: every task shares one host's cores (the simulated cluster)
-    cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
-    message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
-    # Shared host only: how many single-process steps it runs at once at full speed; the
-    # shared CPU queue serves that fast. Measured with processes that train together in one
-    # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
-    # already fills both cores; big FC layers contend for memory).
-    capacity: float = 1.0
-    # The same measured at several process counts, ((processes, capacity), ...) ascending:
-    # more processes than cores contend for caches and memory too. Empty: ``capacity`` for
-    # any count of two or more.
-    capacities: tuple[tuple[int, float], ...] = ()
-    # Shared host only. The cores that serve the bytes' CPU time: ``cpu_s_per_byte`` and
-    # ``ring_cpu_s_per_byte`` are CPU seconds (every thread of a transfer's processes, from
-    # ``time.process_time``), which the tasks' many processes spread over all of them. None:
-    # an older calibration whose per-byte cost was wall time, served like compute.
-    cores: int | None = None
-    # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
-    # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
-    ring_cpu_s_per_byte: float | None = None
-    # CPU time per byte crossing a link in TensorFlow's own ring (mode collective: gRPC
-    # calls between the workers' servers), measured with the real strategy
-    # (ralp.planner.collective_cost); None: gRPC's transfer cost is used (its transport).
-    collective_cpu_s_per_byte: float | None = None
-    # A cluster of devices (``shared`` False): the CPUs each task's device has, where the CPU
-    # work of its bytes runs beside its compute (a budgeted simulated device's budget, or
-    # what a real node gives one task). None: not known, the bytes' CPU is not counted.
-    device_cpus: float | None = None
-
-    def capacity_at(self, processes: int) -> float:
-        """Single-process steps the host runs at once with ``processes`` processes computing:
-        1 alone; else the capacity measured at the largest count up to ``processes`` (the
-        smallest measured count below it)."""
-        if processes <= 1:
-            return 1.0
-        if not self.capacities:
-            return self.capacity
-        fitting = [c for n, c in self.capacities if n <= processes]
-        return fitting[-1] if fitting else self.capacities[0][1]
-
-    def speedups(self, processes: int) -> tuple[float, ...]:
-        """``capacity_at`` for 1 .. ``processes`` (a load-dependent station's speedup)."""
-        return tuple(self.capacity_at(n) for n in range(1, max(1, processes) + 1))
-
-    def together_s(self, compute_s: float, processes: int) -> float:
-        """Time ``processes`` processes take for ``compute_s`` of single-process compute in
-        all, alone on the shared host: one runs at its own speed, several at
-        :meth:`capacity_at` their count."""
-        return compute_s / self.capacity_at(processes)
-
-    def bytes_phase_s(self, wire_s: float, byte_cpu_s: float) -> float:
-        """A lockstep phase that only moves bytes (a Horovod collective: no compute runs
-        beside it) on a shared host: the wire and the CPU work of its bytes pipeline (Gloo
-        sends a chunk while it reduces the previous one), so the slower of the two counts.
-        An older calibration (no ``cores``) keeps the earlier rule: they add."""
-        if not self.cores:
-            return wire_s + byte_cpu_s / self.capacity
-        return max(wire_s, byte_cpu_s / self.cores)
-
-    @property
-    def ring_cost(self) -> float:
-        """CPU seconds per byte of a Horovod ring's traffic."""
-        return self.cpu_s_per_byte if self.ring_cpu_s_per_byte is None else self.ring_cpu_s_per_byte
-
-    @property
-    def collective_cost(self) -> float:
-        """CPU seconds per byte of TensorFlow's own ring's traffic."""
-        if self.collective_cpu_s_per_byte is None:
-            return self.cpu_s_per_byte
-        return self.collective_cpu_s_per_byte
 
 
 @dataclass(frozen=True)
@@ -314,27 +242,43 @@ def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth
     """TensorFlow's own ring allreduce (``MultiWorkerMirroredStrategy``): Horovod's step
     (:func:`horovod_step_time`) with the CPU cost of its ring's bytes
     (:attr:`Host.collective_cost`: gRPC calls, about twice Gloo's per byte on this host)."""
-    return _ring_step_time(compute, links, workers, bandwidth, host, host.collective_cost)
+    overlap = 1.0 if host.collective_overlap is None else host.collective_overlap
+    return _ring_step_time(compute, links, workers, bandwidth, host, host.collective_cost,
+                           overlap)  # its own measured overlap, not Gloo's
 
 
 def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                    host: Host, ring_cost: float) -> float:
+                    host: Host, ring_cost: float, overlap: float | None = None) -> float:
     ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, ring_cost * links.total))
-    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx, ring_cost)
+    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
+                                                overlap)
+
+
+def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
+                     ring_cost: float) -> tuple[float, float]:
+    """(wire, CPU) seconds of a ring allreduce on a cluster of devices in which each of
+    ``ranks`` ranks sends ``rank_bytes``: the bytes at ``bandwidth`` plus 2 (ranks - 1) hop
+    latencies, and their CPU work (``ring_cost`` per byte) at the device's pace."""
+    return (rank_bytes / bandwidth + 2 * (ranks - 1) * host.message_s,
+            _on_device(host, ring_cost * rank_bytes))
 
 
 def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
-                        ring_cost: float | None = None) -> float:
-    """A lockstep phase that only moves bytes on a cluster of devices: the wire, or the
-    busiest rank's CPU work on its device, the slower (the ring sends a chunk while it reduces
-    the previous one). ``rank_bytes``: what that rank sends, or half of what it sends and
-    receives (``ring_cost``, default :attr:`Host.ring_cost`, is the CPU of both ends per byte
-    sent)."""
+                        ring_cost: float | None = None, overlap: float | None = None) -> float:
+    """A lockstep phase that only moves bytes on a cluster of devices: the wire and the
+    busiest rank's CPU work on its device, the slower plus the part of the faster that does
+    not hide behind it (the ring sends a chunk while it reduces the previous one, in part:
+    ``overlap``, default :attr:`Host.ring_overlap`, Gloo's measured share; 1 where not
+    measured). ``rank_bytes``: what that rank sends, or half of what it sends and receives
+    (``ring_cost``, default :attr:`Host.ring_cost`, is the CPU of both ends per byte sent)."""
     cost = host.ring_cost if ring_cost is None else ring_cost
-    return max(wire_s, _on_device(host, cost * rank_bytes))
+    cpu_s = _on_device(host, cost * rank_bytes)
+    hidden = overlap if overlap is not None else host.ring_overlap
+    hidden = 1.0 if hidden is None else hidden
+    return max(wire_s, cpu_s) + (1.0 - hidden) * min(wire_s, cpu_s)
 
 
 def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:

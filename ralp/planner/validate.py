@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ralp.planner.calibration import Calibration
+from ralp.planner.host import Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
@@ -77,11 +78,14 @@ def own_calibration(record: dict) -> Calibration | None:
 
 
 def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration | None,
-                    workload_for: WorkloadFor, capacity: float | None = None) -> list[Row]:
+                    workload_for: WorkloadFor, capacity: float | None = None,
+                    overlaps: Host | None = None) -> list[Row]:
     """Each record predicted with its workload's calibration (its host capacity included),
     or with ``capacity`` for every record (a fitted capacity replaces the measured ones). A
     record that carries its own calibration (taken beside it) is predicted from that one;
-    ``calibration`` serves the others."""
+    ``calibration`` serves the others. ``overlaps``: a host whose rings' overlaps (measured
+    apart: :mod:`ralp.planner.ring_overlap`) serve budgeted calibrations taken before they
+    were measured."""
     rows = []
     for source, r in records:
         cal = own_calibration(r) or calibration
@@ -96,6 +100,8 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
         on = entry.host_for(cal.host)
         if capacity is not None:  # one fitted figure for every process count
             on = replace(on, capacity=capacity, capacities=())
+        if overlaps is not None and on.device_cpus:
+            on = with_overlaps(on, overlaps)
         p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
                     parse_bandwidth(r["bandwidth"]))
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
@@ -104,10 +110,19 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
     return rows
 
 
+def with_overlaps(host: Host, measured: Host) -> Host:
+    """``host`` with ``measured``'s ring overlaps where it has none of its own."""
+    return replace(host, **{name: getattr(measured, name)
+                            for name in ("ring_overlap", "collective_overlap")
+                            if getattr(host, name) is None})
+
+
 def predict_record(record: dict, calibration: Calibration | None,
-                   workload_for: WorkloadFor) -> float:
-    """A record's predicted images/s: from the calibration it carries, else ``calibration``."""
-    return predict_records([("", record)], calibration, workload_for)[0].predicted_images_per_sec
+                   workload_for: WorkloadFor, overlaps: Host | None = None) -> float:
+    """A record's predicted images/s: from the calibration it carries, else ``calibration``
+    (``overlaps`` as :func:`predict_records` takes it)."""
+    rows = predict_records([("", record)], calibration, workload_for, overlaps=overlaps)
+    return rows[0].predicted_images_per_sec
 
 
 def errors(rows: Sequence[Row]) -> dict:

@@ -18,6 +18,7 @@ from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation.budget import thread_counts
 from ralp.emulation.devices import CGROUP_ROOT_ENV, find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
+from ralp.horovod.launch import horovod_unavailable_reason
 
 NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
@@ -128,6 +129,8 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     if budget:  # measured inside one device's budget: no shared-host terms
         assert cal["host"]["shared"] is False
         assert cal["host"]["device_cpus"] == pytest.approx(budget)
+        if horovod_unavailable_reason() is None:  # Gloo's ring overlap, on two such devices
+            assert 0.0 <= cal["host"]["ring_overlap"] <= 1.0
     else:  # no control groups here: the shared host's calibration
         assert cal["host"]["shared"] is True and entry["capacity"] > 0
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0

@@ -174,3 +174,20 @@ def test_calibrate_a_saved_keras_model_writes_its_entry(tmp_path, capsys):
     assert f"{model.name} batch 4 image 28" in capsys.readouterr().out
     entry = Calibration.load(out).find(model.name, 4, 28, 10)
     assert entry.full_s > entry.tail_s > 0 and entry.capacity is None  # not a shared host
+
+
+def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys):
+    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_1gbit.json").read_text())
+    records = tmp_path / "alexnet.json"
+    records.write_text(json.dumps([r for r in zoo if r["model"] == "alexnet"]))
+    later = tmp_path / "later.json"
+    Calibration(Host(False, ring_overlap=0.0, collective_overlap=0.0), [], "later").save(later)
+    predicted = []
+    for extra in ([], ["--overlap-from", str(later)]):
+        assert run(["--validate", str(records), "--format", "json", *extra]) == 0
+        report = json.loads(capsys.readouterr().out)
+        predicted.append({s["mode"]: s["predicted"] for s in report["settings"]})
+    full, none = predicted
+    assert none["ps"] == full["ps"] and none["ralp-n"] == full["ralp-n"]
+    # nothing of the rings' CPU hidden: Horovod's and Stanza's steps take longer
+    assert none["horovod"] < full["horovod"] and none["stanza"] < full["stanza"]

@@ -1,0 +1,87 @@
+"""Where a cluster's tasks run, as the step-time model sees it (:mod:`ralp.planner.model`):
+one host's shared cores (the simulated cluster with ``--device-cpus shared``) or a device per
+task, and the CPU cost of moving bytes there, all measured (:mod:`ralp.planner.calibration`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Host:
+    shared: bool  # True: every task shares one host's cores (the simulated cluster)
+    cpu_s_per_byte: float = 0.0  # CPU time per byte sent and received (shared host only)
+    message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
+    # Shared host only: how many single-process steps it runs at once at full speed; the
+    # shared CPU queue serves that fast. Measured with processes that train together in one
+    # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
+    # already fills both cores; big FC layers contend for memory).
+    capacity: float = 1.0
+    # The same measured at several process counts, ((processes, capacity), ...) ascending:
+    # more processes than cores contend for caches and memory too. Empty: ``capacity`` for
+    # any count of two or more.
+    capacities: tuple[tuple[int, float], ...] = ()
+    # Shared host only. The cores that serve the bytes' CPU time: ``cpu_s_per_byte`` and
+    # ``ring_cpu_s_per_byte`` are CPU seconds (every thread of a transfer's processes, from
+    # ``time.process_time``), which the tasks' many processes spread over all of them. None:
+    # an older calibration whose per-byte cost was wall time, served like compute.
+    cores: int | None = None
+    # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
+    # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
+    ring_cpu_s_per_byte: float | None = None
+    # CPU time per byte crossing a link in TensorFlow's own ring (mode collective: gRPC
+    # calls between the workers' servers), measured with the real strategy
+    # (ralp.planner.collective_cost); None: gRPC's transfer cost is used (its transport).
+    collective_cpu_s_per_byte: float | None = None
+    # A cluster of devices (``shared`` False): the CPUs each task's device has, where the CPU
+    # work of its bytes runs beside its compute (a budgeted simulated device's budget, or
+    # what a real node gives one task). None: not known, the bytes' CPU is not counted.
+    device_cpus: float | None = None
+    # A cluster of devices: the share of the smaller of a Gloo ring phase's wire time and its
+    # CPU time (at the device's pace) that hides behind the larger, measured on two budgeted
+    # devices (ralp.planner.ring_overlap). None: not measured, all of it (the slower counts).
+    ring_overlap: float | None = None
+    # The same for TensorFlow's own ring (mode collective), measured alike.
+    collective_overlap: float | None = None
+
+    def capacity_at(self, processes: int) -> float:
+        """Single-process steps the host runs at once with ``processes`` processes computing:
+        1 alone; else the capacity measured at the largest count up to ``processes`` (the
+        smallest measured count below it)."""
+        if processes <= 1:
+            return 1.0
+        if not self.capacities:
+            return self.capacity
+        fitting = [c for n, c in self.capacities if n <= processes]
+        return fitting[-1] if fitting else self.capacities[0][1]
+
+    def speedups(self, processes: int) -> tuple[float, ...]:
+        """``capacity_at`` for 1 .. ``processes`` (a load-dependent station's speedup)."""
+        return tuple(self.capacity_at(n) for n in range(1, max(1, processes) + 1))
+
+    def together_s(self, compute_s: float, processes: int) -> float:
+        """Time ``processes`` processes take for ``compute_s`` of single-process compute in
+        all, alone on the shared host: one runs at its own speed, several at
+        :meth:`capacity_at` their count."""
+        return compute_s / self.capacity_at(processes)
+
+    def bytes_phase_s(self, wire_s: float, byte_cpu_s: float) -> float:
+        """A lockstep phase that only moves bytes (a Horovod collective: no compute runs
+        beside it) on a shared host: the wire and the CPU work of its bytes pipeline (Gloo
+        sends a chunk while it reduces the previous one), so the slower of the two counts.
+        An older calibration (no ``cores``) keeps the earlier rule: they add."""
+        if not self.cores:
+            return wire_s + byte_cpu_s / self.capacity
+        return max(wire_s, byte_cpu_s / self.cores)
+
+    @property
+    def ring_cost(self) -> float:
+        """CPU seconds per byte of a Horovod ring's traffic."""
+        return self.cpu_s_per_byte if self.ring_cpu_s_per_byte is None else self.ring_cpu_s_per_byte
+
+    @property
+    def collective_cost(self) -> float:
+        """CPU seconds per byte of TensorFlow's own ring's traffic."""
+        if self.collective_cpu_s_per_byte is None:
+            return self.cpu_s_per_byte
+        return self.collective_cpu_s_per_byte

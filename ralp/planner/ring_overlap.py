@@ -1,0 +1,189 @@
+"""How much of a ring allreduce's CPU work hides behind its wire on a budgeted device.
+
+A ring allreduce moves bytes (the wire) and spends CPU on them (Gloo's fusion copies, the
+kernel's socket path, the sum: :mod:`ralp.planner.allreduce`). Where a device's CPU is scarce
+both take time, and the phase lies between the slower of the two (a perfect pipeline: each
+chunk is summed while the next crosses) and their sum (no pipeline). The budgeted zoo's Horovod
+records fell in between: their ring phase took the wire plus 0.39-0.82 of the ring's CPU time.
+
+This probe measures where it falls, apart from any record: two ranks (Horovod's, or two
+``MultiWorkerMirroredStrategy`` workers for TensorFlow's own ring), each on a
+budgeted device (a network namespace and a control group of the bench's budget), joined by
+links shaped at the rate where the wire and the CPU take equally long (there the overlap
+changes the phase most), all-reduce one tensor several times. With ``phase`` the median wall
+time of one allreduce, ``wire`` a rank's bytes over the rate plus the ring's hop latencies and
+``cpu`` the calibrated ring cost of those bytes at the device's pace (the model's own terms,
+:func:`ralp.planner.model.ring_phase_terms`), the overlap is the share of the smaller term that
+hid behind the larger:
+
+    overlap = (wire + cpu - phase) / min(wire, cpu), within [0, 1]
+
+so that the model's phase, ``max + (1 - overlap) min``, is the one measured at that rate.
+
+Run as a module (``horovod|collective TENSOR_BYTES REPEATS``), it is one rank of that
+measurement; rank 0 sends the figures as its record.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+from ralp.errors import RalpError
+
+PHASE_TARGET_S = 0.15  # the wire time of one allreduce at the probe's rate
+MIN_TENSOR_BYTES = 1024**2
+MAX_TENSOR_BYTES = 256 * 1024**2
+MIN_RATE_BITS, MAX_RATE_BITS = 10**8, 2 * 10**10
+REPEATS = 7
+RANKS = 2
+PROBE_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class RingOverlap:
+    overlap: float  # the share of min(wire, cpu) hidden behind the larger, 0..1
+    rate_bits: int  # the links' rate the probe ran at, bits/s
+    tensor_bytes: int
+    phase_s: float  # median wall time of one allreduce
+    phase_range_s: tuple[float, float]
+    wire_s: float  # the model's wire term at that rate (bytes and hop latencies)
+    cpu_s: float  # the model's CPU term (calibrated ring cost, at the device's pace)
+    rank_cpu_s: tuple[float, ...]  # each rank's own CPU per allreduce (process time), for the reader
+
+
+def probe_shape(ring_cpu_s_per_byte: float, device_cpus: float) -> tuple[int, int]:
+    """(rate in bits/s, tensor bytes) of the probe: the rate at which a rank's bytes take as
+    long on the wire as their CPU work on a device of ``device_cpus``, and a tensor whose
+    wire time there is about :data:`PHASE_TARGET_S` (a rank of two sends the tensor's size)."""
+    rate = device_cpus / ring_cpu_s_per_byte if ring_cpu_s_per_byte > 0 else MAX_RATE_BITS / 8
+    rate_bits = int(min(MAX_RATE_BITS, max(MIN_RATE_BITS, rate * 8)))
+    tensor = int(min(MAX_TENSOR_BYTES, max(MIN_TENSOR_BYTES, rate_bits / 8 * PHASE_TARGET_S)))
+    return rate_bits, tensor - tensor % 4
+
+
+def overlap_of(phase_s: float, wire_s: float, cpu_s: float) -> float:
+    """The share of the smaller of ``wire_s`` and ``cpu_s`` that a phase of ``phase_s`` hid
+    behind the larger, within [0, 1] (1 where the smaller is zero)."""
+    smaller = min(wire_s, cpu_s)
+    if smaller <= 0:
+        return 1.0
+    return min(1.0, max(0.0, (wire_s + cpu_s - phase_s) / smaller))
+
+
+LIBRARIES = ("horovod", "collective")  # Gloo's ring (Horovod, Stanza) and TensorFlow's own
+
+
+def measure_ring_overlap(host, budget, library: str = "horovod") -> RingOverlap:
+    """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
+    TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
+    :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
+    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`). Needs root
+    (namespaces, control groups), and Horovod for its ring.
+
+    Raises:
+        RalpError: the probe could not run (the message says why).
+    """
+    from ralp.emulation.budget import budget_for
+    from ralp.planner.model import ring_phase_terms
+
+    if library not in LIBRARIES:
+        raise RalpError(f"no ring {library!r}: one of {', '.join(LIBRARIES)}")
+    if budget.hierarchy is None or budget.cpus is None:
+        raise RalpError("the ring overlap is measured on budgeted devices: this host gives "
+                        f"none ({budget.describe()})")
+    measured = (host.ring_cpu_s_per_byte if library == "horovod"
+                else host.collective_cpu_s_per_byte)
+    if not measured:
+        raise RalpError(f"the {library} ring's overlap needs its calibrated cost per byte")
+    rate_bits, tensor = probe_shape(measured, budget.cpus)
+    record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS))
+    rank_bytes = tensor * 2 * (RANKS - 1) / RANKS  # what each rank of the ring sends
+    wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured)
+    phase = float(record["phase_s"])
+    return RingOverlap(overlap_of(phase, wire_s, cpu_s), rate_bits, tensor, phase,
+                       tuple(record["phase_range_s"]), wire_s, cpu_s,
+                       tuple(record["rank_cpu_s"]))
+
+
+def _launch(library: str, tensor: int, rate_bits: int, pair) -> dict:
+    """Two ranks of ``library`` on devices of ``pair``'s budget, at ``rate_bits``: rank 0's
+    record."""
+    command = [sys.executable, "-m", "ralp.planner.ring_overlap", library, str(tensor),
+               str(REPEATS)]
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
+    if library == "horovod":
+        from ralp.horovod.launch import launch
+    else:
+        from ralp.collective.launch import launch
+    return launch(lambda links, meter: command, RANKS, "netns", bandwidth=f"{rate_bits}bit",
+                  budget=pair, timeout=PROBE_TIMEOUT_S, env=env)
+
+
+def _timed(all_reduce, repeats: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this process's, every thread) seconds of ``repeats`` allreduces."""
+    for _ in range(2):  # negotiation, buffers and the links' queues set up
+        all_reduce()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        all_reduce()
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - start_cpu)
+    return walls, cpus
+
+
+def _record(walls: list[float], every_cpu) -> dict:
+    return {"phase_s": statistics.median(walls), "phase_range_s": [min(walls), max(walls)],
+            "rank_cpu_s": [float(c) for c in every_cpu]}
+
+
+def _horovod_rank(tensor_bytes: int, repeats: int) -> None:
+    from ralp._messages import emit
+    from ralp.emulation.devices import join_rank_group
+
+    join_rank_group()  # first: the rank's work runs inside its device's budget
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    hvd.init()
+    tensor = tf.ones([tensor_bytes // 4], tf.float32)
+    walls, cpus = _timed(lambda: hvd.allreduce(tensor, op=hvd.Sum).numpy(), repeats)
+    every = hvd.allgather(tf.constant([statistics.median(cpus)], tf.float64)).numpy()
+    if hvd.rank() == 0:
+        emit("record", _record(walls, every))
+    hvd.shutdown()
+
+
+def _collective_worker(tensor_bytes: int, repeats: int) -> None:
+    """A worker of TensorFlow's ring (its launcher started it in its device's group)."""
+    import os
+
+    from ralp._messages import emit
+    from ralp.collective.trainer import leave_together, make_strategy
+
+    strategy = make_strategy()
+    import tensorflow as tf
+
+    @tf.function
+    def all_reduce(tensor):
+        mine = strategy.run(tf.identity, args=(tensor,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, mine, axis=None)
+
+    tensor = tf.ones([tensor_bytes // 4], tf.float32)
+    walls, cpus = _timed(lambda: all_reduce(tensor).numpy(), repeats)
+    rank = int(strategy.cluster_resolver.task_id or 0)
+    mine = tf.one_hot(rank, RANKS, on_value=statistics.median(cpus), dtype=tf.float64)
+    every = all_reduce(mine).numpy()  # each worker's CPU in its own slot
+    if rank == 0:
+        emit("record", _record(walls, every))
+    leave_together(rank, RANKS)
+    sys.stdout.flush()
+    os._exit(0)  # TensorFlow's collective server cannot stop cleanly
+
+
+if __name__ == "__main__":
+    rank_main = _horovod_rank if sys.argv[1] == "horovod" else _collective_worker
+    rank_main(int(sys.argv[2]), int(sys.argv[3]))

@@ -1,0 +1,136 @@
+"""Gloo's ring overlap on budgeted devices: the probe's shape and arithmetic against the model's
+own terms, the model's use of it, and one real measurement (two Horovod ranks in namespaces,
+each in a control group of its budget)."""
+
+from dataclasses import replace
+
+import pytest
+
+from ralp.emulation.budget import budget_for
+from ralp.emulation.devices import find_hierarchy
+from ralp.emulation.iproute import netns_unavailable_reason
+from ralp.horovod.launch import horovod_unavailable_reason
+from ralp.planner.calibration import Calibration
+from ralp.planner.model import (
+    Compute,
+    Host,
+    Links,
+    _device_bytes_phase,
+    collective_step_time,
+    horovod_step_time,
+    ring_phase_terms,
+    stanza_phase_times,
+)
+from ralp.planner.ring_overlap import (
+    MAX_TENSOR_BYTES,
+    measure_ring_overlap,
+    overlap_of,
+    probe_shape,
+)
+from ralp.planner.validate import with_overlaps
+
+HOROVOD = horovod_unavailable_reason()
+NETNS = netns_unavailable_reason()
+HIERARCHY, _ = find_hierarchy()
+
+
+def test_the_probe_runs_where_wire_and_cpu_take_equally_long():
+    host = Host(False, ring_cpu_s_per_byte=1.1e-9, device_cpus=0.425)
+    rate_bits, tensor = probe_shape(1.1e-9, 0.425)
+    assert tensor % 4 == 0
+    wire, cpu = ring_phase_terms(host, 2, tensor, rate_bits / 8, 1.1e-9)
+    assert wire == pytest.approx(cpu, rel=1e-3)
+    assert wire == pytest.approx(0.15, rel=0.01)  # a tensor of about 0.15 s on the wire
+    # a free ring (no CPU per byte) runs at the fastest rate, its tensor capped
+    assert probe_shape(0.0, 0.425) == (2 * 10**10, MAX_TENSOR_BYTES)
+
+
+@pytest.mark.parametrize("phase, expected", [
+    (1.0, 1.0),  # the slower alone: all of the faster hid behind it
+    (1.6, 0.0),  # their sum: nothing hid
+    (1.3, 0.5),
+    (2.0, 0.0),  # slower than both in turn: no overlap (clipped)
+    (0.9, 1.0),  # faster than the slower term: all of it (clipped)
+])
+def test_the_overlap_is_the_hidden_share_of_the_smaller_term(phase, expected):
+    assert overlap_of(phase, 1.0, 0.6) == pytest.approx(expected)
+    assert overlap_of(phase, 0.6, 1.0) == pytest.approx(expected)
+
+
+def test_the_model_takes_back_the_phase_the_overlap_was_measured_from():
+    host = Host(False, message_s=0.002, ring_cpu_s_per_byte=1.1e-9, device_cpus=0.425)
+    rank_bytes, bandwidth = 64e6, 3.2e9 / 8
+    wire, cpu = ring_phase_terms(host, 2, rank_bytes, bandwidth, host.ring_cost)
+    for measured in (max(wire, cpu) * 1.1, max(wire, cpu) * 1.4):
+        measured_host = Host(False, message_s=0.002, ring_cpu_s_per_byte=1.1e-9,
+                             device_cpus=0.425, ring_overlap=overlap_of(measured, wire, cpu))
+        assert _device_bytes_phase(measured_host, wire, rank_bytes) == pytest.approx(measured)
+
+
+def test_horovod_and_stanza_pay_the_unhidden_cpu_and_collective_keeps_full_overlap():
+    compute = Compute(full_s=0.25, tail_s=0.15)
+    links = Links((), (), worker_tx=125_000_000, total=500_000_000, messages=6)
+    bandwidth = 1e9 / 8  # wire 1 s a step
+    cost, cpus = 1.7e-9, 0.425  # CPU 0.5 s a step on the device
+    full = Host(False, ring_cpu_s_per_byte=cost, collective_cpu_s_per_byte=cost,
+                device_cpus=cpus)
+    assert horovod_step_time(compute, links, 4, bandwidth, full) == pytest.approx(0.25 + 1.0)
+    for share in (0.0, 0.4):
+        part = Host(False, ring_cpu_s_per_byte=cost, collective_cpu_s_per_byte=cost,
+                    device_cpus=cpus, ring_overlap=share)
+        cpu_s = cost * 125e6 / cpus
+        assert horovod_step_time(compute, links, 4, bandwidth, part) == pytest.approx(
+            0.25 + 1.0 + (1 - share) * cpu_s)
+        # TensorFlow's ring is not Gloo's: Gloo's overlap is not its own
+        assert collective_step_time(compute, links, 4, bandwidth, part) == pytest.approx(1.25)
+        own = replace(part, ring_overlap=None, collective_overlap=share)
+        assert collective_step_time(compute, links, 4, bandwidth, own) == pytest.approx(
+            0.25 + 1.0 + (1 - share) * cpu_s)
+    stanza = Links(ps_tx=(40_000_000,), ps_rx=(40_000_000,), worker_tx=0, total=0,
+                   messages=0, rings=(125_000_000, 0))
+    none = stanza_phase_times(compute, stanza, 3, bandwidth, full)["rings"]
+    half = stanza_phase_times(compute, stanza, 3, bandwidth,
+                              Host(False, ring_cpu_s_per_byte=cost, device_cpus=cpus,
+                                   ring_overlap=0.5))["rings"]
+    assert half == pytest.approx(none + 0.5 * cost * 125e6 / cpus)
+
+
+def test_a_calibration_keeps_the_overlap_and_an_older_one_reads_as_unmeasured(tmp_path):
+    cal = Calibration(Host(False, 1e-9, 0.002, ring_cpu_s_per_byte=1e-9, device_cpus=0.4,
+                           ring_overlap=0.37))
+    cal.save(tmp_path / "c.json")
+    assert Calibration.load(tmp_path / "c.json").host.ring_overlap == 0.37
+    older = cal.to_dict()
+    del older["host"]["ring_overlap"]
+    assert Calibration.from_dict(older).host.ring_overlap is None
+
+
+@pytest.mark.cluster
+@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
+@pytest.mark.parametrize("library", [
+    pytest.param("horovod", marks=pytest.mark.skipif(
+        HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")),
+    "collective",
+])
+def test_two_budgeted_ranks_measure_a_phase_no_faster_than_their_wire(library):
+    budget = budget_for("auto", 4)
+    host = Host(False, 1.2e-9, 0.0025, ring_cpu_s_per_byte=1.1e-9,
+                collective_cpu_s_per_byte=1.1e-9, device_cpus=budget.cpus)
+    measured = measure_ring_overlap(host, budget, library)
+    assert (measured.rate_bits, measured.tensor_bytes) == probe_shape(1.1e-9, budget.cpus)
+    on_wire = measured.tensor_bytes / (measured.rate_bits / 8)
+    # the shaped link bounds every allreduce: none beats its bytes at the link's rate
+    assert measured.phase_range_s[0] >= 0.9 * on_wire
+    assert all(c > 0 for c in measured.rank_cpu_s) and len(measured.rank_cpu_s) == 2
+    assert 0.0 <= measured.overlap <= 1.0
+    assert measured.overlap == pytest.approx(
+        overlap_of(measured.phase_s, measured.wire_s, measured.cpu_s))
+
+
+def test_overlaps_measured_apart_fill_only_what_a_calibration_lacks():
+    older = Host(False, 1e-9, 0.002, device_cpus=0.4, collective_overlap=0.9)
+    measured = Host(False, ring_overlap=0.3, collective_overlap=0.2)
+    filled = with_overlaps(older, measured)
+    assert (filled.ring_overlap, filled.collective_overlap) == (0.3, 0.9)
+    assert filled.cpu_s_per_byte == 1e-9 and filled.device_cpus == 0.4
