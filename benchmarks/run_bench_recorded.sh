@@ -16,7 +16,7 @@
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
-#                                          collective-n8-10gbit|chaos-all]...
+#                                          collective-n8-10gbit|ring-overlap|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +66,21 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-n horovod collective --devices 8 \
       --steps 10 --repeat 3 --calibrate --quiet --out $R/collective_n8_$bw.json \
       --plot $R/collective_n8_$bw.png || true ;;
+  ring-overlap)  # issue 26: each ring's overlap of wire and CPU on a budgeted device (N = 4:
+    # 0.425 CPU, N = 8: 0.212), in a calibration each; then the budgeted records validated with
+    # them (the zoo's and the collective runs' calibrations predate the overlaps)
+    for n in 4 8; do
+      $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
+        --device-cpus auto --devices $n --output $R/ring_overlap_n$n.json
+    done
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+      $R/ring_overlap_n4.json > $R/devices_zoo_1gbit_validation.txt
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+      $R/ring_overlap_n4.json --format json > $R/devices_zoo_1gbit_validation.json
+    for bw in 1gbit 10gbit; do
+      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+        $R/ring_overlap_n8.json > $R/collective_n8_${bw}_validation.txt
+    done ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
     # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs
