@@ -84,6 +84,20 @@ def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
     return max(0.0, float(np.polyfit(x, y, 1)[0])), points
 
 
+def timed_allreduces(all_reduce, repeats: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this process's, every thread) seconds of each of ``repeats`` calls of
+    ``all_reduce()``, after two untimed ones (negotiation, buffers and links set up)."""
+    for _ in range(2):
+        all_reduce()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        all_reduce()
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - start_cpu)
+    return walls, cpus
+
+
 def _rank_main(sizes: tuple[int, ...], repeats: int) -> None:
     import horovod.tensorflow as hvd
     import tensorflow as tf
@@ -92,13 +106,8 @@ def _rank_main(sizes: tuple[int, ...], repeats: int) -> None:
     points = []
     for size in sizes:
         tensor = tf.ones([size // 4], tf.float32)
-        for _ in range(2):  # negotiation and buffers set up
-            hvd.allreduce(tensor, op=hvd.Sum).numpy()
-        cpu = []
-        for _ in range(repeats):
-            start = time.process_time()
-            hvd.allreduce(tensor, op=hvd.Sum).numpy()
-            cpu.append(time.process_time() - start)
+        _, cpu = timed_allreduces(
+            lambda t=tensor: hvd.allreduce(t, op=hvd.Sum).numpy(), repeats)
         mine = statistics.median(cpu)
         every = hvd.allgather(tf.constant([mine], tf.float64)).numpy()
         points.append((size, ring_link_bytes(size, hvd.size()), float(every.sum())))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from ralp.planner.allreduce import (
     AllreduceProbeError,
     measure_allreduce,
     ring_link_bytes,
+    timed_allreduces,
 )
 
 MARK = "RALP_COLLECTIVE_COST "
@@ -80,10 +80,8 @@ def ring_costs() -> tuple[float | None, float | None]:
 
 
 
-def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
-    from ralp.collective.trainer import leave_together, make_strategy
-
-    strategy = make_strategy()
+def sum_all_reduce(strategy):
+    """A traced function that sums a tensor over ``strategy``'s workers (TensorFlow's ring)."""
     import tensorflow as tf
 
     @tf.function
@@ -91,16 +89,20 @@ def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
         mine = strategy.run(tf.identity, args=(tensor,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, mine, axis=None)
 
+    return all_reduce
+
+
+def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
+    from ralp.collective.trainer import leave_together, make_strategy
+
+    strategy = make_strategy()
+    import tensorflow as tf
+
+    all_reduce = sum_all_reduce(strategy)
     points = []
     for size in sizes:
         tensor = tf.ones([size // 4], tf.float32)
-        for _ in range(2):  # tracing, group set-up and buffers first
-            all_reduce(tensor).numpy()
-        cpu = []
-        for _ in range(repeats):
-            start = time.process_time()
-            all_reduce(tensor).numpy()
-            cpu.append(time.process_time() - start)
+        _, cpu = timed_allreduces(lambda t=tensor: all_reduce(t).numpy(), repeats)
         mine = tf.constant([statistics.median(cpu)], tf.float64)
         every = float(all_reduce(mine).numpy()[0])  # both workers' CPU, summed
         points.append((size, ring_link_bytes(size, WORKERS), every))

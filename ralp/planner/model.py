@@ -249,7 +249,7 @@ def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth
 
 def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                     host: Host, ring_cost: float, overlap: float | None = None) -> float:
-    ring_s = links.worker_tx / bandwidth + 2 * (workers - 1) * host.message_s
+    ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost)
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, ring_cost * links.total))

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 
 from ralp.errors import RalpError
+from ralp.planner.allreduce import timed_allreduces
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at the probe's rate
 MIN_TENSOR_BYTES = 1024**2
@@ -122,19 +122,6 @@ def _launch(library: str, tensor: int, rate_bits: int, pair) -> dict:
                   budget=pair, timeout=PROBE_TIMEOUT_S, env=env)
 
 
-def _timed(all_reduce, repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU (this process's, every thread) seconds of ``repeats`` allreduces."""
-    for _ in range(2):  # negotiation, buffers and the links' queues set up
-        all_reduce()
-    walls, cpus = [], []
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        all_reduce()
-        walls.append(time.perf_counter() - start)
-        cpus.append(time.process_time() - start_cpu)
-    return walls, cpus
-
-
 def _record(walls: list[float], every_cpu) -> dict:
     return {"phase_s": statistics.median(walls), "phase_range_s": [min(walls), max(walls)],
             "rank_cpu_s": [float(c) for c in every_cpu]}
@@ -150,7 +137,7 @@ def _horovod_rank(tensor_bytes: int, repeats: int) -> None:
 
     hvd.init()
     tensor = tf.ones([tensor_bytes // 4], tf.float32)
-    walls, cpus = _timed(lambda: hvd.allreduce(tensor, op=hvd.Sum).numpy(), repeats)
+    walls, cpus = timed_allreduces(lambda: hvd.allreduce(tensor, op=hvd.Sum).numpy(), repeats)
     every = hvd.allgather(tf.constant([statistics.median(cpus)], tf.float64)).numpy()
     if hvd.rank() == 0:
         emit("record", _record(walls, every))
@@ -163,17 +150,14 @@ def _collective_worker(tensor_bytes: int, repeats: int) -> None:
 
     from ralp._messages import emit
     from ralp.collective.trainer import leave_together, make_strategy
+    from ralp.planner.collective_cost import sum_all_reduce
 
     strategy = make_strategy()
     import tensorflow as tf
 
-    @tf.function
-    def all_reduce(tensor):
-        mine = strategy.run(tf.identity, args=(tensor,))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, mine, axis=None)
-
+    all_reduce = sum_all_reduce(strategy)
     tensor = tf.ones([tensor_bytes // 4], tf.float32)
-    walls, cpus = _timed(lambda: all_reduce(tensor).numpy(), repeats)
+    walls, cpus = timed_allreduces(lambda: all_reduce(tensor).numpy(), repeats)
     rank = int(strategy.cluster_resolver.task_id or 0)
     mine = tf.one_hot(rank, RANKS, on_value=statistics.median(cpus), dtype=tf.float64)
     every = all_reduce(mine).numpy()  # each worker's CPU in its own slot
