@@ -11,7 +11,9 @@ first run, and every record of it carries that calibration: ``python -m ralp.pla
 
 - On budgeted devices, as ``python -m ralp.planner --calibrate --device-cpus CPUS --devices N``
   does: the whole model's, the tail's and the head's step on one device inside the same
-  budget, and the CPU cost of a transfer and of a ring's byte.
+  budget, the CPU cost of a transfer and of a ring's byte, and each ring's overlap of wire
+  and CPU (measured for the first workload of a budget; the later ones take it from that
+  calibration with ``--overlap-from``).
 - On shared CPUs (``--device-cpus shared``), as ``--calibrate --shared-host`` does: the same
   steps in one process, and the host's capacity for processes that share it.
 
@@ -44,23 +46,36 @@ def workload_key(run: RunSpec) -> tuple:
     return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 
-def calibration_command(run: RunSpec, output: str) -> list[str]:
+def calibration_command(run: RunSpec, output: str, overlaps_from: str | None = None) -> list[str]:
     where = (["--shared-host"] if run.device_cpus == SHARED_CPUS else
              ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])
-    return [sys.executable, "-m", "ralp.planner", "--calibrate", *where,
+    reuse = ["--overlap-from", overlaps_from] if overlaps_from else []
+    return [sys.executable, "-m", "ralp.planner", "--calibrate", *where, *reuse,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
             "--steps", str(CALIBRATION_STEPS), "--output", output]
 
 
-def calibrate_workload(run: RunSpec) -> dict:
+def budget_key(run: RunSpec) -> tuple | None:
+    """The devices' budget ``run`` calibrates on (None: shared CPUs, no rings' overlaps)."""
+    return None if run.device_cpus == SHARED_CPUS else (run.device_cpus, run.devices)
+
+
+def calibrate_workload(run: RunSpec, overlaps: dict | None = None) -> dict:
     """The calibration JSON (``ralp.planner.calibration.Calibration``'s) of ``run``'s
-    workload, measured now on this host, with when it was taken."""
+    workload, measured now on this host, with when it was taken. ``overlaps``: an earlier
+    calibration of the same budget whose rings' overlaps serve this one (they are the
+    rings', not the model's: probing them again would cost minutes a workload)."""
     with tempfile.TemporaryDirectory(prefix="ralp-calibration-") as tmp:
         output = str(Path(tmp) / "calibration.json")
+        overlaps_from = None
+        if overlaps is not None:
+            overlaps_from = str(Path(tmp) / "overlaps.json")
+            Path(overlaps_from).write_text(json.dumps(overlaps))
         started = time.time()
         try:
-            done = subprocess.run(calibration_command(run, output), capture_output=True,
+            done = subprocess.run(calibration_command(run, output, overlaps_from),
+                                  capture_output=True,
                                   text=True, timeout=CALIBRATION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise CalibrationFailed(f"calibrating {run.model} took over "
@@ -77,13 +92,20 @@ class Calibrations:
 
     def __init__(self, announce=print):
         self._taken: dict[tuple, dict | None] = {}
+        self._overlaps: dict[tuple, dict] = {}  # budget -> the first calibration with them
         self._announce = announce
 
     def for_run(self, run: RunSpec) -> dict | None:
         key = workload_key(run)
         if key not in self._taken:
+            budget = budget_key(run)
             try:
-                self._taken[key] = calibrate_workload(run)
+                taken = calibrate_workload(run, self._overlaps.get(budget))
+                self._taken[key] = taken
+                host = taken.get("host", {})
+                if budget is not None and (host.get("ring_overlaps")
+                                           or host.get("collective_overlaps")):
+                    self._overlaps.setdefault(budget, taken)
             except CalibrationFailed as e:
                 self._announce(f"ralp.bench: {e}; its records go without a calibration")
                 self._taken[key] = None

@@ -53,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="--validate: fit the shared host's capacity on every other "
                    "record and report the errors on the held-out rest")
     p.add_argument("--overlap-from", metavar="FILE",
-                   help="--validate: a calibration (--calibrate --device-cpus) whose rings' "
-                   "measured overlaps serve records whose calibrations predate them")
+                   help="a calibration (--calibrate --device-cpus) whose rings' measured "
+                   "overlaps serve: with --validate, records whose calibrations predate them; "
+                   "with --calibrate --model, this calibration (same budget), whose rings "
+                   "are then not probed again")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -88,12 +90,19 @@ def _calibrate(args) -> str:
         raise UsageError("--device-cpus measures one budgeted device; --shared-host a host "
                          "whose tasks share its CPUs: give one of them")
     on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
+    overlaps = None
+    if args.overlap_from:
+        if args.device_cpus is None or args.model is None:
+            raise UsageError("--calibrate --overlap-from serves a zoo model's calibration on "
+                             "budgeted devices: give --model NAME and --device-cpus")
+        overlaps = Calibration.load(args.overlap_from).host
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
-                            shared_host=args.shared_host, steps=steps, **on_device)
+                            shared_host=args.shared_host, steps=steps, overlaps=overlaps,
+                            **on_device)
         name = args.model
     elif args.keras_model is not None:
         from ralp.profiler.cli import _load_keras_model
@@ -117,14 +126,22 @@ def _calibrate(args) -> str:
            if host.ring_cpu_s_per_byte is not None else "")
         + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.collective_cpu_s_per_byte is not None else "")
-        + "".join(f"; {name}'s ring hides {share:.0%} of the smaller of its wire and CPU"
-                  for name, share in (("Gloo", host.ring_overlap),
-                                      ("TensorFlow", host.collective_overlap))
+        + "".join(f"; {name}'s ring hides {_overlap_text(share, curve)} of the smaller of "
+                  "its wire and CPU"
+                  for name, share, curve in (
+                      ("Gloo", host.ring_overlap, host.ring_overlaps),
+                      ("TensorFlow", host.collective_overlap, host.collective_overlaps))
                   if share is not None)
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")
         + f"; wrote {args.output}"
     )
+
+
+def _overlap_text(share: float, curve: tuple) -> str:
+    if not curve:
+        return f"{share:.0%}"
+    return ", ".join(f"{o:.0%} at wire/CPU {r:.2g}" for r, o in curve)
 
 
 def _validate(args) -> str:
@@ -188,6 +205,7 @@ def _validate_repeats(args, records: list[dict]) -> str:
         return validate.predict_record(own, cal, _zoo_workload, overlaps)
 
     report = repeats.validate(repeats.settings_of(records), predicted)
+    report["excluded_flagged"] = sum(1 for r in records if repeats.flagged(r))
     if args.format == "json":
         return json.dumps(report, indent=2)
     return repeats.to_text(report)

@@ -11,6 +11,8 @@ Gloo's) is CPU seconds whatever the budget: a device spends it at its budget's p
 
 from __future__ import annotations
 
+import math
+
 from ralp.cluster.fresh_process import run_in_fresh_process
 from ralp.emulation.budget import Budget, budget_for
 from ralp.planner.calibration import (
@@ -22,7 +24,8 @@ from ralp.planner.calibration import (
     this_machine,
 )
 from ralp.planner.collective_cost import ring_costs
-from ralp.planner.model import Host
+from ralp.planner.host import Host, with_overlaps
+from ralp.planner.modes import PlannerError
 from ralp.planner.transfer import measure_transfer
 
 DEVICE = "dev"  # the one control group of a device calibration
@@ -46,10 +49,22 @@ def device_entry(source: str, batch_size: int, image_size: int, num_classes: int
 
 def calibrate_device(source: str, batch_size: int, image_size: int, num_classes: int,
                      cpus: str = "auto", devices: int = 4, *,
-                     steps: int = DEFAULT_CALIBRATION_STEPS) -> Calibration:
+                     steps: int = DEFAULT_CALIBRATION_STEPS,
+                     overlaps: Host | None = None) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
     (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
-    and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), and the devices' CPUs."""
+    and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), the devices' CPUs,
+    and each ring's overlap (:func:`with_ring_overlap`), or ``overlaps``'s where given (a
+    calibration of the same budget: the overlap is the ring's, not the model's).
+
+    Raises:
+        PlannerError: ``overlaps`` was measured on devices of another budget.
+    """
+    budget = budget_for(cpus, devices)
+    if overlaps is not None and overlaps.device_cpus != budget.cpus:
+        raise PlannerError(f"the rings' overlaps given were measured on devices of "
+                           f"{overlaps.device_cpus} CPU; these have {budget.cpus}: measure "
+                           "them here (leave out the calibration they came from)")
     entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
                                  devices=devices, steps=steps)
     message_s, cpu_s_per_byte, _ = measure_transfer()
@@ -57,17 +72,22 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
                 collective_cpu_s_per_byte=collective, device_cpus=budget.cpus)
     machine = f"{this_machine()}, {budget.describe()}"
-    return Calibration(with_ring_overlap(host, budget), [entry], machine)
+    host = (with_overlaps(host, overlaps) if overlaps is not None
+            else with_ring_overlap(host, budget))
+    return Calibration(host, [entry], machine)
 
 
-def with_ring_overlap(host: Host, budget: Budget) -> Host:
+def with_ring_overlap(host: Host, budget: Budget,
+                      ratios: tuple[float, ...] | None = None) -> Host:
     """``host`` with each ring's overlap (Gloo's, TensorFlow's) measured on two devices of
-    ``budget`` (:mod:`ralp.planner.ring_overlap`); one left unmeasured, with a warning, where
-    it cannot be (no budget, the ring's cost not calibrated, no Horovod, no namespaces)."""
+    ``budget`` at each wire / CPU ratio of ``ratios`` (default
+    :data:`ralp.planner.ring_overlap.OVERLAP_RATIOS`; :mod:`ralp.planner.ring_overlap`): the
+    curve, and the figure at the ratio nearest 1. A ring is left unmeasured, with a warning,
+    where it cannot be (no budget, its cost not calibrated, no Horovod, no namespaces)."""
     from dataclasses import replace
 
     from ralp.errors import RalpError, warn
-    from ralp.planner.ring_overlap import measure_ring_overlap
+    from ralp.planner.ring_overlap import OVERLAP_RATIOS, measure_overlap_curve
 
     if budget.hierarchy is None or budget.cpus is None:
         return host
@@ -78,10 +98,14 @@ def with_ring_overlap(host: Host, budget: Budget) -> Host:
         if cost is None:
             continue
         try:
-            found[field] = round(measure_ring_overlap(host, budget, library).overlap, 4)
+            curve = measure_overlap_curve(host, budget, library, ratios or OVERLAP_RATIOS)
         except RalpError as e:
             warn(f"the {library} ring's overlap not measured ({e}); the model takes the "
                  "slower of its wire and CPU")
+            continue
+        points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in curve)
+        found[field] = min(points, key=lambda p: abs(math.log(p[0])))[1]
+        found[field + "s"] = tuple(points)
     return replace(host, **found)
 
 

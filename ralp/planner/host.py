@@ -4,7 +4,21 @@ task, and the CPU cost of moving bytes there, all measured (:mod:`ralp.planner.c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from itertools import pairwise
+
+
+def interpolate_log(points: tuple[tuple[float, float], ...], x: float) -> float:
+    """The piecewise-linear curve through ``points`` ((x, y), ascending x > 0) in log x, at
+    ``x``; the end's y beyond either end."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in pairwise(points):
+        if x <= x1:
+            share = math.log(x / x0) / math.log(x1 / x0) if x1 > x0 else 1.0
+            return y0 + share * (y1 - y0)
+    return points[-1][1]
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,20 @@ class Host:
     ring_overlap: float | None = None
     # The same for TensorFlow's own ring (mode collective), measured alike.
     collective_overlap: float | None = None
+    # Each ring's overlap measured at several wire / CPU ratios, ((ratio, overlap), ...)
+    # ascending: the share hidden depends on which term is the larger and by how much. Empty:
+    # only the single figure above (measured at a ratio of 1) is known.
+    ring_overlaps: tuple[tuple[float, float], ...] = ()
+    collective_overlaps: tuple[tuple[float, float], ...] = ()
+
+    def overlap_at(self, ratio: float, collective: bool = False) -> float | None:
+        """The overlap of Gloo's ring (``collective``: TensorFlow's) for a phase whose wire
+        takes ``ratio`` times its CPU time: interpolated in log ratio between the measured
+        ratios (the nearest one beyond them), else the single measured figure, else None."""
+        curve = self.collective_overlaps if collective else self.ring_overlaps
+        if not curve:
+            return self.collective_overlap if collective else self.ring_overlap
+        return interpolate_log(curve, ratio)
 
     def capacity_at(self, processes: int) -> float:
         """Single-process steps the host runs at once with ``processes`` processes computing:
@@ -85,3 +113,13 @@ class Host:
         if self.collective_cpu_s_per_byte is None:
             return self.cpu_s_per_byte
         return self.collective_cpu_s_per_byte
+
+
+OVERLAP_FIELDS = ("ring_overlap", "collective_overlap", "ring_overlaps", "collective_overlaps")
+
+
+def with_overlaps(host: Host, measured: Host) -> Host:
+    """``host`` with ``measured``'s ring overlaps where it has none of its own: each ring's
+    figure, and its curve over wire / CPU ratios (which the model prefers to the figure)."""
+    return replace(host, **{name: getattr(measured, name) for name in OVERLAP_FIELDS
+                            if getattr(host, name) in (None, ())})

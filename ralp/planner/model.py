@@ -242,19 +242,18 @@ def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth
     """TensorFlow's own ring allreduce (``MultiWorkerMirroredStrategy``): Horovod's step
     (:func:`horovod_step_time`) with the CPU cost of its ring's bytes
     (:attr:`Host.collective_cost`: gRPC calls, about twice Gloo's per byte on this host)."""
-    overlap = 1.0 if host.collective_overlap is None else host.collective_overlap
     return _ring_step_time(compute, links, workers, bandwidth, host, host.collective_cost,
-                           overlap)  # its own measured overlap, not Gloo's
+                           collective=True)  # its own measured overlap, not Gloo's
 
 
 def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                    host: Host, ring_cost: float, overlap: float | None = None) -> float:
+                    host: Host, ring_cost: float, collective: bool = False) -> float:
     ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost)
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, ring_cost * links.total))
     return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
-                                                overlap)
+                                                collective)
 
 
 def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
@@ -267,16 +266,19 @@ def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float
 
 
 def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
-                        ring_cost: float | None = None, overlap: float | None = None) -> float:
+                        ring_cost: float | None = None, collective: bool = False) -> float:
     """A lockstep phase that only moves bytes on a cluster of devices: the wire and the
     busiest rank's CPU work on its device, the slower plus the part of the faster that does
     not hide behind it (the ring sends a chunk while it reduces the previous one, in part:
-    ``overlap``, default :attr:`Host.ring_overlap`, Gloo's measured share; 1 where not
-    measured). ``rank_bytes``: what that rank sends, or half of what it sends and receives
-    (``ring_cost``, default :attr:`Host.ring_cost`, is the CPU of both ends per byte sent)."""
+    the ring's measured share at this phase's wire / CPU ratio, :meth:`Host.overlap_at`,
+    Gloo's or, ``collective``, TensorFlow's; all of it where not measured). ``rank_bytes``:
+    what that rank sends, or half of what it sends and receives (``ring_cost``, default
+    :attr:`Host.ring_cost`, is the CPU of both ends per byte sent)."""
     cost = host.ring_cost if ring_cost is None else ring_cost
     cpu_s = _on_device(host, cost * rank_bytes)
-    hidden = overlap if overlap is not None else host.ring_overlap
+    if min(wire_s, cpu_s) <= 0:
+        return max(wire_s, cpu_s)
+    hidden = host.overlap_at(wire_s / cpu_s, collective)
     hidden = 1.0 if hidden is None else hidden
     return max(wire_s, cpu_s) + (1.0 - hidden) * min(wire_s, cpu_s)
 

@@ -60,11 +60,18 @@ def budgeted(record: dict) -> bool:
             is not None and not cpu.get("fallback"))
 
 
+def flagged(record: dict) -> bool:
+    """A record the host could not keep up with (its budgets and the CPU spent outside them
+    reached the host's CPUs, so some device got less than its budget): not a device's run."""
+    return record.get("host_kept_up") is False
+
+
 def settings_of(records: Iterable[dict]) -> dict[tuple, dict[str, Setting]]:
-    """Group -> mode -> :class:`Setting`, from successful budgeted records."""
+    """Group -> mode -> :class:`Setting`, from successful budgeted records the host kept up
+    with (:func:`flagged` ones are left out)."""
     out: dict[tuple, dict[str, Setting]] = {}
     for r in records:
-        if r.get("error") or not r.get("images_per_sec") or not budgeted(r):
+        if r.get("error") or not r.get("images_per_sec") or not budgeted(r) or flagged(r):
             continue
         group = tuple(r.get(k) for k in GROUP_FIELDS)
         s = out.setdefault(group, {}).setdefault(r["mode"], Setting(group, r["mode"]))
@@ -152,9 +159,12 @@ def to_text(report: dict) -> str:
     """The repeats validation as a reader wants it: the figures first, then every setting."""
     e, sp, auto = report["errors"], report["speedup"], report["auto_summary"]
     lines = [f"{e['overall']['count']} settings on budgeted devices (medians of their rounds; "
-             f"a prediction inside a setting's min-max counts as exact: {e['inside_band']})",
-             f"images/s: median |error| {_pct(e['overall']['median_abs_error'])}, max "
-             f"{_pct(e['overall']['max_abs_error'])}"]
+             f"a prediction inside a setting's min-max counts as exact: {e['inside_band']})"]
+    if report.get("excluded_flagged"):
+        lines.append(f"left out: {report['excluded_flagged']} records the host could not keep "
+                     "up with (flagged in the bench's table)")
+    lines.append(f"images/s: median |error| {_pct(e['overall']['median_abs_error'])}, max "
+                 f"{_pct(e['overall']['max_abs_error'])}")
     for mode, stats in e.items():
         if mode not in ("overall", "inside_band"):
             lines.append(f"  {mode:<8} {stats['count']:>3} settings: median "

@@ -9,8 +9,11 @@ records fell in between: their ring phase took the wire plus 0.39-0.82 of the ri
 This probe measures where it falls, apart from any record: two ranks (Horovod's, or two
 ``MultiWorkerMirroredStrategy`` workers for TensorFlow's own ring), each on a
 budgeted device (a network namespace and a control group of the bench's budget), joined by
-links shaped at the rate where the wire and the CPU take equally long (there the overlap
-changes the phase most), all-reduce one tensor several times. With ``phase`` the median wall
+links shaped at a rate where the wire takes ``ratio`` times as long as the CPU, all-reduce one
+tensor several times. The overlap depends on that ratio (a ring whose wire is far slower than
+its CPU has less to hide, and hides it differently), so a calibration measures it at several
+(:data:`OVERLAP_RATIOS`, about 30 s each) and the model reads it at each phase's own ratio
+(:meth:`ralp.planner.host.Host.overlap_at`). With ``phase`` the median wall
 time of one allreduce, ``wire`` a rank's bytes over the rate plus the ring's hop latencies and
 ``cpu`` the calibrated ring cost of those bytes at the device's pace (the model's own terms,
 :func:`ralp.planner.model.ring_phase_terms`), the overlap is the share of the smaller term that
@@ -34,6 +37,9 @@ from ralp.errors import RalpError
 from ralp.planner.allreduce import timed_allreduces
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at the probe's rate
+# wire / CPU ratios a calibration measures the overlap at: the budgeted zoo's rings ran at
+# 0.1-0.9 (N = 8, 10 Gbit/s) and 1.5-3.8 (1 Gbit/s); beyond the ends the nearest one serves
+OVERLAP_RATIOS = (1 / 3, 1.0, 3.0)
 MIN_TENSOR_BYTES = 1024**2
 MAX_TENSOR_BYTES = 256 * 1024**2
 MIN_RATE_BITS, MAX_RATE_BITS = 10**8, 2 * 10**10
@@ -53,12 +59,22 @@ class RingOverlap:
     cpu_s: float  # the model's CPU term (calibrated ring cost, at the device's pace)
     rank_cpu_s: tuple[float, ...]  # each rank's own CPU per allreduce (process time), for the reader
 
+    @property
+    def ratio(self) -> float:
+        """The phase's wire time over its CPU time, as run."""
+        return self.wire_s / self.cpu_s if self.cpu_s > 0 else float("inf")
 
-def probe_shape(ring_cpu_s_per_byte: float, device_cpus: float) -> tuple[int, int]:
-    """(rate in bits/s, tensor bytes) of the probe: the rate at which a rank's bytes take as
-    long on the wire as their CPU work on a device of ``device_cpus``, and a tensor whose
-    wire time there is about :data:`PHASE_TARGET_S` (a rank of two sends the tensor's size)."""
-    rate = device_cpus / ring_cpu_s_per_byte if ring_cpu_s_per_byte > 0 else MAX_RATE_BITS / 8
+
+def probe_shape(ring_cpu_s_per_byte: float, device_cpus: float,
+                ratio: float = 1.0) -> tuple[int, int]:
+    """(rate in bits/s, tensor bytes) of the probe: the rate at which a rank's bytes take
+    ``ratio`` times as long on the wire as their CPU work on a device of ``device_cpus``, and
+    a tensor whose wire time there is about :data:`PHASE_TARGET_S` (a rank of two sends the
+    tensor's size)."""
+    if ratio <= 0:
+        raise ValueError(f"a wire / CPU ratio is positive, got {ratio}")
+    rate = (device_cpus / (ring_cpu_s_per_byte * ratio) if ring_cpu_s_per_byte > 0
+            else MAX_RATE_BITS / 8)
     rate_bits = int(min(MAX_RATE_BITS, max(MIN_RATE_BITS, rate * 8)))
     tensor = int(min(MAX_TENSOR_BYTES, max(MIN_TENSOR_BYTES, rate_bits / 8 * PHASE_TARGET_S)))
     return rate_bits, tensor - tensor % 4
@@ -76,12 +92,24 @@ def overlap_of(phase_s: float, wire_s: float, cpu_s: float) -> float:
 LIBRARIES = ("horovod", "collective")  # Gloo's ring (Horovod, Stanza) and TensorFlow's own
 
 
-def measure_ring_overlap(host, budget, library: str = "horovod") -> RingOverlap:
+def measure_overlap_curve(host, budget, library: str = "horovod",
+                          ratios: tuple[float, ...] = OVERLAP_RATIOS) -> list[RingOverlap]:
+    """:func:`measure_ring_overlap` at each wire / CPU ratio of ``ratios``, in that order.
+
+    Raises:
+        RalpError: a probe could not run (the message says why).
+    """
+    return [measure_ring_overlap(host, budget, library, ratio) for ratio in ratios]
+
+
+def measure_ring_overlap(host, budget, library: str = "horovod",
+                         ratio: float = 1.0) -> RingOverlap:
     """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
     TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
     :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
-    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`). Needs root
-    (namespaces, control groups), and Horovod for its ring.
+    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`), over links
+    shaped so that the wire takes ``ratio`` times the CPU's time. Needs root (namespaces,
+    control groups), and Horovod for its ring.
 
     Raises:
         RalpError: the probe could not run (the message says why).
@@ -98,7 +126,7 @@ def measure_ring_overlap(host, budget, library: str = "horovod") -> RingOverlap:
                 else host.collective_cpu_s_per_byte)
     if not measured:
         raise RalpError(f"the {library} ring's overlap needs its calibrated cost per byte")
-    rate_bits, tensor = probe_shape(measured, budget.cpus)
+    rate_bits, tensor = probe_shape(measured, budget.cpus, ratio)
     record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS))
     rank_bytes = tensor * 2 * (RANKS - 1) / RANKS  # what each rank of the ring sends
     wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ralp.planner.calibration import Calibration
-from ralp.planner.host import Host
+from ralp.planner.host import Host, with_overlaps
 from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
 from ralp.planner.predict import predict
 from ralp.planner.workload import Workload
@@ -108,13 +108,6 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
                         r["batch_size"], r["image_size"], p.images_per_sec,
                         r["images_per_sec"], cal is not calibration))
     return rows
-
-
-def with_overlaps(host: Host, measured: Host) -> Host:
-    """``host`` with ``measured``'s ring overlaps where it has none of its own."""
-    return replace(host, **{name: getattr(measured, name)
-                            for name in ("ring_overlap", "collective_overlap")
-                            if getattr(host, name) is None})
 
 
 def predict_record(record: dict, calibration: Calibration | None,

@@ -19,6 +19,7 @@ from ralp.emulation.budget import thread_counts
 from ralp.emulation.devices import CGROUP_ROOT_ENV, find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
+from ralp.planner.ring_overlap import OVERLAP_RATIOS
 
 NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
@@ -131,6 +132,11 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
         assert cal["host"]["device_cpus"] == pytest.approx(budget)
         if horovod_unavailable_reason() is None:  # Gloo's ring overlap, on two such devices
             assert 0.0 <= cal["host"]["ring_overlap"] <= 1.0
+            # at each wire / CPU ratio of the curve, measured (ratios as run, ascending)
+            curve = cal["host"]["ring_overlaps"]
+            assert len(curve) == len(OVERLAP_RATIOS)
+            assert [r for r, _ in curve] == sorted(r for r, _ in curve)
+            assert all(0.0 <= o <= 1.0 for _, o in curve)
     else:  # no control groups here: the shared host's calibration
         assert cal["host"]["shared"] is True and entry["capacity"] > 0
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0

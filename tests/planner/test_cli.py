@@ -181,7 +181,9 @@ def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys)
     records = tmp_path / "alexnet.json"
     records.write_text(json.dumps([r for r in zoo if r["model"] == "alexnet"]))
     later = tmp_path / "later.json"
-    Calibration(Host(False, ring_overlap=0.0, collective_overlap=0.0), [], "later").save(later)
+    nothing_hidden = ((1.0, 0.0),)  # a curve: it serves even where a record has a figure
+    Calibration(Host(False, ring_overlaps=nothing_hidden, collective_overlaps=nothing_hidden),
+                [], "later").save(later)
     predicted = []
     for extra in ([], ["--overlap-from", str(later)]):
         assert run(["--validate", str(records), "--format", "json", *extra]) == 0
@@ -191,3 +193,12 @@ def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys)
     assert none["ps"] == full["ps"] and none["ralp-n"] == full["ralp-n"]
     # nothing of the rings' CPU hidden: Horovod's and Stanza's steps take longer
     assert none["horovod"] < full["horovod"] and none["stanza"] < full["stanza"]
+
+
+def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_path, capsys):
+    later = tmp_path / "later.json"
+    Calibration(Host(False, ring_overlaps=((1.0, 0.5),)), [], "later").save(later)
+    assert run(["--calibrate", "--model", "lenet", "--overlap-from", str(later), "--output",
+                str(tmp_path / "cal.json")]) == 2
+    assert "--device-cpus" in capsys.readouterr().err
+    assert not (tmp_path / "cal.json").exists()

@@ -3,7 +3,14 @@ speedups, Kendall's tau and auto's pick."""
 
 import pytest
 
-from ralp.planner.repeats import auto_pick, budgeted, settings_of, to_text, validate
+from ralp.planner.repeats import (
+    auto_pick,
+    budgeted,
+    flagged,
+    settings_of,
+    to_text,
+    validate,
+)
 
 BUDGET = {"budget_cpus": 0.425, "fallback": None}
 
@@ -31,6 +38,18 @@ def test_only_budgeted_successful_records_make_settings():
     (modes,) = groups.values()
     assert sorted(modes) == ["horovod", "ps", "ralp-n"]
     assert modes["ralp-n"].median == 40.0 and modes["ralp-n"].band == (30.0, 44.0)
+
+
+def test_rounds_the_host_could_not_keep_up_with_are_left_out_and_said():
+    slow = _record("ralp-n", 3, 5.0, host_kept_up=False)
+    kept = _record("ralp-n", 4, 41.0, host_kept_up=True)
+    assert flagged(slow) and not flagged(kept) and not flagged(_records()[0])
+    modes = next(iter(settings_of([*_records(), slow, kept]).values()))
+    assert sorted(modes["ralp-n"].rounds) == [0, 1, 2, 4]  # round 3 is not a device's run
+    report = validate(settings_of(_records()), lambda s: 10.0)
+    assert "left out" not in to_text(report)
+    report["excluded_flagged"] = 1
+    assert "left out: 1 records the host could not keep up with" in to_text(report)
 
 
 def test_a_prediction_inside_the_band_is_exact_and_outside_is_against_the_median():

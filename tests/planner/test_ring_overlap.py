@@ -11,6 +11,8 @@ from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.calibration import Calibration
+from ralp.planner.device import calibrate_device
+from ralp.planner.host import interpolate_log
 from ralp.planner.model import (
     Compute,
     Host,
@@ -21,8 +23,10 @@ from ralp.planner.model import (
     ring_phase_terms,
     stanza_phase_times,
 )
+from ralp.planner.modes import PlannerError
 from ralp.planner.ring_overlap import (
     MAX_TENSOR_BYTES,
+    OVERLAP_RATIOS,
     measure_ring_overlap,
     overlap_of,
     probe_shape,
@@ -43,6 +47,44 @@ def test_the_probe_runs_where_wire_and_cpu_take_equally_long():
     assert wire == pytest.approx(0.15, rel=0.01)  # a tensor of about 0.15 s on the wire
     # a free ring (no CPU per byte) runs at the fastest rate, its tensor capped
     assert probe_shape(0.0, 0.425) == (2 * 10**10, MAX_TENSOR_BYTES)
+
+
+@pytest.mark.parametrize("ratio", [1 / 3, 3.0])
+def test_the_probe_runs_at_the_wire_to_cpu_ratio_asked_for(ratio):
+    host = Host(False, ring_cpu_s_per_byte=1.1e-9, device_cpus=0.425)
+    rate_bits, tensor = probe_shape(1.1e-9, 0.425, ratio)
+    wire, cpu = ring_phase_terms(host, 2, tensor, rate_bits / 8, 1.1e-9)
+    assert wire / cpu == pytest.approx(ratio, rel=1e-3)
+    assert wire == pytest.approx(0.15, rel=0.01)
+    with pytest.raises(ValueError, match="positive"):
+        probe_shape(1.1e-9, 0.425, 0.0)
+    assert OVERLAP_RATIOS[0] < 1 < OVERLAP_RATIOS[-1]  # both sides of a balanced phase
+
+
+def test_a_curve_is_read_in_log_ratio_and_held_beyond_its_ends():
+    curve = ((0.25, 0.8), (1.0, 0.6), (4.0, 0.2))
+    assert interpolate_log(curve, 1.0) == pytest.approx(0.6)
+    assert interpolate_log(curve, 2.0) == pytest.approx(0.4)  # halfway in log from 1 to 4
+    assert interpolate_log(curve, 0.5) == pytest.approx(0.7)
+    assert interpolate_log(curve, 0.01) == 0.8 and interpolate_log(curve, 100.0) == 0.2
+
+
+def test_the_model_hides_what_the_curve_says_at_the_phase_s_own_ratio():
+    cost, cpus = 1.7e-9, 0.425
+    rank_bytes = 125_000_000
+    cpu_s = cost * rank_bytes / cpus  # 0.5 s
+    host = Host(False, ring_cpu_s_per_byte=cost, collective_cpu_s_per_byte=cost,
+                device_cpus=cpus, ring_overlap=0.9, ring_overlaps=((1.0, 0.6), (4.0, 0.2)),
+                collective_overlaps=((1.0, 0.0), (4.0, 0.0)))
+    for wire_s, hidden in ((0.5, 0.6), (1.0, 0.4), (2.0, 0.2), (8.0, 0.2), (0.1, 0.6)):
+        assert _device_bytes_phase(host, wire_s, rank_bytes) == pytest.approx(
+            max(wire_s, cpu_s) + (1 - hidden) * min(wire_s, cpu_s))
+        # TensorFlow's ring reads its own curve
+        assert _device_bytes_phase(host, wire_s, rank_bytes, cost, collective=True) == (
+            pytest.approx(wire_s + cpu_s))
+    # no curve: the single figure serves every ratio
+    single = replace(host, ring_overlaps=())
+    assert _device_bytes_phase(single, 1.0, rank_bytes) == pytest.approx(1.0 + 0.1 * cpu_s)
 
 
 @pytest.mark.parametrize("phase, expected", [
@@ -96,29 +138,41 @@ def test_horovod_and_stanza_pay_the_unhidden_cpu_and_collective_keeps_full_overl
 
 
 def test_a_calibration_keeps_the_overlap_and_an_older_one_reads_as_unmeasured(tmp_path):
+    curve = ((0.33, 0.8), (1.0, 0.37), (3.0, 0.25))
     cal = Calibration(Host(False, 1e-9, 0.002, ring_cpu_s_per_byte=1e-9, device_cpus=0.4,
-                           ring_overlap=0.37))
+                           ring_overlap=0.37, ring_overlaps=curve))
     cal.save(tmp_path / "c.json")
-    assert Calibration.load(tmp_path / "c.json").host.ring_overlap == 0.37
+    back = Calibration.load(tmp_path / "c.json").host
+    assert back.ring_overlap == 0.37 and back.ring_overlaps == curve  # tuples, not lists
+    assert back.collective_overlaps == ()
     older = cal.to_dict()
-    del older["host"]["ring_overlap"]
+    del older["host"]["ring_overlap"], older["host"]["ring_overlaps"]
     assert Calibration.from_dict(older).host.ring_overlap is None
+    assert Calibration.from_dict(older).host.ring_overlaps == ()
+
+
+def test_overlaps_of_another_budget_are_refused_before_anything_is_measured():
+    other = Host(False, device_cpus=0.2, ring_overlaps=((1.0, 0.5),))
+    with pytest.raises(PlannerError, match="0.2 CPU"):
+        calibrate_device("lenet", 8, 28, 10, "0.5", 4, overlaps=other)
 
 
 @pytest.mark.cluster
 @pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 @pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
-@pytest.mark.parametrize("library", [
-    pytest.param("horovod", marks=pytest.mark.skipif(
+@pytest.mark.parametrize("library, ratio", [
+    pytest.param("horovod", 3.0, marks=pytest.mark.skipif(
         HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")),
-    "collective",
+    ("collective", 1 / 3),
 ])
-def test_two_budgeted_ranks_measure_a_phase_no_faster_than_their_wire(library):
+def test_two_budgeted_ranks_measure_a_phase_no_faster_than_their_wire(library, ratio):
     budget = budget_for("auto", 4)
     host = Host(False, 1.2e-9, 0.0025, ring_cpu_s_per_byte=1.1e-9,
                 collective_cpu_s_per_byte=1.1e-9, device_cpus=budget.cpus)
-    measured = measure_ring_overlap(host, budget, library)
-    assert (measured.rate_bits, measured.tensor_bytes) == probe_shape(1.1e-9, budget.cpus)
+    measured = measure_ring_overlap(host, budget, library, ratio)
+    assert (measured.rate_bits, measured.tensor_bytes) == probe_shape(
+        1.1e-9, budget.cpus, ratio)
+    assert measured.ratio == pytest.approx(ratio, rel=0.1)  # hop latencies add a little
     on_wire = measured.tensor_bytes / (measured.rate_bits / 8)
     # the shaped link bounds every allreduce: none beats its bytes at the link's rate
     assert measured.phase_range_s[0] >= 0.9 * on_wire
@@ -130,7 +184,11 @@ def test_two_budgeted_ranks_measure_a_phase_no_faster_than_their_wire(library):
 
 def test_overlaps_measured_apart_fill_only_what_a_calibration_lacks():
     older = Host(False, 1e-9, 0.002, device_cpus=0.4, collective_overlap=0.9)
-    measured = Host(False, ring_overlap=0.3, collective_overlap=0.2)
+    measured = Host(False, ring_overlap=0.3, collective_overlap=0.2,
+                    ring_overlaps=((1.0, 0.3), (3.0, 0.1)), collective_overlaps=((1.0, 0.2),))
     filled = with_overlaps(older, measured)
     assert (filled.ring_overlap, filled.collective_overlap) == (0.3, 0.9)
+    # the curves are filled too (the calibration has none), and the model prefers them
+    assert filled.ring_overlaps == ((1.0, 0.3), (3.0, 0.1))
+    assert filled.overlap_at(3.0) == 0.1 and filled.overlap_at(1.0, collective=True) == 0.2
     assert filled.cpu_s_per_byte == 1e-9 and filled.device_cpus == 0.4

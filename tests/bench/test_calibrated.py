@@ -1,0 +1,57 @@
+"""``--calibrate``'s bookkeeping: one calibration per workload, and the rings' overlaps (a
+budget's, not a model's) probed once per budget and handed to its later workloads."""
+
+from ralp.bench import calibrated
+from ralp.bench.calibrated import Calibrations, calibration_command
+from ralp.bench.runspec import RunSpec
+
+
+def _run(model: str, devices: int = 4, cpus: str = "auto") -> RunSpec:
+    return RunSpec.for_devices(model, "ps", devices, image_size=28 if model == "lenet" else 75,
+                               batch_size=8, num_classes=10, device_cpus=cpus)
+
+
+def test_the_command_takes_an_earlier_calibration_s_overlaps_when_given():
+    plain = calibration_command(_run("lenet"), "out.json")
+    assert "--overlap-from" not in plain and plain[plain.index("--device-cpus") + 1] == "auto"
+    reused = calibration_command(_run("lenet"), "out.json", "first.json")
+    assert reused[reused.index("--overlap-from") + 1] == "first.json"
+    shared = calibration_command(_run("lenet", cpus="shared"), "out.json")
+    assert "--shared-host" in shared and "--device-cpus" not in shared
+
+
+def test_a_budget_s_first_calibration_lends_its_overlaps_to_the_later_workloads(monkeypatch):
+    asked = []
+
+    def calibrate_workload(run, overlaps=None):
+        asked.append((run.model, run.devices, run.device_cpus, overlaps and overlaps["id"]))
+        host = {} if run.device_cpus == "shared" else {"ring_overlaps": [[1.0, 0.5]]}
+        return {"id": f"{run.model}/{run.devices}/{run.device_cpus}", "host": host}
+
+    monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
+    taken = Calibrations(announce=lambda _: None)
+    for run in (_run("lenet"), _run("lenet"), _run("alexnet"), _run("alexnet", devices=8),
+                _run("vgg11"), _run("lenet", cpus="shared"), _run("alexnet", cpus="shared")):
+        taken.for_run(run)
+    assert asked == [
+        ("lenet", 4, "auto", None),  # probed: the first of its budget
+        ("alexnet", 4, "auto", "lenet/4/auto"),  # the same budget: lenet's overlaps
+        ("alexnet", 8, "auto", None),  # another budget: probed again
+        ("vgg11", 4, "auto", "lenet/4/auto"),
+        ("lenet", 4, "shared", None),  # shared CPUs have no overlaps to lend
+        ("alexnet", 4, "shared", None),
+    ]
+
+
+def test_a_calibration_without_overlaps_lends_none(monkeypatch):
+    asked = []
+
+    def calibrate_workload(run, overlaps=None):
+        asked.append(overlaps)
+        return {"host": {"ring_overlaps": []}}  # no Horovod, no namespaces: none measured
+
+    monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
+    taken = Calibrations(announce=lambda _: None)
+    taken.for_run(_run("lenet"))
+    taken.for_run(_run("alexnet"))
+    assert asked == [None, None]
