@@ -16,7 +16,8 @@
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
-#                                          collective-n8-10gbit|ring-overlap|chaos-all]...
+#                                          collective-n8-10gbit|ring-overlap|
+#                                          ring-overlap-curve|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,19 +68,32 @@ for part in "${parts[@]}"; do
       --steps 10 --repeat 3 --calibrate --quiet --out $R/collective_n8_$bw.json \
       --plot $R/collective_n8_$bw.png || true ;;
   ring-overlap)  # issue 26: each ring's overlap of wire and CPU on a budgeted device (N = 4:
-    # 0.425 CPU, N = 8: 0.212), in a calibration each; then the budgeted records validated with
-    # them (the zoo's and the collective runs' calibrations predate the overlaps)
+    # 0.425 CPU, N = 8: 0.212), in a calibration each; then the budgeted records validated: the
+    # zoo's from the calibrations its records carry (overlaps measured beside the runs), the
+    # collective runs' with these overlaps (their calibrations predate them)
     for n in 4 8; do
       $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
         --device-cpus auto --devices $n --output $R/ring_overlap_n$n.json
     done
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
-      $R/ring_overlap_n4.json > $R/devices_zoo_1gbit_validation.txt
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
-      $R/ring_overlap_n4.json --format json > $R/devices_zoo_1gbit_validation.json
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json > $R/devices_zoo_1gbit_validation.txt
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --format json \
+      > $R/devices_zoo_1gbit_validation.json
     for bw in 1gbit 10gbit; do
       $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
         $R/ring_overlap_n8.json > $R/collective_n8_${bw}_validation.txt
+    done ;;
+  ring-overlap-curve)  # issue 26, an experiment: the overlaps at wire/CPU ratios 1/3, 1 and 3,
+    # and the same validations reading them at each phase's own ratio
+    for n in 4 8; do
+      $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
+        --device-cpus auto --devices $n --overlap-ratios 0.3333 1 3 \
+        --output $R/ring_overlap_curve_n$n.json
+    done
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+      $R/ring_overlap_curve_n4.json > $R/devices_zoo_1gbit_validation_curve.txt
+    for bw in 1gbit 10gbit; do
+      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+        $R/ring_overlap_curve_n8.json > $R/collective_n8_${bw}_validation_curve.txt
     done ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV

@@ -69,6 +69,14 @@ def finite_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """A finite number above zero (argparse type)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def words(values: list[str]) -> list[str]:
     """The items of a list option given as "a b", "a,b" or both."""
     return [w for value in values for w in value.split(",") if w]

@@ -8,7 +8,14 @@ import sys
 from collections.abc import Sequence
 from functools import cache
 
-from ralp._cli import UsageError, fail, finite_float, positive_int, quiet_tensorflow
+from ralp._cli import (
+    UsageError,
+    fail,
+    finite_float,
+    positive_float,
+    positive_int,
+    quiet_tensorflow,
+)
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.errors import RalpError
 
@@ -57,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                    "overlaps serve: with --validate, records whose calibrations predate them; "
                    "with --calibrate --model, this calibration (same budget), whose rings "
                    "are then not probed again")
+    p.add_argument("--overlap-ratios", type=positive_float, nargs="+", metavar="R",
+                   help="--calibrate --device-cpus: the wire/CPU ratios to measure each ring's "
+                   "overlap at (default 1; several give a curve the model reads at each "
+                   "phase's own ratio)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -91,6 +102,9 @@ def _calibrate(args) -> str:
                          "whose tasks share its CPUs: give one of them")
     on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
     overlaps = None
+    if args.overlap_ratios and args.device_cpus is None:
+        raise UsageError("--overlap-ratios measures the rings on budgeted devices: give "
+                         "--device-cpus too")
     if args.overlap_from:
         if args.device_cpus is None or args.model is None:
             raise UsageError("--calibrate --overlap-from serves a zoo model's calibration on "
@@ -102,6 +116,7 @@ def _calibrate(args) -> str:
         image = args.image_size or spec.default_image_size
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
                             shared_host=args.shared_host, steps=steps, overlaps=overlaps,
+                            overlap_ratios=tuple(args.overlap_ratios or ()) or None,
                             **on_device)
         name = args.model
     elif args.keras_model is not None:

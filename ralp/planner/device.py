@@ -50,12 +50,14 @@ def device_entry(source: str, batch_size: int, image_size: int, num_classes: int
 def calibrate_device(source: str, batch_size: int, image_size: int, num_classes: int,
                      cpus: str = "auto", devices: int = 4, *,
                      steps: int = DEFAULT_CALIBRATION_STEPS,
-                     overlaps: Host | None = None) -> Calibration:
+                     overlaps: Host | None = None,
+                     overlap_ratios: tuple[float, ...] | None = None) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
     (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
     and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), the devices' CPUs,
-    and each ring's overlap (:func:`with_ring_overlap`), or ``overlaps``'s where given (a
-    calibration of the same budget: the overlap is the ring's, not the model's).
+    and each ring's overlap (:func:`with_ring_overlap`, at the wire / CPU ratios
+    ``overlap_ratios``), or ``overlaps``'s where given (a calibration of the same budget: the
+    overlap is the ring's, not the model's).
 
     Raises:
         PlannerError: ``overlaps`` was measured on devices of another budget.
@@ -73,7 +75,7 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
                 collective_cpu_s_per_byte=collective, device_cpus=budget.cpus)
     machine = f"{this_machine()}, {budget.describe()}"
     host = (with_overlaps(host, overlaps) if overlaps is not None
-            else with_ring_overlap(host, budget))
+            else with_ring_overlap(host, budget, overlap_ratios))
     return Calibration(host, [entry], machine)
 
 

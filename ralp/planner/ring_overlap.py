@@ -10,10 +10,10 @@ This probe measures where it falls, apart from any record: two ranks (Horovod's,
 ``MultiWorkerMirroredStrategy`` workers for TensorFlow's own ring), each on a
 budgeted device (a network namespace and a control group of the bench's budget), joined by
 links shaped at a rate where the wire takes ``ratio`` times as long as the CPU, all-reduce one
-tensor several times. The overlap depends on that ratio (a ring whose wire is far slower than
-its CPU has less to hide, and hides it differently), so a calibration measures it at several
-(:data:`OVERLAP_RATIOS`, about 30 s each) and the model reads it at each phase's own ratio
-(:meth:`ralp.planner.host.Host.overlap_at`). With ``phase`` the median wall
+tensor several times. The overlap may depend on that ratio, so a calibration can measure it
+at several (``--overlap-ratios``, about 30 s each; :data:`OVERLAP_RATIOS` by default) and the
+model then reads it at each phase's own ratio (:meth:`ralp.planner.host.Host.overlap_at`).
+With ``phase`` the median wall
 time of one allreduce, ``wire`` a rank's bytes over the rate plus the ring's hop latencies and
 ``cpu`` the calibrated ring cost of those bytes at the device's pace (the model's own terms,
 :func:`ralp.planner.model.ring_phase_terms`), the overlap is the share of the smaller term that
@@ -37,9 +37,11 @@ from ralp.errors import RalpError
 from ralp.planner.allreduce import timed_allreduces
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at the probe's rate
-# wire / CPU ratios a calibration measures the overlap at: the budgeted zoo's rings ran at
-# 0.1-0.9 (N = 8, 10 Gbit/s) and 1.5-3.8 (1 Gbit/s); beyond the ends the nearest one serves
-OVERLAP_RATIOS = (1 / 3, 1.0, 3.0)
+# wire / CPU ratios a calibration measures the overlap at (``--overlap-ratios``): one, where
+# the overlap changes the phase most. A curve over 1/3, 1 and 3 (the budgeted zoo's rings ran
+# at 0.1-0.9 and 1.5-4.9) did not predict the zoo's records better, and TensorFlow's ring's
+# figures did not repeat (benchmarks/README.md, "The planner on budgeted devices")
+OVERLAP_RATIOS = (1.0,)
 MIN_TENSOR_BYTES = 1024**2
 MAX_TENSOR_BYTES = 256 * 1024**2
 MIN_RATE_BITS, MAX_RATE_BITS = 10**8, 2 * 10**10

@@ -195,6 +195,18 @@ def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys)
     assert none["horovod"] < full["horovod"] and none["stanza"] < full["stanza"]
 
 
+def test_overlap_ratios_need_budgeted_devices_and_positive_ratios(tmp_path, capsys):
+    out = tmp_path / "cal.json"
+    assert run(["--calibrate", "--model", "lenet", "--overlap-ratios", "1", "3", "--output",
+                str(out)]) == 2
+    assert "--device-cpus" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        run(["--calibrate", "--model", "lenet", "--device-cpus", "auto", "--overlap-ratios",
+             "0", "--output", str(out)])
+    assert refused.value.code == 2 and "positive number" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_path, capsys):
     later = tmp_path / "later.json"
     Calibration(Host(False, ring_overlaps=((1.0, 0.5),)), [], "later").save(later)
