@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ralp.bench.runspec import AUTO_CPUS, SHARED_CPUS, RunSpec
 from ralp.errors import RalpError
+from ralp.planner.host import OVERLAP_FIELDS
 
 CALIBRATION_STEPS = 10  # timed steps of each of the whole model and its tail
 CALIBRATION_TIMEOUT_S = 1800.0
@@ -103,8 +104,8 @@ class Calibrations:
                 taken = calibrate_workload(run, self._overlaps.get(budget))
                 self._taken[key] = taken
                 host = taken.get("host", {})
-                if budget is not None and (host.get("ring_overlaps")
-                                           or host.get("collective_overlaps")):
+                if budget is not None and any(host.get(name) not in (None, [], ())
+                                              for name in OVERLAP_FIELDS):
                     self._overlaps.setdefault(budget, taken)
             except CalibrationFailed as e:
                 self._announce(f"ralp.bench: {e}; its records go without a calibration")

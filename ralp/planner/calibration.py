@@ -135,7 +135,7 @@ class Calibration:
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
         for curve in ("ring_overlaps", "collective_overlaps"):
-            host[curve] = tuple((float(r), float(o)) for r, o in host.get(curve, ()))
+            host[curve] = tuple(sorted((float(r), float(o)) for r, o in host.get(curve, ())))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],
                    data.get("machine", ""))
 

@@ -101,22 +101,15 @@ def _calibrate(args) -> str:
         raise UsageError("--device-cpus measures one budgeted device; --shared-host a host "
                          "whose tasks share its CPUs: give one of them")
     on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
-    overlaps = None
-    if args.overlap_ratios and args.device_cpus is None:
-        raise UsageError("--overlap-ratios measures the rings on budgeted devices: give "
-                         "--device-cpus too")
-    if args.overlap_from:
-        if args.device_cpus is None or args.model is None:
-            raise UsageError("--calibrate --overlap-from serves a zoo model's calibration on "
-                             "budgeted devices: give --model NAME and --device-cpus")
-        overlaps = Calibration.load(args.overlap_from).host
+    overlaps = _lent_overlaps(args)
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
                             shared_host=args.shared_host, steps=steps, overlaps=overlaps,
-                            overlap_ratios=tuple(args.overlap_ratios or ()) or None,
+                            overlap_ratios=tuple(args.overlap_ratios) if args.overlap_ratios
+                            else None,
                             **on_device)
         name = args.model
     elif args.keras_model is not None:
@@ -128,11 +121,33 @@ def _calibrate(args) -> str:
         name, image = model.name, new.entries[0].image_size
     else:
         raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
-    entry, host = new.entries[0], new.host
     entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
-    cal = Calibration(host, entries, new.machine)
-    cal.add(entry)
+    cal = Calibration(new.host, entries, new.machine)
+    cal.add(new.entries[0])
     cal.save(args.output)
+    return _calibration_summary(name, batch, image, new.entries[0], new.host, args.output)
+
+
+def _lent_overlaps(args):
+    """The rings' overlaps ``--overlap-from`` lends a calibration (None: measure them), after
+    the usage checks of it and of ``--overlap-ratios``."""
+    from ralp.planner.calibration import Calibration
+
+    if args.overlap_ratios and (args.device_cpus is None or args.model is None):
+        raise UsageError("--overlap-ratios measures the rings of a zoo model's calibration on "
+                         "budgeted devices: give --model NAME and --device-cpus")
+    if not args.overlap_from:
+        return None
+    if args.device_cpus is None or args.model is None:
+        raise UsageError("--calibrate --overlap-from serves a zoo model's calibration on "
+                         "budgeted devices: give --model NAME and --device-cpus")
+    if args.overlap_ratios:
+        raise UsageError("--overlap-from takes the rings' overlaps measured before; "
+                         "--overlap-ratios measures them: give one of them")
+    return Calibration.load(args.overlap_from).host
+
+
+def _calibration_summary(name: str, batch: int, image: int, entry, host, output: str) -> str:
     return (
         f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
@@ -141,19 +156,19 @@ def _calibrate(args) -> str:
            if host.ring_cpu_s_per_byte is not None else "")
         + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.collective_cpu_s_per_byte is not None else "")
-        + "".join(f"; {name}'s ring hides {_overlap_text(share, curve)} of the smaller of "
+        + "".join(f"; {ring}'s ring hides {_overlap_text(share, curve)} of the smaller of "
                   "its wire and CPU"
-                  for name, share, curve in (
+                  for ring, share, curve in (
                       ("Gloo", host.ring_overlap, host.ring_overlaps),
                       ("TensorFlow", host.collective_overlap, host.collective_overlaps))
-                  if share is not None)
+                  if share is not None or curve)
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")
-        + f"; wrote {args.output}"
+        + f"; wrote {output}"
     )
 
 
-def _overlap_text(share: float, curve: tuple) -> str:
+def _overlap_text(share: float | None, curve: tuple) -> str:
     if not curve:
         return f"{share:.0%}"
     return ", ".join(f"{o:.0%} at wire/CPU {r:.2g}" for r, o in curve)

@@ -24,7 +24,7 @@ from ralp.planner.calibration import (
     this_machine,
 )
 from ralp.planner.collective_cost import ring_costs
-from ralp.planner.host import Host, with_overlaps
+from ralp.planner.host import OVERLAP_FIELDS, Host, with_overlaps
 from ralp.planner.modes import PlannerError
 from ralp.planner.transfer import measure_transfer
 
@@ -60,13 +60,10 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     overlap is the ring's, not the model's).
 
     Raises:
-        PlannerError: ``overlaps`` was measured on devices of another budget.
+        PlannerError: ``overlaps`` has none, or was measured on devices of another budget.
     """
-    budget = budget_for(cpus, devices)
-    if overlaps is not None and overlaps.device_cpus != budget.cpus:
-        raise PlannerError(f"the rings' overlaps given were measured on devices of "
-                           f"{overlaps.device_cpus} CPU; these have {budget.cpus}: measure "
-                           "them here (leave out the calibration they came from)")
+    if overlaps is not None:
+        _check_lent(overlaps, budget_for(cpus, devices))
     entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
                                  devices=devices, steps=steps)
     message_s, cpu_s_per_byte, _ = measure_transfer()
@@ -79,13 +76,31 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     return Calibration(host, [entry], machine)
 
 
+def _check_lent(overlaps: Host, budget: Budget) -> None:
+    """Raise PlannerError unless ``overlaps`` has rings' overlaps measured on ``budget``."""
+    if budget.cpus is None:
+        raise PlannerError(f"no device budget here ({budget.describe()}): the rings' overlaps "
+                           "of a budgeted calibration do not apply; leave out --overlap-from")
+    if overlaps.device_cpus is None:
+        raise PlannerError("the calibration given for the rings' overlaps is not of budgeted "
+                           "devices: give one made with --device-cpus, or leave it out")
+    if overlaps.device_cpus != budget.cpus:
+        raise PlannerError(f"the rings' overlaps given were measured on devices of "
+                           f"{overlaps.device_cpus} CPU; these have {budget.cpus}: measure "
+                           "them here (leave out the calibration they came from)")
+    if all(getattr(overlaps, name) in (None, ()) for name in OVERLAP_FIELDS):
+        raise PlannerError("the calibration given has no rings' overlaps (its probes did not "
+                           "run): measure them here (leave it out)")
+
+
 def with_ring_overlap(host: Host, budget: Budget,
                       ratios: tuple[float, ...] | None = None) -> Host:
     """``host`` with each ring's overlap (Gloo's, TensorFlow's) measured on two devices of
     ``budget`` at each wire / CPU ratio of ``ratios`` (default
     :data:`ralp.planner.ring_overlap.OVERLAP_RATIOS`; :mod:`ralp.planner.ring_overlap`): the
-    curve, and the figure at the ratio nearest 1. A ring is left unmeasured, with a warning,
-    where it cannot be (no budget, its cost not calibrated, no Horovod, no namespaces)."""
+    figure at the ratio nearest 1 and, where several were measured, the curve. A ring is left
+    unmeasured, with a warning, where it cannot be (no budget, its cost not calibrated, no
+    Horovod, no namespaces)."""
     from dataclasses import replace
 
     from ralp.errors import RalpError, warn
@@ -107,7 +122,8 @@ def with_ring_overlap(host: Host, budget: Budget,
             continue
         points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in curve)
         found[field] = min(points, key=lambda p: abs(math.log(p[0])))[1]
-        found[field + "s"] = tuple(points)
+        if len(points) > 1:  # a curve only where there is one: it outranks a figure
+            found[field + "s"] = tuple(points)
     return replace(host, **found)
 
 

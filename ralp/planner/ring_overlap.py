@@ -99,9 +99,15 @@ def measure_overlap_curve(host, budget, library: str = "horovod",
     """:func:`measure_ring_overlap` at each wire / CPU ratio of ``ratios``, in that order.
 
     Raises:
-        RalpError: a probe could not run (the message says why).
+        RalpError: a probe could not run (the message says why, and at which ratio).
     """
-    return [measure_ring_overlap(host, budget, library, ratio) for ratio in ratios]
+    curve = []
+    for ratio in ratios:
+        try:
+            curve.append(measure_ring_overlap(host, budget, library, ratio))
+        except RalpError as e:
+            raise RalpError(f"at a wire/CPU ratio of {ratio:.3g}: {e}") from None
+    return curve
 
 
 def measure_ring_overlap(host, budget, library: str = "horovod",

@@ -85,7 +85,8 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
     record that carries its own calibration (taken beside it) is predicted from that one;
     ``calibration`` serves the others. ``overlaps``: a host whose rings' overlaps (measured
     apart: :mod:`ralp.planner.ring_overlap`) serve budgeted calibrations taken before they
-    were measured."""
+    were measured, and whose curves (several wire / CPU ratios) fill those that have only a
+    figure (:func:`ralp.planner.host.with_overlaps`; the model prefers a curve)."""
     rows = []
     for source, r in records:
         cal = own_calibration(r) or calibration

@@ -132,11 +132,8 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
         assert cal["host"]["device_cpus"] == pytest.approx(budget)
         if horovod_unavailable_reason() is None:  # Gloo's ring overlap, on two such devices
             assert 0.0 <= cal["host"]["ring_overlap"] <= 1.0
-            # at each wire / CPU ratio of the curve, measured (ratios as run, ascending)
-            curve = cal["host"]["ring_overlaps"]
-            assert len(curve) == len(OVERLAP_RATIOS)
-            assert [r for r, _ in curve] == sorted(r for r, _ in curve)
-            assert all(0.0 <= o <= 1.0 for _, o in curve)
+            # at one wire / CPU ratio by default: a figure, no curve to outrank it
+            assert OVERLAP_RATIOS == (1.0,) and cal["host"]["ring_overlaps"] == []
     else:  # no control groups here: the shared host's calibration
         assert cal["host"]["shared"] is True and entry["capacity"] > 0
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0
@@ -147,7 +144,10 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     report = json.loads(done.stdout)
     if budget:  # budgeted records are read as repeats: one setting per mode, its band
         rows = report["settings"]
-        assert [(r["mode"], r["rounds"]) for r in rows] == [("ps", 1), ("ralp-n", 1)]
+        # a run the host could not keep up with (a busy CI host) is not a device's: left out
+        kept = [r["mode"] for r in (ps, ralp) if r["host_kept_up"] is not False]
+        assert [(r["mode"], r["rounds"]) for r in rows] == [(mode, 1) for mode in kept]
+        assert report["excluded_flagged"] == 2 - len(kept)
         assert all(r["predicted"] > 0 and r["band"][0] <= r["measured_median"] for r in rows)
     else:
         rows = report["records"]

@@ -25,7 +25,7 @@ def test_a_budget_s_first_calibration_lends_its_overlaps_to_the_later_workloads(
 
     def calibrate_workload(run, overlaps=None):
         asked.append((run.model, run.devices, run.device_cpus, overlaps and overlaps["id"]))
-        host = {} if run.device_cpus == "shared" else {"ring_overlaps": [[1.0, 0.5]]}
+        host = {} if run.device_cpus == "shared" else {"ring_overlap": 0.5}
         return {"id": f"{run.model}/{run.devices}/{run.device_cpus}", "host": host}
 
     monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
@@ -48,7 +48,8 @@ def test_a_calibration_without_overlaps_lends_none(monkeypatch):
 
     def calibrate_workload(run, overlaps=None):
         asked.append(overlaps)
-        return {"host": {"ring_overlaps": []}}  # no Horovod, no namespaces: none measured
+        # no Horovod, no namespaces: none measured
+        return {"host": {"ring_overlap": None, "ring_overlaps": []}}
 
     monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
     taken = Calibrations(announce=lambda _: None)

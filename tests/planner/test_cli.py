@@ -204,6 +204,11 @@ def test_overlap_ratios_need_budgeted_devices_and_positive_ratios(tmp_path, caps
         run(["--calibrate", "--model", "lenet", "--device-cpus", "auto", "--overlap-ratios",
              "0", "--output", str(out)])
     assert refused.value.code == 2 and "positive number" in capsys.readouterr().err
+    lent = tmp_path / "lent.json"
+    Calibration(Host(False, device_cpus=0.425, ring_overlap=0.5), [], "lent").save(lent)
+    assert run(["--calibrate", "--model", "lenet", "--device-cpus", "auto", "--overlap-from",
+                str(lent), "--overlap-ratios", "1", "3", "--output", str(out)]) == 2
+    assert "give one of them" in capsys.readouterr().err
     assert not out.exists()
 
 

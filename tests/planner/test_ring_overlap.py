@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from ralp.emulation.budget import budget_for
+from ralp.emulation.budget import Budget, budget_for
 from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.calibration import Calibration
-from ralp.planner.device import calibrate_device
+from ralp.planner.device import _check_lent, calibrate_device
 from ralp.planner.host import interpolate_log
 from ralp.planner.model import (
     Compute,
@@ -58,7 +58,11 @@ def test_the_probe_runs_at_the_wire_to_cpu_ratio_asked_for(ratio):
     assert wire == pytest.approx(0.15, rel=0.01)
     with pytest.raises(ValueError, match="positive"):
         probe_shape(1.1e-9, 0.425, 0.0)
-    assert OVERLAP_RATIOS == (1.0,)  # by default where the overlap matters most
+
+
+def test_a_calibration_measures_one_ratio_unless_asked_for_a_curve():
+    # where the overlap changes the phase most; a curve did not predict the zoo better
+    assert OVERLAP_RATIOS == (1.0,)
 
 
 def test_a_curve_is_read_in_log_ratio_and_held_beyond_its_ends():
@@ -152,9 +156,23 @@ def test_a_calibration_keeps_the_overlap_and_an_older_one_reads_as_unmeasured(tm
 
 
 def test_overlaps_of_another_budget_are_refused_before_anything_is_measured():
-    other = Host(False, device_cpus=0.2, ring_overlaps=((1.0, 0.5),))
-    with pytest.raises(PlannerError, match="0.2 CPU"):
-        calibrate_device("lenet", 8, 28, 10, "0.5", 4, overlaps=other)
+    other = Host(False, device_cpus=0.05, ring_overlap=0.5)
+    with pytest.raises(PlannerError, match="0.05 CPU|no device budget"):
+        calibrate_device("lenet", 8, 28, 10, "0.1", 4, overlaps=other)
+
+
+@pytest.mark.parametrize("lent, budget, said", [
+    (Host(False, device_cpus=0.2, ring_overlap=0.5), Budget(0.4, 2, ("v1",)), "0.2 CPU"),
+    (Host(True, ring_overlap=0.5), Budget(0.4, 2, ("v1",)), "not of budgeted devices"),
+    (Host(False, device_cpus=0.4), Budget(0.4, 2, ("v1",)), "has no rings' overlaps"),
+    (Host(False, device_cpus=0.4, ring_overlap=0.5),
+     Budget(None, 2, fallback="no cgroup here"), "no device budget here"),
+])
+def test_lent_overlaps_must_be_a_budgeted_calibration_s_of_this_budget(lent, budget, said):
+    with pytest.raises(PlannerError, match=said):
+        _check_lent(lent, budget)
+    _check_lent(replace(lent, shared=False, device_cpus=0.4, ring_overlap=0.5),
+                Budget(0.4, 2, ("v1",)))  # the same budget's: lent
 
 
 @pytest.mark.cluster
