@@ -13,6 +13,7 @@
 #                                          plan-steady8-1gbit|device-compute|
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
+#                                          devices-zoo-1gbit-shared|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -125,6 +126,12 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench --backend netns --bandwidth 2500mbit --models alexnet --image-size 75 \
       --batch-size 8 --modes ps ralp-n horovod stanza --devices 6 --steps 10 --repeat 3 \
       --quiet --out $R/heldout_alexnet_n6.json --plot $R/heldout_alexnet_n6.png || true ;;
+  devices-zoo-1gbit-shared)  # issue 25 (b): the conv-heavy half of the zoo above on shared
+    # CPUs (no budgets), 3 interleaved rounds, to set beside the budgeted figures
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 inception3 \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 4 \
+      --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
+      --out $R/devices_zoo_1gbit_shared.json --plot $R/devices_zoo_1gbit_shared.png || true ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}
