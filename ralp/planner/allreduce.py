@@ -84,13 +84,16 @@ def measure_allreduce(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
     return max(0.0, float(np.polyfit(x, y, 1)[0])), points
 
 
-def timed_allreduces(all_reduce, repeats: int) -> tuple[list[float], list[float]]:
+def timed_allreduces(all_reduce, repeats: int,
+                     gap_s: float = 0.0) -> tuple[list[float], list[float]]:
     """Wall and CPU (this process's, every thread) seconds of each of ``repeats`` calls of
-    ``all_reduce()``, after two untimed ones (negotiation, buffers and links set up)."""
+    ``all_reduce()``, after two untimed ones (negotiation, buffers and links set up), each
+    after ``gap_s`` idle (untimed), as a training step computes between its allreduces."""
     for _ in range(2):
         all_reduce()
     walls, cpus = [], []
     for _ in range(repeats):
+        time.sleep(gap_s)
         start, start_cpu = time.perf_counter(), time.process_time()
         all_reduce()
         walls.append(time.perf_counter() - start)

@@ -157,10 +157,12 @@ def _calibration_summary(name: str, batch: int, image: int, entry, host, output:
         + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.collective_cpu_s_per_byte is not None else "")
         + "".join(f"; {ring}'s ring hides {_overlap_text(share, curve)} of the smaller of "
-                  "its wire and CPU"
-                  for ring, share, curve in (
-                      ("Gloo", host.ring_overlap, host.ring_overlaps),
-                      ("TensorFlow", host.collective_overlap, host.collective_overlaps))
+                  f"its wire and CPU" + (f", its wire {factor:.2f}x its bytes at the links' rate"
+                                         if factor is not None else "")
+                  for ring, share, curve, factor in (
+                      ("Gloo", host.ring_overlap, host.ring_overlaps, host.ring_wire_factor),
+                      ("TensorFlow", host.collective_overlap, host.collective_overlaps,
+                       host.collective_wire_factor))
                   if share is not None or curve)
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")

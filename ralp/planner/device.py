@@ -95,35 +95,37 @@ def _check_lent(overlaps: Host, budget: Budget) -> None:
 
 def with_ring_overlap(host: Host, budget: Budget,
                       ratios: tuple[float, ...] | None = None) -> Host:
-    """``host`` with each ring's overlap (Gloo's, TensorFlow's) measured on two devices of
-    ``budget`` at each wire / CPU ratio of ``ratios`` (default
-    :data:`ralp.planner.ring_overlap.OVERLAP_RATIOS`; :mod:`ralp.planner.ring_overlap`): the
-    figure at the ratio nearest 1 and, where several were measured, the curve. A ring is left
-    unmeasured, with a warning, where it cannot be (no budget, its cost not calibrated, no
-    Horovod, no namespaces)."""
+    """``host`` with each ring's (Gloo's, TensorFlow's) wire factor and overlap measured on
+    two devices of ``budget`` (:func:`ralp.planner.ring_overlap.measure_ring`), the overlap
+    at each wire / CPU ratio of ``ratios`` (default
+    :data:`ralp.planner.ring_overlap.OVERLAP_RATIOS`): the figure at the ratio nearest 1 and,
+    where several were measured, the curve. A ring is left unmeasured, with a warning, where
+    it cannot be (no budget, its cost not calibrated, no Horovod, no namespaces)."""
     from dataclasses import replace
 
     from ralp.errors import RalpError, warn
-    from ralp.planner.ring_overlap import OVERLAP_RATIOS, measure_overlap_curve
+    from ralp.planner.host import RING_FIELDS
+    from ralp.planner.ring_overlap import OVERLAP_RATIOS, measure_ring
 
     if budget.hierarchy is None or budget.cpus is None:
         return host
     found = {}
-    for library, field, cost in (("horovod", "ring_overlap", host.ring_cpu_s_per_byte),
-                                 ("collective", "collective_overlap",
-                                  host.collective_cpu_s_per_byte)):
+    for library, cost in (("horovod", host.ring_cpu_s_per_byte),
+                          ("collective", host.collective_cpu_s_per_byte)):
         if cost is None:
             continue
         try:
-            curve = measure_overlap_curve(host, budget, library, ratios or OVERLAP_RATIOS)
+            measured = measure_ring(host, budget, library, ratios or OVERLAP_RATIOS)
         except RalpError as e:
             warn(f"the {library} ring's overlap not measured ({e}); the model takes the "
-                 "slower of its wire and CPU")
+                 "slower of its wire and CPU, and its bytes at the links' rate")
             continue
-        points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in curve)
+        factor, field, curve_field = RING_FIELDS[library]
+        points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in measured.curve)
+        found[factor] = round(measured.wire_factor, 4)
         found[field] = min(points, key=lambda p: abs(math.log(p[0])))[1]
         if len(points) > 1:  # a curve only where there is one: it outranks a figure
-            found[field + "s"] = tuple(points)
+            found[curve_field] = tuple(points)
     return replace(host, **found)
 
 

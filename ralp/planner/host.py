@@ -62,6 +62,19 @@ class Host:
     # only the single figure above (measured at a ratio of 1) is known.
     ring_overlaps: tuple[tuple[float, float], ...] = ()
     collective_overlaps: tuple[tuple[float, float], ...] = ()
+    # A cluster of devices: how many times as long as its bytes take at the links' rate a
+    # Gloo ring's wire term lasts (TCP and Ethernet headers, the ring's steps waiting on each
+    # other, TCP's restart after a step's compute), measured with the overlap on two
+    # budgeted devices, at a rate where the wire is the larger term (ralp.planner.
+    # ring_overlap). None: not measured, the links' rate (a factor of 1).
+    ring_wire_factor: float | None = None
+    collective_wire_factor: float | None = None  # the same for TensorFlow's own ring
+
+    def wire_factor(self, collective: bool = False) -> float:
+        """Gloo's ring's measured wire factor (``collective``: TensorFlow's), 1 where not
+        measured."""
+        factor = self.collective_wire_factor if collective else self.ring_wire_factor
+        return 1.0 if factor is None else factor
 
     def overlap_at(self, ratio: float, collective: bool = False) -> float | None:
         """The overlap of Gloo's ring (``collective``: TensorFlow's) for a phase whose wire
@@ -115,11 +128,25 @@ class Host:
         return self.collective_cpu_s_per_byte
 
 
-OVERLAP_FIELDS = ("ring_overlap", "collective_overlap", "ring_overlaps", "collective_overlaps")
+# Each ring's measured terms, which are measured together (ralp.planner.ring_overlap): its
+# wire factor, its overlap figure and its curve.
+RING_FIELDS = {"horovod": ("ring_wire_factor", "ring_overlap", "ring_overlaps"),
+               "collective": ("collective_wire_factor", "collective_overlap",
+                              "collective_overlaps")}
+OVERLAP_FIELDS = tuple(name for fields in RING_FIELDS.values() for name in fields)
 
 
 def with_overlaps(host: Host, measured: Host) -> Host:
-    """``host`` with ``measured``'s ring overlaps where it has none of its own: each ring's
-    figure, and its curve over wire / CPU ratios (which the model prefers to the figure)."""
-    return replace(host, **{name: getattr(measured, name) for name in OVERLAP_FIELDS
-                            if getattr(host, name) in (None, ())})
+    """``host`` with ``measured``'s rings' terms where it has none of its own: each ring's
+    overlap figure and its curve over wire / CPU ratios (which the model prefers to the
+    figure). Where ``measured`` has a ring's wire factor and ``host`` has not, all of that
+    ring's terms come from ``measured``: an overlap is measured against the wire factor
+    found with it, so ``host``'s own (found against a factor of 1) does not pair with it."""
+    lent = {}
+    for factor, *overlaps in RING_FIELDS.values():
+        if getattr(measured, factor) is not None and getattr(host, factor) is None:
+            lent.update({name: getattr(measured, name) for name in (factor, *overlaps)})
+        else:
+            lent.update({name: getattr(measured, name) for name in overlaps
+                         if getattr(host, name) in (None, ())})
+    return replace(host, **lent)

@@ -248,7 +248,8 @@ def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth
 
 def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                     host: Host, ring_cost: float, collective: bool = False) -> float:
-    ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost)
+    ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost,
+                                 collective)
     if host.shared:
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, ring_cost * links.total))
@@ -257,11 +258,14 @@ def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: flo
 
 
 def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
-                     ring_cost: float) -> tuple[float, float]:
+                     ring_cost: float, collective: bool = False) -> tuple[float, float]:
     """(wire, CPU) seconds of a ring allreduce on a cluster of devices in which each of
-    ``ranks`` ranks sends ``rank_bytes``: the bytes at ``bandwidth`` plus 2 (ranks - 1) hop
-    latencies, and their CPU work (``ring_cost`` per byte) at the device's pace."""
-    return (rank_bytes / bandwidth + 2 * (ranks - 1) * host.message_s,
+    ``ranks`` ranks sends ``rank_bytes``: the bytes at ``bandwidth`` times the ring's measured
+    wire factor (Gloo's, or ``collective`` TensorFlow's: :meth:`Host.wire_factor`) plus
+    2 (ranks - 1) hop latencies, and their CPU work (``ring_cost`` per byte) at the device's
+    pace."""
+    return (host.wire_factor(collective) * rank_bytes / bandwidth
+            + 2 * (ranks - 1) * host.message_s,
             _on_device(host, ring_cost * rank_bytes))
 
 
@@ -321,7 +325,8 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
        ring-allreduce the tail's (the slower ring counts; 2 (ranks - 1) hops each).
 
     Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
-    (gradients), less its tail ring, at ``bandwidth``. On a shared host the phases take
+    (gradients), less its tail ring, at ``bandwidth`` (over Gloo's measured wire factor,
+    :meth:`Host.wire_factor`: the exchange and the rings are Gloo transfers). On a shared host the phases take
     turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
     FC ranks' tails together (one FC rank alone), and each byte phase the slower of its wire
     and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives).
@@ -332,10 +337,11 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
+    wire_rate = bandwidth / host.wire_factor()  # all of its bytes cross Gloo's transport
     exchange = max(tx + rx - 2 * tail_ring
-                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / bandwidth
-    rings = max(head_ring / bandwidth + 2 * (workers - 1) * host.message_s,
-                tail_ring / bandwidth + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)
+                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / wire_rate
+    rings = max(head_ring / wire_rate + 2 * (workers - 1) * host.message_s,
+                tail_ring / wire_rate + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)
     if host.shared:
         ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
         heads_beside, tail_beside = _beside_factors(compute, host)

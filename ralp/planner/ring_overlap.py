@@ -23,20 +23,44 @@ hid behind the larger:
 
 so that the model's phase, ``max + (1 - overlap) min``, is the one measured at that rate.
 
-Run as a module (``horovod|collective TENSOR_BYTES REPEATS``), it is one rank of that
+A ring's wire also takes longer than its bytes at the links' rate: TCP's and Ethernet's
+headers, the ring's steps waiting on each other, and TCP's slow restart after the idle of a
+step's compute. Measured on the budgeted zoo's Horovod records at 1 Gbit/s, the ring phase
+(a step less its calibrated compute) was 1.21-1.58x its bytes' time, where the CPU is a
+fifth of that. So a second probe runs where the wire is the larger term (:data:`WIRE_RATIO`)
+with a tensor of a step's size, and the wire factor is the one that, with the overlap, gives
+the phase measured at both probes (:func:`solve_wire_factor`). Every probe idles
+:data:`GAP_S` before each timed allreduce, as a training step computes between them.
+
+Run as a module (``horovod|collective TENSOR_BYTES REPEATS GAP_S``), it is one rank of that
 measurement; rank 0 sends the figures as its record.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ralp.errors import RalpError
 from ralp.planner.allreduce import timed_allreduces
 
-PHASE_TARGET_S = 0.15  # the wire time of one allreduce at the probe's rate
+PHASE_TARGET_S = 0.15  # the wire time of one allreduce at an overlap probe's rate
+# The wire factor's probe: a rate where the wire takes WIRE_RATIO times as long as the CPU
+# (the budgeted zoo's rings ran at 4-5 at 1 Gbit/s) and a tensor of about a training step's
+# allreduce (the zoo's took 1.2-1.9 s on the wire)
+WIRE_RATIO = 5.0
+WIRE_PHASE_S = 1.0
+# Gloo's probes all-reduce the tensor as this many equal parts in one grouped allreduce, as
+# the trainers all-reduce a model's gradients (the zoo's: 16-378 tensors). Measured at
+# 1 Gbit/s on 4 budgeted devices, 102 MB in all: the phase took 1.13x the bytes' time as one
+# tensor, 1.18x as 4, 1.23x as 16, 1.31-1.36x as 64-256 (fusion copies in and out, more
+# bookkeeping): a probe of one tensor under-states a training step's ring.
+GROUP_TENSORS = 64
+# Idle before each timed allreduce, as a step computes between its allreduces: longer than
+# TCP's least retransmission timeout (200 ms), after which a connection restarts slowly
+GAP_S = 0.5
 # wire / CPU ratios a calibration measures the overlap at (``--overlap-ratios``): one, where
 # the overlap changes the phase most. A curve over 1/3, 1 and 3 (the budgeted zoo's rings ran
 # at 0.1-0.9 and 1.5-4.9) did not predict the zoo's records better, and TensorFlow's ring's
@@ -57,9 +81,16 @@ class RingOverlap:
     tensor_bytes: int
     phase_s: float  # median wall time of one allreduce
     phase_range_s: tuple[float, float]
-    wire_s: float  # the model's wire term at that rate (bytes and hop latencies)
+    wire_s: float  # the model's wire term at that rate (bytes x wire factor, hop latencies)
     cpu_s: float  # the model's CPU term (calibrated ring cost, at the device's pace)
     rank_cpu_s: tuple[float, ...]  # each rank's own CPU per allreduce (process time), for the reader
+    bytes_s: float = 0.0  # a rank's bytes at the links' rate (the wire term's share it scales)
+
+    def against(self, wire_factor: float) -> RingOverlap:
+        """This measurement read against a ring's ``wire_factor``: its wire term and overlap
+        with the bytes' time scaled by it."""
+        wire_s = self.wire_s + (wire_factor - 1.0) * self.bytes_s
+        return replace(self, wire_s=wire_s, overlap=overlap_of(self.phase_s, wire_s, self.cpu_s))
 
     @property
     def ratio(self) -> float:
@@ -67,18 +98,18 @@ class RingOverlap:
         return self.wire_s / self.cpu_s if self.cpu_s > 0 else float("inf")
 
 
-def probe_shape(ring_cpu_s_per_byte: float, device_cpus: float,
-                ratio: float = 1.0) -> tuple[int, int]:
+def probe_shape(ring_cpu_s_per_byte: float, device_cpus: float, ratio: float = 1.0,
+                phase_s: float = PHASE_TARGET_S) -> tuple[int, int]:
     """(rate in bits/s, tensor bytes) of the probe: the rate at which a rank's bytes take
     ``ratio`` times as long on the wire as their CPU work on a device of ``device_cpus``, and
-    a tensor whose wire time there is about :data:`PHASE_TARGET_S` (a rank of two sends the
-    tensor's size)."""
+    a tensor whose wire time there is about ``phase_s`` (a rank of two sends the tensor's
+    size)."""
     if ratio <= 0:
         raise ValueError(f"a wire / CPU ratio is positive, got {ratio}")
     rate = (device_cpus / (ring_cpu_s_per_byte * ratio) if ring_cpu_s_per_byte > 0
             else MAX_RATE_BITS / 8)
     rate_bits = int(min(MAX_RATE_BITS, max(MIN_RATE_BITS, rate * 8)))
-    tensor = int(min(MAX_TENSOR_BYTES, max(MIN_TENSOR_BYTES, rate_bits / 8 * PHASE_TARGET_S)))
+    tensor = int(min(MAX_TENSOR_BYTES, max(MIN_TENSOR_BYTES, rate_bits / 8 * phase_s)))
     return rate_bits, tensor - tensor % 4
 
 
@@ -110,14 +141,15 @@ def measure_overlap_curve(host, budget, library: str = "horovod",
     return curve
 
 
-def measure_ring_overlap(host, budget, library: str = "horovod",
-                         ratio: float = 1.0) -> RingOverlap:
+def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 1.0,
+                         phase_s: float = PHASE_TARGET_S) -> RingOverlap:
     """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
     TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
     :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
-    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`), over links
-    shaped so that the wire takes ``ratio`` times the CPU's time. Needs root (namespaces,
-    control groups), and Horovod for its ring.
+    per byte of that ring, hop latency and wire factor (:class:`ralp.planner.model.Host`),
+    over links shaped so that the wire takes ``ratio`` times the CPU's time, with a tensor of
+    about ``phase_s`` on the wire. Needs root (namespaces, control groups), and Horovod for
+    its ring.
 
     Raises:
         RalpError: the probe could not run (the message says why).
@@ -134,21 +166,66 @@ def measure_ring_overlap(host, budget, library: str = "horovod",
                 else host.collective_cpu_s_per_byte)
     if not measured:
         raise RalpError(f"the {library} ring's overlap needs its calibrated cost per byte")
-    rate_bits, tensor = probe_shape(measured, budget.cpus, ratio)
+    rate_bits, tensor = probe_shape(measured, budget.cpus, ratio, phase_s)
     record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS))
     rank_bytes = tensor * 2 * (RANKS - 1) / RANKS  # what each rank of the ring sends
-    wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured)
+    collective = library == "collective"
+    wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured,
+                                     collective)
     phase = float(record["phase_s"])
     return RingOverlap(overlap_of(phase, wire_s, cpu_s), rate_bits, tensor, phase,
                        tuple(record["phase_range_s"]), wire_s, cpu_s,
-                       tuple(record["rank_cpu_s"]))
+                       tuple(record["rank_cpu_s"]),
+                       host.wire_factor(collective) * rank_bytes / (rate_bits / 8))
+
+
+@dataclass(frozen=True)
+class RingMeasure:
+    wire_factor: float  # the ring's wire term over its bytes' time at the links' rate, >= 1
+    curve: tuple[RingOverlap, ...]  # the overlap probes read against ``wire_factor``
+    bound: RingOverlap  # the wire-bound probe (read against ``wire_factor``)
+
+
+def solve_wire_factor(bound: RingOverlap, even: RingOverlap) -> float:
+    """The wire factor f for which the model's phase, ``f x bytes + hops + (1 - overlap) x
+    cpu`` (the wire the larger term), is the one measured at both the wire-bound probe and
+    the one nearest a ratio of 1: two equations in f and the overlap (the probes read against
+    a factor of 1). At least 1, as the links' shaping caps their rate."""
+    hops = (bound.wire_s - bound.bytes_s, even.wire_s - even.bytes_s)
+    det = bound.bytes_s * even.cpu_s - even.bytes_s * bound.cpu_s
+    if det <= 0:  # the probes' ratios too close to tell the terms apart
+        return 1.0
+    factor = ((bound.phase_s - hops[0]) * even.cpu_s - (even.phase_s - hops[1]) * bound.cpu_s) / det
+    return max(1.0, factor)
+
+
+def measure_ring(host, budget, library: str = "horovod",
+                 ratios: tuple[float, ...] = OVERLAP_RATIOS) -> RingMeasure:
+    """``library``'s ring on two devices of ``budget``: one probe where the wire is the larger
+    term (:data:`WIRE_RATIO`, a tensor of about :data:`WIRE_PHASE_S`) and one at each ratio of
+    ``ratios`` (:func:`measure_overlap_curve`); the wire factor that both agree on
+    (:func:`solve_wire_factor`, against the probe nearest a ratio of 1) and the overlaps read
+    against it. ``host``'s own wire factors are not used (the probes measure them).
+
+    Raises:
+        RalpError: a probe could not run (the message says why).
+    """
+    plain = replace(host, ring_wire_factor=None, collective_wire_factor=None)
+    try:
+        bound = measure_ring_overlap(plain, budget, library, WIRE_RATIO, WIRE_PHASE_S)
+    except RalpError as e:
+        raise RalpError(f"the wire-bound probe: {e}") from None
+    curve = measure_overlap_curve(plain, budget, library, ratios)
+    even = min(curve, key=lambda p: abs(math.log(p.ratio)) if p.ratio > 0 else math.inf)
+    factor = solve_wire_factor(bound, even)
+    return RingMeasure(factor, tuple(p.against(factor) for p in curve), bound.against(factor))
 
 
 def _launch(library: str, tensor: int, rate_bits: int, pair) -> dict:
     """Two ranks of ``library`` on devices of ``pair``'s budget, at ``rate_bits``: rank 0's
     record."""
     command = [sys.executable, "-m", "ralp.planner.ring_overlap", library, str(tensor),
-               str(REPEATS)]
+               str(REPEATS), str(GAP_S)]
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     if library == "horovod":
         from ralp.horovod.launch import launch
@@ -163,7 +240,7 @@ def _record(walls: list[float], every_cpu) -> dict:
             "rank_cpu_s": [float(c) for c in every_cpu]}
 
 
-def _horovod_rank(tensor_bytes: int, repeats: int) -> None:
+def _horovod_rank(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     from ralp._messages import emit
     from ralp.emulation.devices import join_rank_group
 
@@ -172,15 +249,22 @@ def _horovod_rank(tensor_bytes: int, repeats: int) -> None:
     import tensorflow as tf
 
     hvd.init()
-    tensor = tf.ones([tensor_bytes // 4], tf.float32)
-    walls, cpus = timed_allreduces(lambda: hvd.allreduce(tensor, op=hvd.Sum).numpy(), repeats)
+    # As the trainers do: one grouped allreduce of many tensors (Horovod fuses them), averaged
+    parts = [tf.ones([tensor_bytes // 4 // GROUP_TENSORS], tf.float32)
+             for _ in range(GROUP_TENSORS)]
+
+    @tf.function
+    def grouped(tensors):
+        return hvd.grouped_allreduce(tensors, op=hvd.Average)
+
+    walls, cpus = timed_allreduces(lambda: [t.numpy() for t in grouped(parts)], repeats, gap_s)
     every = hvd.allgather(tf.constant([statistics.median(cpus)], tf.float64)).numpy()
     if hvd.rank() == 0:
         emit("record", _record(walls, every))
     hvd.shutdown()
 
 
-def _collective_worker(tensor_bytes: int, repeats: int) -> None:
+def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     """A worker of TensorFlow's ring (its launcher started it in its device's group)."""
     import os
 
@@ -193,7 +277,7 @@ def _collective_worker(tensor_bytes: int, repeats: int) -> None:
 
     all_reduce = sum_all_reduce(strategy)
     tensor = tf.ones([tensor_bytes // 4], tf.float32)
-    walls, cpus = timed_allreduces(lambda: all_reduce(tensor).numpy(), repeats)
+    walls, cpus = timed_allreduces(lambda: all_reduce(tensor).numpy(), repeats, gap_s)
     rank = int(strategy.cluster_resolver.task_id or 0)
     mine = tf.one_hot(rank, RANKS, on_value=statistics.median(cpus), dtype=tf.float64)
     every = all_reduce(mine).numpy()  # each worker's CPU in its own slot
@@ -206,4 +290,4 @@ def _collective_worker(tensor_bytes: int, repeats: int) -> None:
 
 if __name__ == "__main__":
     rank_main = _horovod_rank if sys.argv[1] == "horovod" else _collective_worker
-    rank_main(int(sys.argv[2]), int(sys.argv[3]))
+    rank_main(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))

@@ -132,6 +132,7 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
         assert cal["host"]["device_cpus"] == pytest.approx(budget)
         if horovod_unavailable_reason() is None:  # Gloo's ring overlap, on two such devices
             assert 0.0 <= cal["host"]["ring_overlap"] <= 1.0
+            assert cal["host"]["ring_wire_factor"] >= 1.0  # measured with it: no faster than the rate
             # at one wire / CPU ratio by default: a figure, no curve to outrank it
             assert OVERLAP_RATIOS == (1.0,) and cal["host"]["ring_overlaps"] == []
     else:  # no control groups here: the shared host's calibration

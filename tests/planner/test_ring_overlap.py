@@ -27,9 +27,13 @@ from ralp.planner.modes import PlannerError
 from ralp.planner.ring_overlap import (
     MAX_TENSOR_BYTES,
     OVERLAP_RATIOS,
+    WIRE_PHASE_S,
+    WIRE_RATIO,
+    RingOverlap,
     measure_ring_overlap,
     overlap_of,
     probe_shape,
+    solve_wire_factor,
 )
 from ralp.planner.validate import with_overlaps
 
@@ -210,3 +214,112 @@ def test_overlaps_measured_apart_fill_only_what_a_calibration_lacks():
     assert filled.ring_overlaps == ((1.0, 0.3), (3.0, 0.1))
     assert filled.overlap_at(3.0) == 0.1 and filled.overlap_at(1.0, collective=True) == 0.2
     assert filled.cpu_s_per_byte == 1e-9 and filled.device_cpus == 0.4
+
+
+def test_the_wire_bound_probe_runs_a_step_sized_tensor_where_the_wire_is_the_larger_term():
+    host = Host(False, ring_cpu_s_per_byte=1.1e-9, device_cpus=0.425)
+    rate_bits, tensor = probe_shape(1.1e-9, 0.425, WIRE_RATIO, WIRE_PHASE_S)
+    wire, cpu = ring_phase_terms(host, 2, tensor, rate_bits / 8, 1.1e-9)
+    assert wire / cpu == pytest.approx(WIRE_RATIO, rel=1e-3)
+    assert wire == pytest.approx(WIRE_PHASE_S, rel=0.01)
+
+
+def test_the_wire_factor_stretches_the_rings_bytes_not_their_hops_or_cpu():
+    compute = Compute(full_s=0.25, tail_s=0.15)
+    links = Links((), (), worker_tx=125_000_000, total=500_000_000, messages=6)
+    bandwidth = 1e9 / 8  # 1 s of bytes a step
+    plain = Host(False, message_s=0.001, ring_cpu_s_per_byte=1.7e-9,
+                 collective_cpu_s_per_byte=1.7e-9, device_cpus=0.425, ring_overlap=0.0,
+                 collective_overlap=0.0)
+    slow = replace(plain, ring_wire_factor=1.2)
+    (wire, cpu), (wire_slow, cpu_slow) = (ring_phase_terms(h, 4, 125e6, bandwidth, 1.7e-9)
+                                          for h in (plain, slow))
+    assert wire == pytest.approx(1.0 + 6 * 0.001) and cpu_slow == cpu
+    assert wire_slow == pytest.approx(1.2 + 6 * 0.001)
+    assert horovod_step_time(compute, links, 4, bandwidth, slow) == pytest.approx(
+        horovod_step_time(compute, links, 4, bandwidth, plain) + 0.2)
+    # Gloo's factor is not TensorFlow's ring's, and the reverse
+    assert collective_step_time(compute, links, 4, bandwidth, slow) == pytest.approx(
+        collective_step_time(compute, links, 4, bandwidth, plain))
+    own = replace(plain, collective_wire_factor=1.2)
+    assert collective_step_time(compute, links, 4, bandwidth, own) == pytest.approx(
+        collective_step_time(compute, links, 4, bandwidth, plain) + 0.2)
+    # Stanza's exchange and rings are Gloo's transfers: both stretch
+    stanza = Links(ps_tx=(40_000_000,), ps_rx=(40_000_000,), worker_tx=0, total=0,
+                   messages=0, rings=(125_000_000, 0))
+    before, after = (stanza_phase_times(compute, stanza, 3, bandwidth, h) for h in (plain, slow))
+    assert after["exchange"] - before["exchange"] == pytest.approx(0.2 * 80e6 / bandwidth)
+    assert after["rings"] - before["rings"] == pytest.approx(0.2)
+    assert (after["heads"], after["tail"]) == (before["heads"], before["tail"])
+
+
+def _probe(factor: float, hidden: float, bytes_s: float, cpu_s: float,
+           hops_s: float = 0.004) -> RingOverlap:
+    """A probe's reading (against a factor of 1) where the ring's wire took ``factor`` times
+    its bytes' time and ``hidden`` of its CPU hid behind it."""
+    phase = factor * bytes_s + hops_s + (1 - hidden) * cpu_s
+    return RingOverlap(overlap_of(phase, bytes_s + hops_s, cpu_s), 10**9, 10**6, phase,
+                       (phase, phase), bytes_s + hops_s, cpu_s, (0.1, 0.1), bytes_s)
+
+
+@pytest.mark.parametrize("factor, hidden", [(1.15, 0.4), (1.0, 0.0), (1.3, 0.9)])
+def test_the_wire_factor_and_overlap_are_those_that_give_both_probes_phases(factor, hidden):
+    bound = _probe(factor, hidden, bytes_s=1.0, cpu_s=0.2)  # the wire 5 times the CPU
+    even = _probe(factor, hidden, bytes_s=0.15, cpu_s=0.15)
+    found = solve_wire_factor(bound, even)
+    assert found == pytest.approx(factor)
+    assert even.against(found).overlap == pytest.approx(hidden)
+    # read against it, the model's phase is the one measured at each probe
+    for probe in (bound, even):
+        read = probe.against(found)
+        assert read.wire_s == pytest.approx(factor * probe.bytes_s + 0.004)
+        assert max(read.wire_s, read.cpu_s) + (1 - read.overlap) * min(
+            read.wire_s, read.cpu_s) == pytest.approx(probe.phase_s)
+
+
+def test_a_wire_factor_below_one_or_probes_at_one_ratio_read_as_the_links_rate():
+    # a wire faster than the links' shaping allows is noise: the rate caps it
+    fast = solve_wire_factor(_probe(0.9, 0.5, 1.0, 0.2), _probe(0.9, 0.5, 0.15, 0.15))
+    assert fast == 1.0
+    same = _probe(1.2, 0.5, 0.15, 0.15)
+    assert solve_wire_factor(same, same) == 1.0  # one ratio cannot tell the two apart
+
+
+def test_a_ring_s_wire_factor_is_lent_with_the_overlaps_measured_with_it():
+    own = Host(False, 1e-9, 0.002, device_cpus=0.4, ring_overlap=0.6, collective_overlap=0.9)
+    measured = Host(False, device_cpus=0.4, ring_wire_factor=1.1, ring_overlap=0.3,
+                    collective_overlap=0.2)
+    lent = with_overlaps(own, measured)
+    # Gloo's: a factor here replaces the overlap found against a factor of 1
+    assert (lent.ring_wire_factor, lent.ring_overlap) == (1.1, 0.3)
+    # TensorFlow's ring has no factor measured: its own overlap stays
+    assert (lent.collective_wire_factor, lent.collective_overlap) == (None, 0.9)
+    assert lent.wire_factor(collective=True) == 1.0
+    kept = with_overlaps(replace(own, ring_wire_factor=1.05), measured)
+    assert (kept.ring_wire_factor, kept.ring_overlap) == (1.05, 0.6)  # its own pair
+
+
+def test_a_calibration_keeps_the_wire_factors_and_an_older_one_reads_as_the_links_rate(tmp_path):
+    cal = Calibration(Host(False, device_cpus=0.4, ring_wire_factor=1.12,
+                           collective_wire_factor=1.2))
+    cal.save(tmp_path / "c.json")
+    back = Calibration.load(tmp_path / "c.json").host
+    assert (back.wire_factor(), back.wire_factor(collective=True)) == (1.12, 1.2)
+    older = cal.to_dict()
+    del older["host"]["ring_wire_factor"], older["host"]["collective_wire_factor"]
+    assert Calibration.from_dict(older).host.wire_factor() == 1.0
+
+
+def test_each_timed_allreduce_follows_an_untimed_idle_gap():
+    import itertools
+    import time
+
+    from ralp.planner.allreduce import timed_allreduces
+
+    calls = []
+    start = time.perf_counter()
+    walls, cpus = timed_allreduces(lambda: calls.append(time.perf_counter()), 3, gap_s=0.05)
+    assert len(calls) == 5 and len(walls) == len(cpus) == 3  # two untimed first
+    assert all(b - a >= 0.05 for a, b in itertools.pairwise(calls[1:]))  # a gap before each
+    assert all(w < 0.05 for w in walls)  # and outside the timing
+    assert time.perf_counter() - start >= 0.15
