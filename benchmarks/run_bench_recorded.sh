@@ -13,7 +13,7 @@
 #                                          plan-steady8-1gbit|device-compute|
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
-#                                          devices-zoo-1gbit-shared|
+#                                          devices-zoo-1gbit-shared|ring-wire|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -95,6 +95,24 @@ for part in "${parts[@]}"; do
     for bw in 1gbit 10gbit; do
       $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
         $R/ring_overlap_curve_n8.json > $R/collective_n8_${bw}_validation_curve.txt
+    done ;;
+  ring-wire)  # issue 26: each ring's wire factor and overlap, measured together (N = 4, 6
+    # and 8 budgets), and the budgeted records validated with them (the records' own
+    # calibrations predate the wire factor: their overlaps were found against a factor of 1)
+    for n in 4 6 8; do
+      $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
+        --device-cpus auto --devices $n --output $R/ring_wire_n$n.json
+    done
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+      $R/ring_wire_n4.json > $R/devices_zoo_1gbit_validation_wire.txt
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+      $R/ring_wire_n4.json --format json > $R/devices_zoo_1gbit_validation_wire.json
+    $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
+      $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
+      > $R/heldout_alexnet_n6_validation_wire.txt
+    for bw in 1gbit 10gbit; do
+      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+        $R/ring_wire_n8.json > $R/collective_n8_${bw}_validation_wire.txt
     done ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV

@@ -122,7 +122,8 @@ def with_ring_overlap(host: Host, budget: Budget,
             continue
         factor, field, curve_field = RING_FIELDS[library]
         points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in measured.curve)
-        found[factor] = round(measured.wire_factor, 4)
+        if measured.wire_factor is not None:
+            found[factor] = round(measured.wire_factor, 4)
         found[field] = min(points, key=lambda p: abs(math.log(p[0])))[1]
         if len(points) > 1:  # a curve only where there is one: it outranks a figure
             found[curve_field] = tuple(points)

@@ -134,18 +134,22 @@ RING_FIELDS = {"horovod": ("ring_wire_factor", "ring_overlap", "ring_overlaps"),
                "collective": ("collective_wire_factor", "collective_overlap",
                               "collective_overlaps")}
 OVERLAP_FIELDS = tuple(name for fields in RING_FIELDS.values() for name in fields)
+RING_COSTS = {"horovod": "ring_cpu_s_per_byte", "collective": "collective_cpu_s_per_byte"}
 
 
 def with_overlaps(host: Host, measured: Host) -> Host:
     """``host`` with ``measured``'s rings' terms where it has none of its own: each ring's
     overlap figure and its curve over wire / CPU ratios (which the model prefers to the
     figure). Where ``measured`` has a ring's wire factor and ``host`` has not, all of that
-    ring's terms come from ``measured``: an overlap is measured against the wire factor
-    found with it, so ``host``'s own (found against a factor of 1) does not pair with it."""
+    ring's terms come from ``measured``, its CPU cost per byte included: the factor and the
+    overlap are found together against that cost, so ``host``'s own (found against a factor
+    of 1, or with one tensor a probe) do not pair with them."""
     lent = {}
-    for factor, *overlaps in RING_FIELDS.values():
+    for ring, (factor, *overlaps) in RING_FIELDS.items():
         if getattr(measured, factor) is not None and getattr(host, factor) is None:
-            lent.update({name: getattr(measured, name) for name in (factor, *overlaps)})
+            cost = RING_COSTS[ring]
+            paired = (factor, *overlaps) + ((cost,) if getattr(measured, cost) else ())
+            lent.update({name: getattr(measured, name) for name in paired})
         else:
             lent.update({name: getattr(measured, name) for name in overlaps
                          if getattr(host, name) in (None, ())})

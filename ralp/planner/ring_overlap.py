@@ -44,7 +44,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from ralp.errors import RalpError
-from ralp.planner.allreduce import timed_allreduces
+from ralp.planner.allreduce import grouped_allreduce, timed_allreduces
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at an overlap probe's rate
 # The wire factor's probe: a rate where the wire takes WIRE_RATIO times as long as the CPU
@@ -52,15 +52,14 @@ PHASE_TARGET_S = 0.15  # the wire time of one allreduce at an overlap probe's ra
 # allreduce (the zoo's took 1.2-1.9 s on the wire)
 WIRE_RATIO = 5.0
 WIRE_PHASE_S = 1.0
-# Gloo's probes all-reduce the tensor as this many equal parts in one grouped allreduce, as
-# the trainers all-reduce a model's gradients (the zoo's: 16-378 tensors). Measured at
-# 1 Gbit/s on 4 budgeted devices, 102 MB in all: the phase took 1.13x the bytes' time as one
-# tensor, 1.18x as 4, 1.23x as 16, 1.31-1.36x as 64-256 (fusion copies in and out, more
-# bookkeeping): a probe of one tensor under-states a training step's ring.
-GROUP_TENSORS = 64
-# Idle before each timed allreduce, as a step computes between its allreduces: longer than
-# TCP's least retransmission timeout (200 ms), after which a connection restarts slowly
+# Idle before each timed allreduce of Gloo's probes, as a step computes between its
+# allreduces: longer than TCP's least retransmission timeout (200 ms), after which a
+# connection restarts slowly
 GAP_S = 0.5
+# The rings whose wire factor is measured: Gloo's. TensorFlow's ring keeps the single
+# overlap probe back to back (its figures did not repeat between runs hours apart, and with a
+# factor and a gap its N = 8 runs were predicted worse: benchmarks/README.md)
+WIRE_FACTOR_LIBRARIES = ("horovod",)
 # wire / CPU ratios a calibration measures the overlap at (``--overlap-ratios``): one, where
 # the overlap changes the phase most. A curve over 1/3, 1 and 3 (the budgeted zoo's rings ran
 # at 0.1-0.9 and 1.5-4.9) did not predict the zoo's records better, and TensorFlow's ring's
@@ -142,14 +141,16 @@ def measure_overlap_curve(host, budget, library: str = "horovod",
 
 
 def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 1.0,
-                         phase_s: float = PHASE_TARGET_S) -> RingOverlap:
+                         phase_s: float = PHASE_TARGET_S,
+                         gap_s: float | None = None) -> RingOverlap:
     """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
     TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
     :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
     per byte of that ring, hop latency and wire factor (:class:`ralp.planner.model.Host`),
     over links shaped so that the wire takes ``ratio`` times the CPU's time, with a tensor of
-    about ``phase_s`` on the wire. Needs root (namespaces, control groups), and Horovod for
-    its ring.
+    about ``phase_s`` on the wire, each allreduce after ``gap_s`` idle (default: :data:`GAP_S`
+    for the rings whose wire factor is measured, none for the others). Needs root
+    (namespaces, control groups), and Horovod for its ring.
 
     Raises:
         RalpError: the probe could not run (the message says why).
@@ -167,7 +168,9 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
     if not measured:
         raise RalpError(f"the {library} ring's overlap needs its calibrated cost per byte")
     rate_bits, tensor = probe_shape(measured, budget.cpus, ratio, phase_s)
-    record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS))
+    if gap_s is None:
+        gap_s = GAP_S if library in WIRE_FACTOR_LIBRARIES else 0.0
+    record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS), gap_s)
     rank_bytes = tensor * 2 * (RANKS - 1) / RANKS  # what each rank of the ring sends
     collective = library == "collective"
     wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured,
@@ -181,9 +184,11 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
 
 @dataclass(frozen=True)
 class RingMeasure:
-    wire_factor: float  # the ring's wire term over its bytes' time at the links' rate, >= 1
+    # the ring's wire term over its bytes' time at the links' rate, >= 1; None: not measured
+    # (TensorFlow's ring: :data:`WIRE_FACTOR_LIBRARIES`)
+    wire_factor: float | None
     curve: tuple[RingOverlap, ...]  # the overlap probes read against ``wire_factor``
-    bound: RingOverlap  # the wire-bound probe (read against ``wire_factor``)
+    bound: RingOverlap | None  # the wire-bound probe (read against ``wire_factor``)
 
 
 def solve_wire_factor(bound: RingOverlap, even: RingOverlap) -> float:
@@ -205,12 +210,16 @@ def measure_ring(host, budget, library: str = "horovod",
     term (:data:`WIRE_RATIO`, a tensor of about :data:`WIRE_PHASE_S`) and one at each ratio of
     ``ratios`` (:func:`measure_overlap_curve`); the wire factor that both agree on
     (:func:`solve_wire_factor`, against the probe nearest a ratio of 1) and the overlaps read
-    against it. ``host``'s own wire factors are not used (the probes measure them).
+    against it. ``host``'s own wire factors are not used (the probes measure them). A ring
+    not in :data:`WIRE_FACTOR_LIBRARIES` gets only its overlaps, back to back.
 
     Raises:
         RalpError: a probe could not run (the message says why).
     """
     plain = replace(host, ring_wire_factor=None, collective_wire_factor=None)
+    if library not in WIRE_FACTOR_LIBRARIES:
+        return RingMeasure(None, tuple(measure_overlap_curve(plain, budget, library, ratios)),
+                           None)
     try:
         bound = measure_ring_overlap(plain, budget, library, WIRE_RATIO, WIRE_PHASE_S)
     except RalpError as e:
@@ -221,11 +230,11 @@ def measure_ring(host, budget, library: str = "horovod",
     return RingMeasure(factor, tuple(p.against(factor) for p in curve), bound.against(factor))
 
 
-def _launch(library: str, tensor: int, rate_bits: int, pair) -> dict:
+def _launch(library: str, tensor: int, rate_bits: int, pair, gap_s: float) -> dict:
     """Two ranks of ``library`` on devices of ``pair``'s budget, at ``rate_bits``: rank 0's
     record."""
     command = [sys.executable, "-m", "ralp.planner.ring_overlap", library, str(tensor),
-               str(REPEATS), str(GAP_S)]
+               str(REPEATS), str(gap_s)]
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     if library == "horovod":
         from ralp.horovod.launch import launch
@@ -249,15 +258,8 @@ def _horovod_rank(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     import tensorflow as tf
 
     hvd.init()
-    # As the trainers do: one grouped allreduce of many tensors (Horovod fuses them), averaged
-    parts = [tf.ones([tensor_bytes // 4 // GROUP_TENSORS], tf.float32)
-             for _ in range(GROUP_TENSORS)]
-
-    @tf.function
-    def grouped(tensors):
-        return hvd.grouped_allreduce(tensors, op=hvd.Average)
-
-    walls, cpus = timed_allreduces(lambda: [t.numpy() for t in grouped(parts)], repeats, gap_s)
+    # as the trainers do: many tensors in one grouped allreduce (Horovod fuses them), averaged
+    walls, cpus = timed_allreduces(grouped_allreduce(tensor_bytes), repeats, gap_s)
     every = hvd.allgather(tf.constant([statistics.median(cpus)], tf.float64)).numpy()
     if hvd.rank() == 0:
         emit("record", _record(walls, every))

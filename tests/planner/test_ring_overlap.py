@@ -286,17 +286,22 @@ def test_a_wire_factor_below_one_or_probes_at_one_ratio_read_as_the_links_rate()
 
 
 def test_a_ring_s_wire_factor_is_lent_with_the_overlaps_measured_with_it():
-    own = Host(False, 1e-9, 0.002, device_cpus=0.4, ring_overlap=0.6, collective_overlap=0.9)
+    own = Host(False, 1e-9, 0.002, device_cpus=0.4, ring_overlap=0.6, collective_overlap=0.9,
+               ring_cpu_s_per_byte=1.0e-9, collective_cpu_s_per_byte=2.0e-9)
     measured = Host(False, device_cpus=0.4, ring_wire_factor=1.1, ring_overlap=0.3,
-                    collective_overlap=0.2)
+                    collective_overlap=0.2, ring_cpu_s_per_byte=1.3e-9,
+                    collective_cpu_s_per_byte=2.2e-9)
     lent = with_overlaps(own, measured)
-    # Gloo's: a factor here replaces the overlap found against a factor of 1
+    # Gloo's: a factor here replaces the overlap and the cost found without it
     assert (lent.ring_wire_factor, lent.ring_overlap) == (1.1, 0.3)
+    assert lent.ring_cpu_s_per_byte == 1.3e-9 and lent.collective_cpu_s_per_byte == 2.0e-9
+    assert lent.cpu_s_per_byte == 1e-9  # gRPC's cost is the calibration's own
     # TensorFlow's ring has no factor measured: its own overlap stays
     assert (lent.collective_wire_factor, lent.collective_overlap) == (None, 0.9)
     assert lent.wire_factor(collective=True) == 1.0
     kept = with_overlaps(replace(own, ring_wire_factor=1.05), measured)
     assert (kept.ring_wire_factor, kept.ring_overlap) == (1.05, 0.6)  # its own pair
+    assert kept.ring_cpu_s_per_byte == 1.0e-9
 
 
 def test_a_calibration_keeps_the_wire_factors_and_an_older_one_reads_as_the_links_rate(tmp_path):
