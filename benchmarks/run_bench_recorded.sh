@@ -14,6 +14,7 @@
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-1gbit-shared|ring-wire|
+#                                          devices-zoo-1gbit-shared-fc|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -150,6 +151,12 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 4 \
       --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
       --out $R/devices_zoo_1gbit_shared.json --plot $R/devices_zoo_1gbit_shared.png || true ;;
+  devices-zoo-1gbit-shared-fc)  # issue 25 (b): the FC-heavy half of the zoo on shared CPUs,
+    # as above, to set beside the budgeted figures
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models vgg11 alexnet overfeat \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 4 \
+      --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
+      --out $R/devices_zoo_1gbit_shared_fc.json --plot $R/devices_zoo_1gbit_shared_fc.png || true ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}
