@@ -11,8 +11,6 @@ Gloo's) is CPU seconds whatever the budget: a device spends it at its budget's p
 
 from __future__ import annotations
 
-import math
-
 from ralp.cluster.fresh_process import run_in_fresh_process
 from ralp.emulation.budget import Budget, budget_for
 from ralp.planner.calibration import (
@@ -104,15 +102,14 @@ def with_ring_overlap(host: Host, budget: Budget,
     from dataclasses import replace
 
     from ralp.errors import RalpError, warn
-    from ralp.planner.host import RING_FIELDS
-    from ralp.planner.ring_overlap import OVERLAP_RATIOS, measure_ring
+    from ralp.planner.host import RING_COSTS, RING_FIELDS
+    from ralp.planner.ring_overlap import OVERLAP_RATIOS, measure_ring, nearest_even
 
     if budget.hierarchy is None or budget.cpus is None:
         return host
     found = {}
-    for library, cost in (("horovod", host.ring_cpu_s_per_byte),
-                          ("collective", host.collective_cpu_s_per_byte)):
-        if cost is None:
+    for library, cost in RING_COSTS.items():
+        if getattr(host, cost) is None:
             continue
         try:
             measured = measure_ring(host, budget, library, ratios or OVERLAP_RATIOS)
@@ -124,7 +121,7 @@ def with_ring_overlap(host: Host, budget: Budget,
         points = sorted((round(p.ratio, 4), round(p.overlap, 4)) for p in measured.curve)
         if measured.wire_factor is not None:
             found[factor] = round(measured.wire_factor, 4)
-        found[field] = min(points, key=lambda p: abs(math.log(p[0])))[1]
+        found[field] = nearest_even(points)[1]
         if len(points) > 1:  # a curve only where there is one: it outranks a figure
             found[curve_field] = tuple(points)
     return replace(host, **found)

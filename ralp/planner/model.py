@@ -264,9 +264,16 @@ def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float
     wire factor (Gloo's, or ``collective`` TensorFlow's: :meth:`Host.wire_factor`) plus
     2 (ranks - 1) hop latencies, and their CPU work (``ring_cost`` per byte) at the device's
     pace."""
-    return (host.wire_factor(collective) * rank_bytes / bandwidth
-            + 2 * (ranks - 1) * host.message_s,
+    return (ring_wire_s(host, ranks, rank_bytes, bandwidth, collective),
             _on_device(host, ring_cost * rank_bytes))
+
+
+def ring_wire_s(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
+                collective: bool = False) -> float:
+    """A ring allreduce's wire term: each rank's ``rank_bytes`` at ``bandwidth`` times the
+    ring's wire factor, plus 2 (ranks - 1) hop latencies."""
+    return (host.wire_factor(collective) * rank_bytes / bandwidth
+            + 2 * (ranks - 1) * host.message_s)
 
 
 def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
@@ -326,8 +333,8 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
 
     Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
     (gradients), less its tail ring, at ``bandwidth`` (over Gloo's measured wire factor,
-    :meth:`Host.wire_factor`: the exchange and the rings are Gloo transfers). On a shared host the phases take
-    turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
+    :meth:`Host.wire_factor`: the exchange and the rings are Gloo transfers). On a shared
+    host the phases take turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
     FC ranks' tails together (one FC rank alone), and each byte phase the slower of its wire
     and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives).
 
@@ -337,11 +344,11 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings
-    wire_rate = bandwidth / host.wire_factor()  # all of its bytes cross Gloo's transport
-    exchange = max(tx + rx - 2 * tail_ring
-                   for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)) / wire_rate
-    rings = max(head_ring / wire_rate + 2 * (workers - 1) * host.message_s,
-                tail_ring / wire_rate + 2 * (fc - 1) * host.message_s if fc > 1 else 0.0)
+    exchange = host.wire_factor() * max(  # a Gloo transfer, as the rings are
+        tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)
+    ) / bandwidth
+    rings = max(ring_wire_s(host, workers, head_ring, bandwidth),
+                ring_wire_s(host, fc, tail_ring, bandwidth) if fc > 1 else 0.0)
     if host.shared:
         ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
         heads_beside, tail_beside = _beside_factors(compute, host)

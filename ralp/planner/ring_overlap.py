@@ -29,7 +29,7 @@ step's compute. Measured on the budgeted zoo's Horovod records at 1 Gbit/s, the 
 (a step less its calibrated compute) was 1.21-1.58x its bytes' time, where the CPU is a
 fifth of that. So a second probe runs where the wire is the larger term (:data:`WIRE_RATIO`)
 with a tensor of a step's size, and the wire factor is the one that, with the overlap, gives
-the phase measured at both probes (:func:`solve_wire_factor`). Every probe idles
+the phase measured at both probes (:func:`solve_wire_factor`). Gloo's probes idle
 :data:`GAP_S` before each timed allreduce, as a training step computes between them.
 
 Run as a module (``horovod|collective TENSOR_BYTES REPEATS GAP_S``), it is one rank of that
@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 
 from ralp.errors import RalpError
 from ralp.planner.allreduce import grouped_allreduce, timed_allreduces
+from ralp.planner.host import RING_COSTS, RING_FIELDS
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at an overlap probe's rate
 # The wire factor's probe: a rate where the wire takes WIRE_RATIO times as long as the CPU
@@ -141,16 +142,16 @@ def measure_overlap_curve(host, budget, library: str = "horovod",
 
 
 def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 1.0,
-                         phase_s: float = PHASE_TARGET_S,
-                         gap_s: float | None = None) -> RingOverlap:
+                         phase_s: float = PHASE_TARGET_S) -> RingOverlap:
     """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
     TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
     :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
-    per byte of that ring, hop latency and wire factor (:class:`ralp.planner.model.Host`),
-    over links shaped so that the wire takes ``ratio`` times the CPU's time, with a tensor of
-    about ``phase_s`` on the wire, each allreduce after ``gap_s`` idle (default: :data:`GAP_S`
-    for the rings whose wire factor is measured, none for the others). Needs root
-    (namespaces, control groups), and Horovod for its ring.
+    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`), over links
+    shaped so that the wire takes ``ratio`` times the CPU's time, with a tensor of about
+    ``phase_s`` on the wire, each allreduce after :data:`GAP_S` idle for the rings whose wire
+    factor is measured (back to back for the others). Read against a wire factor of 1
+    (:meth:`RingOverlap.against` reads it against another). Needs root (namespaces, control
+    groups), and Horovod for its ring.
 
     Raises:
         RalpError: the probe could not run (the message says why).
@@ -163,23 +164,20 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
     if budget.hierarchy is None or budget.cpus is None:
         raise RalpError("the ring overlap is measured on budgeted devices: this host gives "
                         f"none ({budget.describe()})")
-    measured = (host.ring_cpu_s_per_byte if library == "horovod"
-                else host.collective_cpu_s_per_byte)
+    measured = getattr(host, RING_COSTS[library])
     if not measured:
         raise RalpError(f"the {library} ring's overlap needs its calibrated cost per byte")
     rate_bits, tensor = probe_shape(measured, budget.cpus, ratio, phase_s)
-    if gap_s is None:
-        gap_s = GAP_S if library in WIRE_FACTOR_LIBRARIES else 0.0
+    gap_s = GAP_S if library in WIRE_FACTOR_LIBRARIES else 0.0
     record = _launch(library, tensor, rate_bits, budget_for(budget.cpus, RANKS), gap_s)
     rank_bytes = tensor * 2 * (RANKS - 1) / RANKS  # what each rank of the ring sends
-    collective = library == "collective"
-    wire_s, cpu_s = ring_phase_terms(host, RANKS, rank_bytes, rate_bits / 8, measured,
-                                     collective)
+    plain = replace(host, **{RING_FIELDS[library][0]: None})  # a wire factor of 1
+    wire_s, cpu_s = ring_phase_terms(plain, RANKS, rank_bytes, rate_bits / 8, measured,
+                                     library == "collective")
     phase = float(record["phase_s"])
     return RingOverlap(overlap_of(phase, wire_s, cpu_s), rate_bits, tensor, phase,
                        tuple(record["phase_range_s"]), wire_s, cpu_s,
-                       tuple(record["rank_cpu_s"]),
-                       host.wire_factor(collective) * rank_bytes / (rate_bits / 8))
+                       tuple(record["rank_cpu_s"]), rank_bytes / (rate_bits / 8))
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,16 @@ class RingMeasure:
     # (TensorFlow's ring: :data:`WIRE_FACTOR_LIBRARIES`)
     wire_factor: float | None
     curve: tuple[RingOverlap, ...]  # the overlap probes read against ``wire_factor``
-    bound: RingOverlap | None  # the wire-bound probe (read against ``wire_factor``)
+
+
+def nearest_even(curve):
+    """The point of ``curve`` (items with a ``ratio``, or (ratio, overlap) pairs) whose wire /
+    CPU ratio is nearest 1, in log ratio."""
+    def distance(point) -> float:
+        ratio = point[0] if isinstance(point, tuple) else point.ratio
+        return abs(math.log(ratio)) if ratio > 0 else math.inf
+
+    return min(curve, key=distance)
 
 
 def solve_wire_factor(bound: RingOverlap, even: RingOverlap) -> float:
@@ -216,18 +223,15 @@ def measure_ring(host, budget, library: str = "horovod",
     Raises:
         RalpError: a probe could not run (the message says why).
     """
-    plain = replace(host, ring_wire_factor=None, collective_wire_factor=None)
     if library not in WIRE_FACTOR_LIBRARIES:
-        return RingMeasure(None, tuple(measure_overlap_curve(plain, budget, library, ratios)),
-                           None)
+        return RingMeasure(None, tuple(measure_overlap_curve(host, budget, library, ratios)))
     try:
-        bound = measure_ring_overlap(plain, budget, library, WIRE_RATIO, WIRE_PHASE_S)
+        bound = measure_ring_overlap(host, budget, library, WIRE_RATIO, WIRE_PHASE_S)
     except RalpError as e:
         raise RalpError(f"the wire-bound probe: {e}") from None
-    curve = measure_overlap_curve(plain, budget, library, ratios)
-    even = min(curve, key=lambda p: abs(math.log(p.ratio)) if p.ratio > 0 else math.inf)
-    factor = solve_wire_factor(bound, even)
-    return RingMeasure(factor, tuple(p.against(factor) for p in curve), bound.against(factor))
+    curve = measure_overlap_curve(host, budget, library, ratios)
+    factor = solve_wire_factor(bound, nearest_even(curve))
+    return RingMeasure(factor, tuple(p.against(factor) for p in curve))
 
 
 def _launch(library: str, tensor: int, rate_bits: int, pair, gap_s: float) -> dict:

@@ -328,3 +328,12 @@ def test_each_timed_allreduce_follows_an_untimed_idle_gap():
     assert all(b - a >= 0.05 for a, b in itertools.pairwise(calls[1:]))  # a gap before each
     assert all(w < 0.05 for w in walls)  # and outside the timing
     assert time.perf_counter() - start >= 0.15
+
+
+def test_the_figure_is_read_at_the_ratio_nearest_one_in_log_ratio():
+    from ralp.planner.ring_overlap import nearest_even
+
+    assert nearest_even([(0.4, 0.1), (2.2, 0.2), (3.0, 0.3)]) == (2.2, 0.2)  # log 2.2 < -log 0.4
+    assert nearest_even([(0.6, 0.1), (2.0, 0.2)]) == (0.6, 0.1)
+    probes = [_probe(1.0, 0.5, 0.3, 0.1), _probe(1.0, 0.5, 0.15, 0.16)]
+    assert nearest_even(probes) is probes[1]
