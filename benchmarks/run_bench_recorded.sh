@@ -15,6 +15,7 @@
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-1gbit-shared|ring-wire|
 #                                          devices-zoo-1gbit-shared-fc|
+#                                          devices-zoo-1gbit-one-ps|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -157,6 +158,14 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 4 \
       --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
       --out $R/devices_zoo_1gbit_shared_fc.json --plot $R/devices_zoo_1gbit_shared_fc.png || true ;;
+  devices-zoo-1gbit-one-ps)  # issue 26: wrap's default decision is made on the cluster it is
+    # given; plain PS and RALP on one shape (3 workers + 1 PS, as benchmarks/decide_timing.py
+    # decides), N = 4, 1 Gbit/s, budgeted, 3 interleaved rounds, each workload calibrated first
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit \
+      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+      --modes ps ralp-n --devices 4 --workers 3 --ps 1 --steps 6 --warmup 1 \
+      --repeat 3 --calibrate --quiet \
+      --out $R/devices_zoo_1gbit_one_ps.json --plot $R/devices_zoo_1gbit_one_ps.png || true ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}
