@@ -20,7 +20,9 @@
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
-#                                          ring-overlap-curve|chaos-all]...
+#                                          ring-overlap-curve|link-duplex|
+#                                          budgeted-validations|
+#                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,33 @@ R=benchmarks/results
 mkdir -p "$R"
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(target 22k consolidation sweep-1gbit sweep-10gbit horovod-1gbit horovod-10gbit sync sync-3w pulls-250mbit pulls-1gbit pulls-10gbit pull-timeline dssp-table1 stanza-1gbit stanza-10gbit stanza-bytes stanza-digits auto-vs-best plan-steady-1gbit plan-steady-10gbit plan-stanza-10gbit plan-stanza-1gbit plan-steady8-10gbit plan-steady8-1gbit)
+
+# Every budgeted validation, from the committed records and calibrations (no run): after a
+# change to the planner's model, part budgeted-validations brings them up to date.
+budgeted_validations() {
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json > $R/devices_zoo_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --format json \
+    > $R/devices_zoo_1gbit_validation.json
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+    $R/ring_overlap_curve_n4.json > $R/devices_zoo_1gbit_validation_curve.txt
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+    $R/ring_wire_n4.json > $R/devices_zoo_1gbit_validation_wire.txt
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+    $R/ring_wire_n4.json --format json > $R/devices_zoo_1gbit_validation_wire.json
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json \
+    > $R/devices_zoo_1gbit_one_ps_validation.txt
+  $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
+    $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
+    > $R/heldout_alexnet_n6_validation_wire.txt
+  for bw in 1gbit 10gbit; do
+    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+      $R/ring_overlap_n8.json > $R/collective_n8_${bw}_validation.txt
+    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+      $R/ring_overlap_curve_n8.json > $R/collective_n8_${bw}_validation_curve.txt
+    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+      $R/ring_wire_n8.json > $R/collective_n8_${bw}_validation_wire.txt
+  done
+}
 
 for part in "${parts[@]}"; do
   case "$part" in
@@ -78,13 +107,7 @@ for part in "${parts[@]}"; do
       $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
         --device-cpus auto --devices $n --output $R/ring_overlap_n$n.json
     done
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json > $R/devices_zoo_1gbit_validation.txt
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --format json \
-      > $R/devices_zoo_1gbit_validation.json
-    for bw in 1gbit 10gbit; do
-      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
-        $R/ring_overlap_n8.json > $R/collective_n8_${bw}_validation.txt
-    done ;;
+    budgeted_validations ;;
   ring-overlap-curve)  # issue 26, an experiment: the overlaps at wire/CPU ratios 1/3, 1 and 3,
     # and the same validations reading them at each phase's own ratio
     for n in 4 8; do
@@ -92,12 +115,7 @@ for part in "${parts[@]}"; do
         --device-cpus auto --devices $n --overlap-ratios 0.3333 1 3 \
         --output $R/ring_overlap_curve_n$n.json
     done
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
-      $R/ring_overlap_curve_n4.json > $R/devices_zoo_1gbit_validation_curve.txt
-    for bw in 1gbit 10gbit; do
-      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
-        $R/ring_overlap_curve_n8.json > $R/collective_n8_${bw}_validation_curve.txt
-    done ;;
+    budgeted_validations ;;
   ring-wire)  # issue 26: each ring's wire factor and overlap, measured together (N = 4, 6
     # and 8 budgets), and the budgeted records validated with them (the records' own
     # calibrations predate the wire factor: their overlaps were found against a factor of 1)
@@ -105,17 +123,13 @@ for part in "${parts[@]}"; do
       $PY -m ralp.planner --calibrate --model alexnet --batch-size 8 --image-size 75 \
         --device-cpus auto --devices $n --output $R/ring_wire_n$n.json
     done
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
-      $R/ring_wire_n4.json > $R/devices_zoo_1gbit_validation_wire.txt
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
-      $R/ring_wire_n4.json --format json > $R/devices_zoo_1gbit_validation_wire.json
-    $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
-      $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
-      > $R/heldout_alexnet_n6_validation_wire.txt
-    for bw in 1gbit 10gbit; do
-      $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
-        $R/ring_wire_n8.json > $R/collective_n8_${bw}_validation_wire.txt
-    done ;;
+    budgeted_validations ;;
+  link-duplex)  # issue 26: does a shaped link carry a pull and a push at once (the PS link
+    # model's two directions)? One worker, one PS, 64 MB each way, 5 interleaved repeats
+    $PY benchmarks/link_duplex.py --bandwidth 250mbit 1gbit 10gbit \
+      --out $R/link_duplex.json ;;
+  budgeted-validations)  # issue 26: every budgeted validation again, nothing run
+    budgeted_validations ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
     # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs

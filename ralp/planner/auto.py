@@ -32,8 +32,8 @@ WRAP_CANDIDATES: dict[str, str] = {"ps": "ps", "ralp": "ralp-n"}
 PLACEMENT_MARGIN = 0.02
 # ... and move at least this share fewer bytes: placement's gain is the bytes it saves. Where
 # it saves none (a tiny classifier after global pooling) the two modes' predictions differ
-# only by how the link model serves each (RALP's directions overlap, plain PS's take turns),
-# which is measured on FC-heavy models, not on a step that is plain PS's plus a hop.
+# only by where the tail's compute runs (a worker's device or the PS's critical section),
+# which is a hop more for no bytes saved, not a reason to split.
 PLACEMENT_MIN_BYTES_SAVED = 0.05
 
 

@@ -126,14 +126,13 @@ def _link_stations(links: Links, workers: int, bandwidth: float, *,
     concurrently), so the PS links are served in parallel and the busiest one is the station
     (the others wait less; not modelled). Its two directions:
 
-    - ``duplex=False`` (plain PS): they take turns, one queue of both directions' bytes.
-      Measured over the recorded netns runs at 1 Gbit/s and below: a plain PS step took
-      1.05-2.6x the time its busiest link needs for both directions one after the other in
-      51 of 54 (0.75-0.91x in the other three), where full duplex would allow 0.5x.
-    - ``duplex=True`` (RALP): they overlap, a queue each. The PS's critical section
-      pipelines the workers: one worker's activations arrive while another's gradients
-      leave. Measured over the same runs: a RALP step took less than both directions one
-      after the other in 27 of 59 (down to 0.69x).
+    - ``duplex=True`` (every PS mode on devices or a real cluster): they overlap, a queue
+      each: one worker's pulls cross while another's pushes do. The simulated fabric carries
+      both at once: a 64 MB gRPC pull and push together took 1.01-1.02x the time of either
+      alone at 250 Mbit/s and 1 Gbit/s (``benchmarks/link_duplex.py``), and with turns taken
+      plain PS on one PS task (3 workers, 1 Gbit/s, budgeted) was under-predicted by 15-26%.
+    - ``duplex=False`` (plain PS on a shared host, as that model was validated): one queue of
+      both directions' bytes; there a step's transfers wait for the one CPU as well.
 
     Worker links carry the same bytes at the other end of each transfer, uncontended, so
     they add no station of their own."""
@@ -198,13 +197,13 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     (round-robin placement, so ps:0 carries the most: the byte model's ``ps_tx``/``ps_rx``),
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
     (one shared CPU queue on a shared host, else a per-worker delay) and the busiest PS
-    link, its two directions in turn (:func:`_link_stations`). Assumption: the PS's own
-    update work is part of ``compute.full_s``."""
+    link, its two directions a queue each (in turn on a shared host: :func:`_link_stations`).
+    Assumption: the PS's own update work is part of ``compute.full_s``."""
     if host.shared:
         cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
         cpu = _ps_device_stations(links, workers, host, compute.full_s)
-    stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=False)]
+    stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
 

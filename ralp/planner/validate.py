@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ralp.planner.calibration import Calibration
 from ralp.planner.host import Host, with_overlaps
-from ralp.planner.modes import PREDICTED_MODES, PlannerError, resources
-from ralp.planner.predict import predict
+from ralp.planner.modes import PREDICTED_MODES, PlannerError
+from ralp.planner.predict import predict_on
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -94,17 +94,15 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
             raise PlannerError(f"{source}: the {r['model']} {r['mode']} N={r['devices']} record "
                                "carries no calibration; give --compute-profile FILE")
         key = (r["model"], r["batch_size"], r["image_size"], r["num_classes"])
-        if (r["workers"], r["ps"]) != resources(r["mode"], r["devices"]):
-            raise PlannerError(f"{source}: {r['model']} {r['mode']} N={r['devices']} runs "
-                               f"{r['workers']}+{r['ps']} tasks, not the mode's resources")
         entry = cal.find(*key)
         on = entry.host_for(cal.host)
         if capacity is not None:  # one fitted figure for every process count
             on = replace(on, capacity=capacity, capacities=())
         if overlaps is not None and on.device_cpus:
             on = with_overlaps(on, overlaps)
-        p = predict(workload_for(*key), entry.compute, on, r["mode"], r["devices"],
-                    parse_bandwidth(r["bandwidth"]))
+        # on the shape it ran (the mode's resources, or --workers/--ps given by hand)
+        p = predict_on(workload_for(*key), entry.compute, on, r["mode"], r["workers"], r["ps"],
+                       parse_bandwidth(r["bandwidth"]), r["devices"])
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
                         r["batch_size"], r["image_size"], p.images_per_sec,
                         r["images_per_sec"], cal is not calibration))

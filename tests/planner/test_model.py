@@ -51,25 +51,30 @@ def test_ps_one_worker_real_cluster_is_compute_plus_the_busiest_links_two_direct
     assert t == pytest.approx(1.0 + (300 + 300) / 100.0)
 
 
-def test_ralp_link_directions_overlap_where_plain_ps_ones_take_turns():
+def test_link_directions_overlap_on_devices_and_take_turns_on_a_shared_host():
     # No compute, 1 byte/s, 600 bytes each way per step on the one PS link. Many workers fill
-    # the link: plain PS then needs both directions one after the other (1200 s a step),
-    # RALP only the busier direction (600 s), as each direction is a queue of its own.
+    # the link: on devices (and real clusters) each direction is a queue of its own, so both
+    # PS modes need only the busier direction (600 s a step); on a shared host plain PS's
+    # directions take turns (1200 s).
     links = Links(ps_tx=(600,), ps_rx=(600,), worker_tx=600, total=1200, messages=2)
     real = Host(shared=False)
     ps = ps_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
     ralp = ralp_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
-    assert ps == pytest.approx(1200, rel=0.02)
+    assert ps == pytest.approx(600, rel=0.02)
     assert ralp == pytest.approx(600, rel=0.02)
+    shared = ps_step_time(Compute(0.0, 0.0), links, 200, 1.0, Host(shared=True, cores=2))
+    assert shared == pytest.approx(1200, rel=0.02)
     # one worker alone: nothing to overlap with, both directions in turn in both modes
     assert ralp_step_time(Compute(0.0, 0.0), links, 1, 1.0, real) == pytest.approx(1200)
+    assert ps_step_time(Compute(0.0, 0.0), links, 1, 1.0, real) == pytest.approx(1200)
 
 
 def test_ps_is_bound_by_the_round_robin_heavy_task():
-    # Two workers, 1 byte/s: ps:0 moves 600 bytes each way per step, its directions one after
-    # the other, so a step takes at least 1200 s however much the PS tasks overlap.
+    # Two workers, 1 byte/s: ps:0 moves 600 bytes each way per step, so a step takes at least
+    # 600 s (its busier direction) however much the PS tasks and directions overlap, and at
+    # most every transfer one after the other.
     t = ps_step_time(Compute(0.0, 0.0), LINKS, 2, 1.0, Host(shared=False))
-    assert t >= 1200
+    assert t >= 600
     assert t <= 600 + 400 + 600 + 400
 
 
