@@ -219,3 +219,21 @@ def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_pat
                 str(tmp_path / "cal.json")]) == 2
     assert "--device-cpus" in capsys.readouterr().err
     assert not (tmp_path / "cal.json").exists()
+
+
+def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
+    # bench --workers 3 --ps 1 --modes ps: plain PS on one PS task, not the mode's 2 + 2
+    from ralp.planner import validate
+    from ralp.planner.cli import _zoo_workload
+    from ralp.planner.predict import predict, predict_on
+
+    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_1gbit_one_ps.json").read_text())
+    record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")
+    assert (record["workers"], record["ps"]) == (3, 1)
+    cal = validate.own_calibration(record)
+    entry = cal.find("alexnet", 8, 75, 1000)
+    work, host = _zoo_workload("alexnet", 8, 75, 1000), entry.host_for(cal.host)
+    on_shape = predict_on(work, entry.compute, host, "ps", 3, 1, 10**9).images_per_sec
+    by_rule = predict(work, entry.compute, host, "ps", 4, 10**9).images_per_sec
+    assert validate.predict_record(record, None, _zoo_workload) == pytest.approx(on_shape)
+    assert on_shape != pytest.approx(by_rule)  # 3 workers on one PS link, not 2 on two
