@@ -152,6 +152,8 @@ def _calibration_summary(name: str, batch: int, image: int, entry, host, output:
         f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
         f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
         f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
+        + (f" + {host.cpu_s_per_message * 1e3:.3f} ms CPU per transfer"
+           if host.cpu_s_per_message is not None else "")
         + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"
            if host.ring_cpu_s_per_byte is not None else "")
         + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"

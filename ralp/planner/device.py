@@ -24,7 +24,7 @@ from ralp.planner.calibration import (
 from ralp.planner.collective_cost import ring_costs
 from ralp.planner.host import OVERLAP_FIELDS, Host, with_overlaps
 from ralp.planner.modes import PlannerError
-from ralp.planner.transfer import measure_transfer
+from ralp.planner.transfer import measure_message_cpu, measure_transfer
 
 DEVICE = "dev"  # the one control group of a device calibration
 
@@ -51,7 +51,8 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
                      overlaps: Host | None = None,
                      overlap_ratios: tuple[float, ...] | None = None) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
-    (:func:`device_entry`), the CPU cost of a gRPC transfer and of a byte in Horovod's ring
+    (:func:`device_entry`), the CPU cost of a gRPC transfer (per byte and per transfer) and of
+    a byte in Horovod's ring
     and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), the devices' CPUs,
     and each ring's overlap (:func:`with_ring_overlap`, at the wire / CPU ratios
     ``overlap_ratios``), or ``overlaps``'s where given (a calibration of the same budget: the
@@ -65,9 +66,11 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     entry, budget = device_entry(source, batch_size, image_size, num_classes, cpus=cpus,
                                  devices=devices, steps=steps)
     message_s, cpu_s_per_byte, _ = measure_transfer()
+    cpu_s_per_message, _ = measure_message_cpu()
     ring, collective = ring_costs()
     host = Host(False, cpu_s_per_byte, message_s, ring_cpu_s_per_byte=ring,
-                collective_cpu_s_per_byte=collective, device_cpus=budget.cpus)
+                collective_cpu_s_per_byte=collective, device_cpus=budget.cpus,
+                cpu_s_per_message=cpu_s_per_message)
     machine = f"{this_machine()}, {budget.describe()}"
     host = (with_overlaps(host, overlaps) if overlaps is not None
             else with_ring_overlap(host, budget, overlap_ratios))

@@ -69,6 +69,10 @@ class Host:
     # ring_overlap). None: not measured, the links' rate (a factor of 1).
     ring_wire_factor: float | None = None
     collective_wire_factor: float | None = None  # the same for TensorFlow's own ring
+    # A cluster of devices: the CPU time one gRPC transfer of a variable costs beyond its
+    # bytes, both ends (TensorFlow's rendezvous, a call each; ralp.planner.transfer.
+    # measure_message_cpu). None: not measured, no cost per transfer.
+    cpu_s_per_message: float | None = None
 
     def wire_factor(self, collective: bool = False) -> float:
         """Gloo's ring's measured wire factor (``collective``: TensorFlow's), 1 where not
@@ -143,8 +147,12 @@ def with_overlaps(host: Host, measured: Host) -> Host:
     figure). Where ``measured`` has a ring's wire factor and ``host`` has not, all of that
     ring's terms come from ``measured``, its CPU cost per byte included: the factor and the
     overlap are found together against that cost, so ``host``'s own (found against a factor
-    of 1, or with one tensor a probe) do not pair with them."""
+    of 1, or with one tensor a probe) do not pair with them. A gRPC transfer's CPU cost
+    beyond its bytes is lent alike where ``host`` predates its probe (CPU seconds: the same
+    on any budget of one host)."""
     lent = {}
+    if host.cpu_s_per_message is None and measured.cpu_s_per_message is not None:
+        lent["cpu_s_per_message"] = measured.cpu_s_per_message
     for ring, (factor, *overlaps) in RING_FIELDS.items():
         if getattr(measured, factor) is not None and getattr(host, factor) is None:
             cost = RING_COSTS[ring]

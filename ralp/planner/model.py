@@ -173,10 +173,11 @@ def _on_device(host: Host, cpu_s: float) -> float:
     return cpu_s / host.device_cpus if host.device_cpus else 0.0
 
 
-def _grpc_end_s(host: Host, nbytes: float) -> float:
-    """One end's share of gRPC's CPU for ``nbytes`` (``cpu_s_per_byte`` counts both ends),
-    on its device."""
-    return _on_device(host, host.cpu_s_per_byte / 2 * nbytes)
+def _grpc_end_s(host: Host, nbytes: float, transfers: float = 0.0) -> float:
+    """One end's share of gRPC's CPU for ``nbytes`` in ``transfers`` transfers
+    (``cpu_s_per_byte`` and ``cpu_s_per_message`` count both ends), on its device."""
+    per_transfer = host.cpu_s_per_message or 0.0
+    return _on_device(host, (host.cpu_s_per_byte * nbytes + per_transfer * transfers) / 2)
 
 
 def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
@@ -184,10 +185,15 @@ def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
     """A cluster of devices' CPU stations of a PS mode, per worker batch: each worker's
     device (a delay: ``work_s`` and its end of every transfer) and the busiest PS task's (a
     queue: ``ps_work_s``, such as RALP's tail in the critical section, and its end of every
-    transfer: on a budgeted device its gRPC work and its compute take turns on one budget)."""
+    transfer: on a budgeted device its gRPC work and its compute take turns on one budget).
+    The variables lie round-robin over the PS tasks, so each takes an equal share of a
+    batch's transfers (``links.messages``); RALP's one PS takes them all."""
     ps_bytes = max((tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)), default=0)
-    worker = Station("worker device", work_s + _grpc_end_s(host, links.total / workers), False)
-    ps = Station("busiest PS device", ps_work_s + _grpc_end_s(host, ps_bytes / workers), True)
+    worker = Station("worker device",
+                     work_s + _grpc_end_s(host, links.total / workers, links.messages), False)
+    ps_transfers = links.messages / max(1, len(links.ps_tx))
+    ps = Station("busiest PS device",
+                 ps_work_s + _grpc_end_s(host, ps_bytes / workers, ps_transfers), True)
     return [worker, ps]
 
 

@@ -22,9 +22,13 @@ from ralp.cluster.fresh_process import run_in_fresh_process
 
 TRANSFER_SIZES = (4 * 1024, 4 * 1024**2, 16 * 1024**2, 64 * 1024**2)  # bytes
 TRANSFER_REPEATS = 7
+# The per-message probe: the same bytes as one variable and as many, pulled and pushed back.
+MESSAGE_COUNTS = (1, 256)
+MESSAGE_BYTES = 4 * 1024**2  # in all, split evenly over the variables
 
 
-def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple[int, float]]:
+def _connect_to_loopback_servers() -> None:
+    """Start a ``ps`` and a ``worker`` server in this process and connect it as the chief."""
     import portpicker
     import tensorflow as tf
 
@@ -35,6 +39,12 @@ def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple
     for job in ("ps", "worker"):
         tf.distribute.Server(cluster, job_name=job, task_index=0, start=True)
     tf.config.experimental_connect_to_cluster(cluster, job_name="chief")
+
+
+def _measure_in_this_process(sizes: tuple[int, ...], repeats: int) -> list[tuple[int, float]]:
+    import tensorflow as tf
+
+    _connect_to_loopback_servers()
     out = []
     for size in sizes:
         with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
@@ -71,3 +81,50 @@ def measure_transfer(sizes: tuple[int, ...] = TRANSFER_SIZES,
     cpu_slope = max(0.0, float(np.polyfit(x, cpu, 1)[0]))
     smallest = int(np.argmin(x))
     return max(0.0, float(wall[smallest] - wall_slope * x[smallest])), cpu_slope, points
+
+
+def _message_points(counts: tuple[int, ...], total_bytes: int,
+                    repeats: int) -> list[tuple[int, float]]:
+    """In a fresh process: (variables, CPU seconds) of a traced step that pulls ``total_bytes``
+    split over that many PS variables to the worker and pushes an update of each back (an
+    ``assign_sub`` on the PS), as a PS step reads and writes its variables."""
+    import tensorflow as tf
+
+    _connect_to_loopback_servers()
+    out = []
+    for count in counts:
+        with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
+            params = [tf.Variable(tf.zeros([total_bytes // 4 // count])) for _ in range(count)]
+
+        @tf.function
+        def pull_and_push(params=params):
+            with tf.device("/job:worker/replica:0/task:0/device:CPU:0"):
+                updates = [0.5 * tf.identity(v) for v in params]  # one transfer each way
+            with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
+                for v, u in zip(params, updates, strict=True):
+                    v.assign_sub(u)
+            return tf.constant(0)
+
+        pull_and_push()  # trace and warm up
+        cpu = []
+        for _ in range(repeats):
+            start = time.process_time()
+            pull_and_push().numpy()
+            cpu.append(time.process_time() - start)
+        out.append((count, statistics.median(cpu)))
+    return out
+
+
+def measure_message_cpu(counts: tuple[int, ...] = MESSAGE_COUNTS,
+                        total_bytes: int = MESSAGE_BYTES,
+                        repeats: int = 2 * TRANSFER_REPEATS + 1) -> tuple[float, list]:
+    """(cpu_s_per_message, [(variables, CPU seconds)...]): the CPU time one transfer of a
+    variable costs beyond its bytes (both ends: TensorFlow's send/recv rendezvous, a gRPC call
+    each), from the same bytes moved as one variable and as many, a pull and a push each (the
+    slope of a least-squares line of CPU time through the transfers' counts). A model with
+    hundreds of variables pays it hundreds of times a step (resnet50 at 75 px: 534 transfers
+    per worker batch on plain PS)."""
+    points = run_in_fresh_process(_message_points, counts, total_bytes, repeats, timeout=300)
+    transfers = np.array([2 * count for count, _ in points], float)
+    cpu = np.array([seconds for _, seconds in points], float)
+    return max(0.0, float(np.polyfit(transfers, cpu, 1)[0])), points

@@ -78,6 +78,24 @@ def test_ps_is_bound_by_the_round_robin_heavy_task():
     assert t <= 600 + 400 + 600 + 400
 
 
+def test_each_transfer_costs_cpu_at_both_ends_on_devices():
+    # One worker (every term adds), no bytes: 100 transfers per batch at 1 ms of CPU each
+    # (both ends), on devices of 0.5 CPU. The worker's end: 100 x 0.5 ms / 0.5 = 0.1 s; each
+    # of the two PS tasks serves half the variables: 50 x 0.5 ms / 0.5 = 0.05 s.
+    links = Links(ps_tx=(0, 0), ps_rx=(0, 0), worker_tx=0, total=0, messages=100)
+    devices = Host(False, device_cpus=0.5, cpu_s_per_message=1e-3)
+    t = ps_step_time(Compute(1.0, 0.2), links, 1, 1.0, devices)
+    assert t == pytest.approx(1.0 + 0.1 + 0.05)
+    one_ps = Links(ps_tx=(0,), ps_rx=(0,), worker_tx=0, total=0, messages=100)
+    assert ralp_step_time(Compute(1.0, 0.2), one_ps, 1, 1.0, devices) == pytest.approx(
+        1.0 + 0.1 + 0.1)  # RALP's one PS serves every transfer (head 0.8 s + tail 0.2 s)
+    # not measured (an older calibration), or a real cluster's node: no cost
+    unmeasured = Host(False, device_cpus=0.5)
+    assert ps_step_time(Compute(1.0, 0.2), links, 1, 1.0, unmeasured) == pytest.approx(1.0)
+    real = Host(False, cpu_s_per_message=1e-3)
+    assert ps_step_time(Compute(1.0, 0.2), links, 1, 1.0, real) == pytest.approx(1.0)
+
+
 def test_ralp_tail_is_serialised_on_a_real_cluster():
     no_net = Links((0,), (0,), 0, 0, 0)
     t = ralp_step_time(Compute(1.0, 0.5), no_net, 8, 1.0, Host(shared=False))

@@ -315,6 +315,19 @@ def test_a_calibration_keeps_the_wire_factors_and_an_older_one_reads_as_the_link
     assert Calibration.from_dict(older).host.wire_factor() == 1.0
 
 
+def test_a_transfers_cpu_is_lent_only_where_a_calibration_predates_its_probe(tmp_path):
+    measured = Host(False, device_cpus=0.4, cpu_s_per_message=1e-4)
+    assert with_overlaps(Host(False, device_cpus=0.4), measured).cpu_s_per_message == 1e-4
+    own = Host(False, device_cpus=0.4, cpu_s_per_message=2e-4)
+    assert with_overlaps(own, measured).cpu_s_per_message == 2e-4
+    cal = Calibration(own)
+    cal.save(tmp_path / "c.json")
+    assert Calibration.load(tmp_path / "c.json").host.cpu_s_per_message == 2e-4
+    older = cal.to_dict()
+    del older["host"]["cpu_s_per_message"]
+    assert Calibration.from_dict(older).host.cpu_s_per_message is None
+
+
 def test_each_timed_allreduce_follows_an_untimed_idle_gap():
     import itertools
     import time
