@@ -46,6 +46,8 @@ budgeted_validations() {
     $R/ring_wire_n4.json --format json > $R/devices_zoo_1gbit_validation_wire.json
   $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json \
     > $R/devices_zoo_1gbit_one_ps_validation.txt
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json --overlap-from \
+    $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt

@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                    "record and report the errors on the held-out rest")
     p.add_argument("--overlap-from", metavar="FILE",
                    help="a calibration (--calibrate --device-cpus) whose rings' measured "
-                   "overlaps serve: with --validate, records whose calibrations predate them; "
+                   "overlaps (and per-transfer CPU) serve: with --validate, records whose "
+                   "calibrations predate them; "
                    "with --calibrate --model, this calibration (same budget), whose rings "
                    "are then not probed again")
     p.add_argument("--overlap-ratios", type=positive_float, nargs="+", metavar="R",
