@@ -16,6 +16,7 @@
 #                                          devices-zoo-1gbit-shared|ring-wire|
 #                                          devices-zoo-1gbit-shared-fc|
 #                                          devices-zoo-1gbit-one-ps|
+#                                          devices-zoo-1gbit-again|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -174,6 +175,16 @@ for part in "${parts[@]}"; do
       --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 4 \
       --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
       --out $R/devices_zoo_1gbit_shared_fc.json --plot $R/devices_zoo_1gbit_shared_fc.png || true ;;
+  devices-zoo-1gbit-again)  # issue 26: the zoo of devices-zoo-1gbit on another day, each
+    # workload calibrated with every term the planner has (Gloo's wire factor, a transfer's
+    # CPU), so that the planner is validated from the records' own calibrations
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit \
+      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+      --modes ps ralp-h ralp-n horovod stanza --devices 4 --steps 6 --warmup 1 \
+      --repeat 3 --calibrate --quiet \
+      --out $R/devices_zoo_1gbit_again.json --plot $R/devices_zoo_1gbit_again.png || true
+    $PY -m ralp.planner --validate $R/devices_zoo_1gbit_again.json \
+      > $R/devices_zoo_1gbit_again_validation.txt ;;
   devices-zoo-1gbit-one-ps)  # issue 26: wrap's default decision is made on the cluster it is
     # given; plain PS and RALP on one shape (3 workers + 1 PS, as benchmarks/decide_timing.py
     # decides), N = 4, 1 Gbit/s, budgeted, 3 interleaved rounds, each workload calibrated first
