@@ -128,7 +128,7 @@ def _link_stations(links: Links, workers: int, bandwidth: float, *,
 
     - ``duplex=True`` (every PS mode on devices or a real cluster): they overlap, a queue
       each: one worker's pulls cross while another's pushes do. The simulated fabric carries
-      both at once: a 64 MB gRPC pull and push together took 1.01-1.02x the time of either
+      both at once: a 64 MB gRPC pull and push together took 1.00-1.01x the time of either
       alone at 250 Mbit/s and 1 Gbit/s (``benchmarks/link_duplex.py``), and with turns taken
       plain PS on one PS task (3 workers, 1 Gbit/s, budgeted) was under-predicted by 15-26%.
     - ``duplex=False`` (plain PS on a shared host, as that model was validated): one queue of
