@@ -17,6 +17,7 @@
 #                                          devices-zoo-1gbit-shared-fc|
 #                                          devices-zoo-1gbit-one-ps|
 #                                          devices-zoo-1gbit-again|
+#                                          devices-zoo-n8-1gbit|
 #                                          devices-zoo-500mbit|devices-zoo-2500mbit|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
@@ -193,6 +194,16 @@ for part in "${parts[@]}"; do
       --modes ps ralp-n --devices 4 --workers 3 --ps 1 --steps 6 --warmup 1 \
       --repeat 3 --calibrate --quiet \
       --out $R/devices_zoo_1gbit_one_ps.json --plot $R/devices_zoo_1gbit_one_ps.png || true ;;
+  devices-zoo-n8-1gbit)  # issue 25 (b): the zoo of devices-zoo-1gbit-again at N = 8 (0.212 CPU
+    # per device), same rate, 3 interleaved rounds, each workload calibrated inside one device's
+    # budget first; validated from its own calibrations
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit \
+      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+      --modes ps ralp-h ralp-n horovod stanza --devices 8 --steps 6 --warmup 1 \
+      --repeat 3 --calibrate --quiet \
+      --out $R/devices_zoo_n8_1gbit.json --plot $R/devices_zoo_n8_1gbit.png || true
+    $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
+      > $R/devices_zoo_n8_1gbit_validation.txt ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}
