@@ -69,7 +69,7 @@ _API: dict[str, tuple[str, str]] = {
     "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
     "CollectiveTrainer": ("ralp.collective.trainer", "CollectiveTrainer"),
     "CollectiveError": ("ralp.collective.trainer", "CollectiveError"),
-    "StanzaError": ("ralp.horovod.stanza", "StanzaError"),
+    "StanzaError": ("ralp.horovod.stanza_layout", "StanzaError"),
     "calibrate": ("ralp.planner.api", "calibrate"),
     "recommend": ("ralp.planner.api", "recommend"),
     "Calibration": ("ralp.planner.calibration", "Calibration"),

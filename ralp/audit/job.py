@@ -45,12 +45,10 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     and analyse its partitions."""
     import keras
 
-    from ralp._compat import concrete_functions, slot_variables
-    from ralp.audit.analysis import STEP_FUNCTION, analyse, read_partitions, task_of
+    from ralp._compat import slot_variables
+    from ralp.audit.analysis import analyse
     from ralp.models import build_model, get_model_spec
-    from ralp.models.synthetic import synthetic_dataset_fn
     from ralp.placement.plan import Plan
-    from ralp.placement.rewriter import layer_of_op
     from ralp.ps_strategy.trainer import wrap
 
     model_spec = get_model_spec(settings.model)
@@ -62,22 +60,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     plan, prof = trainer.plan, trainer.profile
     # The layers RALP moves; in ps mode, those it would move (the reference for "crossing").
     reference = plan if not plan.is_empty else Plan.from_profile(prof, settings.ps)
-
-    dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
-    partitions, function = {}, None
-    for _ in range(10):  # closures go to any free worker: run until worker 0 has run one
-        trainer.fit(
-            dataset_fn=dataset_fn, steps_per_epoch=settings.workers, batch_size=batch, verbose=0
-        )
-        functions = [f for f in concrete_functions(trainer.step)
-                     if _name(f).startswith(STEP_FUNCTION)]
-        if functions:
-            function = functions[-1]
-            partitions = read_partitions(dump_dir, _name(function))
-        if partitions:
-            break
-    if not partitions:
-        raise RuntimeError(f"worker 0 wrote no partition graphs to {dump_dir}")
+    function, partitions = _worker0_partitions(trainer, dump_dir, settings, image_size, batch)
 
     offloaded_top = {name.split("/")[0] for name in reference.offloaded}
     offloaded_vars = [v for layer in trainer.model.layers if layer.name in offloaded_top
@@ -88,6 +71,58 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     shapes = {tuple(v.shape) for v in offloaded_vars if len(v.shape) > 0}
     step = analyse(partitions, function.graph, [layer.name for layer in trainer.model.layers],
                    handles, shapes)
+    return {
+        "model": settings.model,
+        "mode": "ps" if plan.is_empty else "ralp",
+        "workers": settings.workers,
+        "ps": settings.ps,
+        "batch_size": batch,
+        "image_size": image_size,
+        "num_classes": settings.num_classes,
+        "offloaded_layers": list(plan.offloaded),
+        "reference_layers": list(reference.offloaded),
+        "plan": plan.to_dict(),
+        "misplaced_ops": _misplaced_ops(step, plan, offloaded_top),
+        **_byte_figures(step, prof.traffic(plan.offloaded), settings.workers),
+        "layers": {
+            layer: dict(step.layer_devices[layer])
+            for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
+            if layer in step.layer_devices
+        },
+        "crossings": [c.to_dict() for c in step.crossings],
+        "unknown_size_crossings": step.unknown_size_crossings,
+        "step_function": _name(function),
+    }
+
+
+def _worker0_partitions(trainer, dump_dir: str, settings: AuditSettings, image_size: int,
+                        batch: int) -> tuple:
+    """(the step's concrete function, worker 0's partition graphs of it): closures go to any
+    free worker, so steps run until worker 0 has run one."""
+    from ralp._compat import concrete_functions
+    from ralp.audit.analysis import STEP_FUNCTION, read_partitions
+    from ralp.models.synthetic import synthetic_dataset_fn
+
+    dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
+    partitions, function = {}, None
+    for _ in range(10):
+        trainer.fit(
+            dataset_fn=dataset_fn, steps_per_epoch=settings.workers, batch_size=batch, verbose=0
+        )
+        functions = [f for f in concrete_functions(trainer.step)
+                     if _name(f).startswith(STEP_FUNCTION)]
+        if functions:
+            function = functions[-1]
+            partitions = read_partitions(dump_dir, _name(function))
+        if partitions:
+            return function, partitions
+    raise RuntimeError(f"worker 0 wrote no partition graphs to {dump_dir}")
+
+
+def _misplaced_ops(step, plan, offloaded_top: set[str]) -> list[dict]:
+    """Ops of an offloaded layer that run anywhere but on the PS task its plan names."""
+    from ralp.audit.analysis import task_of
+    from ralp.placement.rewriter import layer_of_op
 
     misplaced = []
     for device, ops in step.ops_by_device.items():
@@ -100,40 +135,23 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
             ):
                 misplaced.append({"op": op_name, "type": op_type, "layer": layer, "device": device,
                                   "expected": f"ps:{plan.task_of(layer)}"})
+    return misplaced
 
-    W = settings.workers
-    predicted = prof.traffic(plan.offloaded)
-    measured_per_step = step.crossing_bytes * W
+
+def _byte_figures(step, predicted, workers: int) -> dict:
+    """The bytes the partition graphs move, per step of ``workers`` worker batches, beside
+    the profiler's byte model (``predicted``)."""
+    measured_per_step = step.crossing_bytes * workers
     return {
-        "model": settings.model,
-        "mode": "ps" if plan.is_empty else "ralp",
-        "workers": W,
-        "ps": settings.ps,
-        "batch_size": batch,
-        "image_size": image_size,
-        "num_classes": settings.num_classes,
-        "offloaded_layers": list(plan.offloaded),
-        "reference_layers": list(reference.offloaded),
-        "plan": plan.to_dict(),
-        "misplaced_ops": misplaced,
         "offloaded_variable_bytes_crossing": sum(
             c.nbytes or 0 for c in step.crossings if c.offloaded_variable
-        )
-        * W,
+        ) * workers,
         "crossing_bytes_per_step": measured_per_step,
         "model_bytes_per_step": predicted.total,
         "crossing_to_model_ratio": measured_per_step / max(1, predicted.total),
         "crossing_bytes_per_worker_batch": step.crossing_bytes,
         "links_per_worker_batch": step.bytes_by_link(),
         "model_traffic": predicted.to_dict(),
-        "layers": {
-            layer: dict(step.layer_devices[layer])
-            for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
-            if layer in step.layer_devices
-        },
-        "crossings": [c.to_dict() for c in step.crossings],
-        "unknown_size_crossings": step.unknown_size_crossings,
-        "step_function": _name(function),
     }
 
 

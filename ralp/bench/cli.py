@@ -42,93 +42,113 @@ def _parser() -> argparse.ArgumentParser:
         "ps vs ralp-n vs horovod vs stanza, N=4, netns at 1gbit when run as root, else "
         "local).",
     )
-    p.add_argument("--models", nargs="+", metavar="MODEL",
+    _add_workload_args(p)
+    _add_cluster_args(p)
+    _add_training_args(p)
+    _add_measuring_args(p)
+    return p
+
+
+def _add_workload_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to run")
+    g.add_argument("--models", nargs="+", metavar="MODEL",
                    help="zoo models, by spaces or commas (default: "
                    f"{' '.join(_D.models)})")
-    p.add_argument("--modes", nargs="+", metavar="MODE",
+    g.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
                    "and N (netns backend)")
-    p.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
+    g.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
                    "calibration (python -m ralp.planner --calibrate --shared-host); default: "
                    "measured here first")
-    p.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
+    g.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
+                   "model's benchmark default)")
+    g.add_argument("--num-classes", type=positive_int,
+                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K); 10 with --data "
+                   "digits")
+    g.add_argument("--data", choices=DATA, default="synthetic",
+                   help="synthetic batches (default) or the real scikit-learn digits, resized "
+                   "to --image-size and sharded over the workers")
+    g.add_argument("--image-size", type=positive_int, help="scale the models' input down "
+                   "(default: each model's benchmark size)")
+    g.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
+                   f"{DEFAULT_STEPS}; {_D.steps} in the default comparison)")
+    g.add_argument("--warmup", type=positive_int, help="warm-up steps "
+                   f"per worker before measuring (default {DEFAULT_WARMUP}; {_D.warmup} in the "
+                   "default comparison)")
+
+
+def _add_cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("the cluster")
+    g.add_argument("--devices", nargs="+", type=positive_int, metavar="N",
                    help="devices per job, one or more (default 4); the mode sets workers and PS")
-    p.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
+    g.add_argument("--workers", type=positive_int, help="explicit workers (with --ps; overrides "
                    "--devices)")
-    p.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
-    p.add_argument("--fc-workers", type=_fc_workers, metavar="F|auto", help="mode stanza: FC "
+    g.add_argument("--ps", type=positive_int, help="explicit PS tasks (ralp modes use 1)")
+    g.add_argument("--fc-workers", type=_fc_workers, metavar="F|auto", help="mode stanza: FC "
                    "ranks out of each job's N devices (default 1, as in every run of the "
                    "Stanza paper; at most N/2); auto: Stanza's node assignment, the n_c / n_f "
                    "split the planner predicts fastest (netns, from --compute-profile or a "
                    "calibration measured first)")
-    p.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
-                   "model's benchmark default)")
-    p.add_argument("--num-classes", type=positive_int,
-                   help="1000 (ImageNet-1K, default) or 21841 (ImageNet-22K); 10 with --data "
-                   "digits")
-    p.add_argument("--data", choices=DATA, default="synthetic",
-                   help="synthetic batches (default) or the real scikit-learn digits, resized "
-                   "to --image-size and sharded over the workers")
-    p.add_argument("--image-size", type=positive_int, help="scale the models' input down "
-                   "(default: each model's benchmark size)")
-    p.add_argument("--steps", type=positive_int, help="measured steps per worker (default "
-                   f"{DEFAULT_STEPS}; {_D.steps} in the default comparison)")
-    p.add_argument("--warmup", type=positive_int, help="warm-up steps "
-                   f"per worker before measuring (default {DEFAULT_WARMUP}; {_D.warmup} in the "
-                   "default comparison)")
-    p.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
+    g.add_argument("--device-type", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: each task uses its GPU, the RALP PS included")
-    p.add_argument("--backend", choices=(*BACKENDS, "auto"), default="auto",
+    g.add_argument("--backend", choices=(*BACKENDS, "auto"), default="auto",
                    help="local (loopback), netns (shaped links, root), tf-config (a running "
                    "cluster); auto: netns if available, else local")
-    p.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit "
+    g.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit "
                    f"(default {DEFAULT_BANDWIDTH})")
-    p.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
-    p.add_argument("--sync", nargs="+", metavar="SYNC",
-                   help="PS modes: synchronization "
-                   "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
-                   "ParameterServerStrategy's own asynchronous scheduling)")
-    p.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
-                   "takes FACTOR times as long per step (an injected delay); INDEX:+SECONDS: a fixed "
-                   "delay after each of its steps")
-    p.add_argument("--pull-schedule", nargs="+", metavar="SCHEDULE",
-                   help="PS modes: how workers pull their variables, each a run: default "
-                   "(ParameterServerStrategy's own), layer, ibatch (Wang et al.'s "
-                   "iBatch)")
-    p.add_argument("--trace-pulls", action="store_true", help="PS modes: after measuring, "
-                   "trace worker 0 for a few steps: the share of pull time hidden behind compute")
-    p.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
+    g.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
+    g.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
                    "host file ('host slots=N' lines); ranks are started over ssh")
-    p.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
+    g.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
                    '({"chief": [...], "worker": [...], "ps": [...]}); default: TF_CONFIG')
-    p.add_argument("--compute-reference", action="store_true", help="also run each config "
-                   "unshaped on loopback for the compute-only step time and bound ratio")
-    p.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run, calibrate it here (on budgeted devices inside one device's budget, as "
-                   "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
-                   "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
-                   "predicts each record from the calibration taken beside it)")
-    p.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
+    g.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
                    "'auto' (default: the host's CPUs less a reserve for the coordinator and the "
                    "kernel's network work, over N) or 'shared' (no budget: tasks share the "
                    "host's CPUs)")
-    p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
+    g.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
+                   "shared bottleneck link (netns); see --scenarios")
+    g.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
+                   help="consolidation scenarios (default: all three)")
+
+
+def _add_training_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("PS training")
+    g.add_argument("--sync", nargs="+", metavar="SYNC",
+                   help="PS modes: synchronization "
+                   "paradigm(s), each a run: bsp, asp, ssp:S, dssp:L:U (default: "
+                   "ParameterServerStrategy's own asynchronous scheduling)")
+    g.add_argument("--slow-worker", metavar="INDEX:FACTOR", help="heterogeneity: worker INDEX "
+                   "takes FACTOR times as long per step (an injected delay); INDEX:+SECONDS: a fixed "
+                   "delay after each of its steps")
+    g.add_argument("--pull-schedule", nargs="+", metavar="SCHEDULE",
+                   help="PS modes: how workers pull their variables, each a run: default "
+                   "(ParameterServerStrategy's own), layer, ibatch (Wang et al.'s "
+                   "iBatch)")
+    g.add_argument("--trace-pulls", action="store_true", help="PS modes: after measuring, "
+                   "trace worker 0 for a few steps: the share of pull time hidden behind compute")
+
+
+def _add_measuring_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("measuring and output")
+    g.add_argument("--compute-reference", action="store_true", help="also run each config "
+                   "unshaped on loopback for the compute-only step time and bound ratio")
+    g.add_argument("--calibrate", action="store_true", help="before each workload's first "
+                   "run, calibrate it here (on budgeted devices inside one device's budget, as "
+                   "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
+                   "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
+                   "predicts each record from the calibration taken beside it)")
+    g.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "
                    "setting's median and min-max over the rounds (default 1)")
-    p.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
-                   "shared bottleneck link (netns); see --scenarios")
-    p.add_argument("--scenarios", nargs="+", choices=SCENARIOS,
-                   help="consolidation scenarios (default: all three)")
-    p.add_argument("--out", metavar="JSON", help="write the records as JSON (and CSV beside)")
-    p.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
-    p.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
+    g.add_argument("--out", metavar="JSON", help="write the records as JSON (and CSV beside)")
+    g.add_argument("--csv", metavar="CSV", help="write the records as CSV here")
+    g.add_argument("--plot", metavar="PNG", help="throughput vs plain PS and bytes per step")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
                    "saved results, one or more files together (and write --out/--plot/--csv "
                    "from them)")
-    return p
 
 
 def _fc_workers(text: str) -> int | str:
@@ -175,9 +195,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _run(request: BenchRequest, args) -> int:
     from ralp.bench import report
-    from ralp.bench.launcher import Launcher
     from ralp.cluster.zygote import warm_up
-    from ralp.horovod.launch import horovod_unavailable_reason
 
     implicit_csv = str(Path(args.out).with_suffix(".csv")) if args.out and not args.csv else None
     report.check_outputs(args.out, args.csv or implicit_csv, args.plot)  # before anything runs
@@ -187,36 +205,14 @@ def _run(request: BenchRequest, args) -> int:
     if why_not_netns:
         print(f"{PROG}: netns backend unavailable ({why_not_netns}); running on local loopback "
               "(bytes are predicted, not measured)", file=sys.stderr)
-    modes = request.mode_names()  # checks the modes asked for before anything starts
-    auto = modes == [AUTO]
-    horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
-    if horovod_missing:
-        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}"
-              + ("" if auto else "; collective (TensorFlow's own allreduce) runs in "
-                 "horovod's place"), file=sys.stderr)
-    modes = request.mode_names(horovod_missing)
-    ps_on_cluster = backend == "tf-config" and (set(modes) - set(NO_PS_MODES) or request.jobs)
-    launcher = Launcher(
-        backend,
-        bandwidth=request.link_bandwidth(backend),
-        latency=request.latency,
-        device_type=request.device_type,
-        cluster_spec=request.cluster_spec() if ps_on_cluster else None,
-        hostfile=request.hostfile,
-    )
-    choose = assign = None
-    if auto or request.fc_workers == AUTO:
-        from ralp.bench.auto import chooser, offered_modes
-
-        if auto:
-            choose = chooser(backend, launcher.bandwidth, request.compute_profile,
-                             offered_modes(horovod_missing))
-        else:  # node assignment: the planner's best split among stanza's alone
-            assign = chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+    auto = request.mode_names() == [AUTO]  # checks the modes asked for before anything starts
+    modes, horovod_missing = _modes_offered(request, auto)
+    launcher = _launcher(request, backend, modes)
     if request.calibrate and (backend == "tf-config" or request.jobs):
         raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
                          "which share it; on tf-config calibrate a worker host with python -m "
                          "ralp.planner --calibrate, and --jobs runs are not predicted")
+    choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing)
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     if backend != "tf-config":
@@ -228,6 +224,53 @@ def _run(request: BenchRequest, args) -> int:
     for run in runs:
         if run.auto:
             print(f"{run.model} N={run.devices}: {run.auto['why']}")
+    return _execute(request, runs, launcher, args)
+
+
+def _modes_offered(request: BenchRequest, auto: bool) -> tuple[list[str], str | None]:
+    """(the modes to run, why Horovod is missing or None): without --modes (or with auto) a
+    missing Horovod leaves its modes out, with a line that says so."""
+    from ralp.horovod.launch import horovod_unavailable_reason
+
+    horovod_missing = horovod_unavailable_reason() if request.modes is None or auto else None
+    if horovod_missing:
+        print(f"{PROG}: leaving out modes horovod and stanza: {horovod_missing}"
+              + ("" if auto else "; collective (TensorFlow's own allreduce) runs in "
+                 "horovod's place"), file=sys.stderr)
+    return request.mode_names(horovod_missing), horovod_missing
+
+
+def _launcher(request: BenchRequest, backend: str, modes: list[str]):
+    from ralp.bench.launcher import Launcher
+
+    ps_on_cluster = backend == "tf-config" and (set(modes) - set(NO_PS_MODES) or request.jobs)
+    return Launcher(
+        backend,
+        bandwidth=request.link_bandwidth(backend),
+        latency=request.latency,
+        device_type=request.device_type,
+        cluster_spec=request.cluster_spec() if ps_on_cluster else None,
+        hostfile=request.hostfile,
+    )
+
+
+def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
+                     horovod_missing: str | None) -> tuple:
+    """(--modes auto's chooser, --fc-workers auto's chooser): the planner's picks, or None."""
+    if not (auto or request.fc_workers == AUTO):
+        return None, None
+    from ralp.bench.auto import chooser, offered_modes
+
+    if auto:
+        return chooser(backend, launcher.bandwidth, request.compute_profile,
+                       offered_modes(horovod_missing)), None
+    # node assignment: the planner's best split among stanza's alone
+    return None, chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+
+
+def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
+    """Run them; print and write the records, also after Ctrl-C (what was measured is kept).
+    Returns the exit status: 1 if any run failed."""
     records: list[dict] = []
     try:
         if request.jobs:
@@ -243,7 +286,6 @@ def _run(request: BenchRequest, args) -> int:
                     progress=not args.quiet, on_record=records.append,
                     repeat=request.repeat)
     finally:
-        # Ctrl-C keeps what was measured: the finished records are still printed and written.
         if records:
             _print_records(records)
             _write(records, args)

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from ralp._messages import emit
-from ralp.bench.rank_job import rank_command, rank_main
-
-CONTROL_WINDOW_S = 1.0  # idle seconds over which the control plane's rate is measured
+from ralp.bench.rank_job import measured_window, rank_command, rank_main, window_figures
 
 
 def collective_bench_job(run, read_links=None, started: float | None = None,
@@ -38,13 +35,6 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
     import keras
     import tensorflow as tf
 
-    from ralp.bench.measure import (
-        PROGRESS_EVERY,
-        control_plane_figures,
-        cpu_window,
-        link_figures,
-        timing,
-    )
     from ralp.models import build_model
 
     def build():
@@ -53,7 +43,7 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
 
     trainer = CollectiveTrainer(build, keras.optimizers.SGD(learning_rate=1e-3),
                                 strategy=strategy)
-    rank, W, B = trainer.rank, trainer.workers, run.batch_size
+    rank, W = trainer.rank, trainer.workers
     if run.workers != W:
         raise RuntimeError(f"the run asks for {run.workers} workers but the job has {W}")
     clock.lap("place")
@@ -64,39 +54,16 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
     trainer.barrier()
     clock.lap("warmup")
 
-    say("phase", "measuring")
-    before = dict(read_links()) if read_links and rank == 0 else None
-    cpu_before = read_cpu() if read_cpu and rank == 0 else None
-    start = time.perf_counter()
-
-    def on_step(k: int, _loss) -> None:
-        if (k + 1) % PROGRESS_EVERY == 0:
-            say("step", (k + 1) * W)
-
-    history = trainer.run_steps(batches, run.steps, on_step=on_step)
-    trainer.barrier()
-    cpu_after = read_cpu() if read_cpu and rank == 0 else None
-    after = dict(read_links()) if read_links and rank == 0 else None
-    if read_links:
-        time.sleep(CONTROL_WINDOW_S)
-        idle = dict(read_links()) if rank == 0 else None
-        trainer.barrier()
+    window = measured_window(trainer, batches, run, rank, read_links, read_cpu, say)
     trainer.leave_together()
     if rank != 0:
         return None
-    steps = run.measured_steps
-    end_times = [t for t in history.step_end_times for _ in range(W)]
     return {
         **run.to_dict(),
         **_prediction(run, trainer.model),
         "setup": clock.phases,
-        "wall_s": history.step_end_times[-1] - start,
-        "measured_steps": steps,
-        **timing(end_times, start, steps, W, B),
-        "final_loss": history.step_losses[-1],
-        **link_figures(before, after, steps),
-        **(control_plane_figures(after, idle, CONTROL_WINDOW_S) if read_links else {}),
-        **cpu_window(cpu_before, cpu_after),
+        **window_figures(run, window),
+        "final_loss": window["history"].step_losses[-1],
     }
 
 

@@ -61,7 +61,6 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
     """Run the scenario's jobs at once on one fabric with a shared trunk; one record each."""
     from tqdm import tqdm
 
-    from ralp.cluster.netns_cluster import NetnsCluster
     from ralp.emulation.fabric import NetnsFabric
 
     fabric = NetnsFabric(bandwidth=None, latency=launcher.latency,
@@ -72,63 +71,21 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
              for task, host in task_hosts(run.workers, run.ps).items()}
     chiefs = [f"j{k}-chief" for k in range(len(runs))]
     groups_of = budget.groups(list(hosts.values()), chiefs) if budget else None
-    results: list[dict | Exception | None] = [None] * len(runs)
     bar = tqdm(total=sum(r.measured_steps for r in runs), unit="step", desc=f"{scenario} x{len(runs)}",
                disable=not progress, dynamic_ncols=True)
-    lock = threading.Lock()
-    done = [0] * len(runs)
     with (groups_of or contextlib.nullcontext() as groups, fabric,
           tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates):
-        def placed(k: int) -> dict:  # job k's tasks' device groups and thread pools
-            if groups is None:
-                return {}
-            mine = {task: groups.group(h) for (j, task), h in hosts.items() if j == k}
-            return {"task_groups": mine, "task_env": {task: budget.task_env() for task in mine}}
-
-        clusters = [
-            NetnsCluster(
-                run.workers,
-                run.ps,
-                fabric=fabric,
-                host_prefix=f"j{k}-",
-                device_type=launcher.device_type,
-                **placed(k),
-            )
-            for k, run in enumerate(runs)
-        ]
+        jobs = _Jobs(runs, gates, bar, groups, chiefs)
+        jobs.clusters = [_cluster(run, k, fabric, launcher, budget, groups, hosts)
+                         for k, run in enumerate(runs)]
         meter = None
         if groups is not None:  # every job's tasks and coordinators, read at the gates
             meter = groups.meter({**{f"j{k}-{task}": h for (k, task), h in hosts.items()},
                                   **{name: name for name in chiefs}})
         try:
-            for cluster in clusters:
+            for cluster in jobs.clusters:
                 cluster.start()
-
-            def job(k: int) -> None:
-                def on_progress(message):
-                    kind, value = message
-                    with lock:
-                        if kind == "step":
-                            bar.update(value - done[k])
-                            done[k] = value
-
-                try:
-                    results[k] = run_in_fresh_process(
-                        bench_job, clusters[k].spec, runs[k], clusters[k].link_reader(),
-                        Barrier(gates, k), started=time.time(), netns=clusters[k].chief_namespace,
-                        group=groups.group(chiefs[k]) if groups else None,
-                        on_progress=on_progress, timeout=RUN_TIMEOUT_S,
-                        env={"CUDA_VISIBLE_DEVICES": "-1"},
-                    )
-                except Exception as e:  # noqa: BLE001 - any failure becomes the job's record
-                    results[k] = e
-                    Path(gates, f"ready-{k}").touch()  # a failed job must not hold the others
-                    Path(gates, f"done-{k}").touch()
-                with lock:
-                    bar.update(runs[k].measured_steps - done[k])
-                    done[k] = runs[k].measured_steps
-
-            threads = [threading.Thread(target=job, args=(k,), daemon=True)
+            threads = [threading.Thread(target=jobs.run, args=(k,), daemon=True)
                        for k in range(len(runs))]
             for t in threads:
                 t.start()
@@ -137,28 +94,82 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
             for t in threads:
                 t.join()
         finally:
-            for cluster in clusters:
+            for cluster in jobs.clusters:
                 cluster.stop()
             bar.close()
     cpu = fidelity(budget, cpu_start, cpu_end, unbudgeted=tuple(chiefs)) if budget else None
     trunk_bytes = None
     if trunk is not None and trunk_end is not None:
         trunk_bytes = (trunk_end.tx - trunk.tx) + (trunk_end.rx - trunk.rx)
-    records = []
-    for k, (run, result) in enumerate(zip(runs, results, strict=True)):
-        where = {"backend": "netns", "bandwidth": launcher.bandwidth, "job": k,
-                 "scenario": scenario, "trunk_bytes_measured": trunk_bytes}
-        if isinstance(result, dict):
-            result["setup_s"] = round(sum(result["setup"].values()), 3)
-            if cpu is not None:  # one window for all jobs: from the first go to the last stop
-                result.update(cpu=cpu, host_kept_up=cpu["kept_up"])
-            record = make_record(run.to_dict(), where, result)
-            # The bottleneck is the shared trunk, not one job's link: no per-job network time.
-            record.update(derived_figures({**record, "busiest_link_bytes": None}, None))
-            records.append(record)
-        else:
-            records.append(make_record(run.to_dict(), where, error=short_error(result)))
-    return records
+    where = {"backend": "netns", "bandwidth": launcher.bandwidth, "scenario": scenario,
+             "trunk_bytes_measured": trunk_bytes}
+    return [_record(run, result, dict(where, job=k), cpu)
+            for k, (run, result) in enumerate(zip(runs, jobs.results, strict=True))]
+
+
+def _cluster(run: RunSpec, k: int, fabric, launcher: Launcher, budget, groups, hosts: dict):
+    """Job ``k``'s cluster on the shared fabric, its tasks in their devices' groups with
+    thread pools sized to them (when budgeted)."""
+    from ralp.cluster.netns_cluster import NetnsCluster
+
+    placed = {}
+    if groups is not None:
+        mine = {task: groups.group(h) for (j, task), h in hosts.items() if j == k}
+        placed = {"task_groups": mine, "task_env": {task: budget.task_env() for task in mine}}
+    return NetnsCluster(run.workers, run.ps, fabric=fabric, host_prefix=f"j{k}-",
+                        device_type=launcher.device_type, **placed)
+
+
+class _Jobs:
+    """The scenario's jobs, each run by a thread of its own (:meth:`run`) in a fresh process
+    on its cluster; their results (a record's figures or the exception) and one progress bar
+    for all."""
+
+    def __init__(self, runs: list[RunSpec], gates: str, bar, groups, chiefs: list[str]) -> None:
+        self.runs, self.gates, self.bar, self.groups, self.chiefs = runs, gates, bar, groups, chiefs
+        self.clusters: list = []
+        self.results: list[dict | Exception | None] = [None] * len(runs)
+        self.done = [0] * len(runs)
+        self.lock = threading.Lock()
+
+    def _advance(self, k: int, steps: int) -> None:
+        with self.lock:
+            self.bar.update(steps - self.done[k])
+            self.done[k] = steps
+
+    def run(self, k: int) -> None:
+        def on_progress(message):
+            kind, value = message
+            if kind == "step":
+                self._advance(k, value)
+
+        cluster = self.clusters[k]
+        try:
+            self.results[k] = run_in_fresh_process(
+                bench_job, cluster.spec, self.runs[k], cluster.link_reader(),
+                Barrier(self.gates, k), started=time.time(), netns=cluster.chief_namespace,
+                group=self.groups.group(self.chiefs[k]) if self.groups else None,
+                on_progress=on_progress, timeout=RUN_TIMEOUT_S,
+                env={"CUDA_VISIBLE_DEVICES": "-1"},
+            )
+        except Exception as e:  # noqa: BLE001 - any failure becomes the job's record
+            self.results[k] = e
+            Path(self.gates, f"ready-{k}").touch()  # a failed job must not hold the others
+            Path(self.gates, f"done-{k}").touch()
+        self._advance(k, self.runs[k].measured_steps)
+
+
+def _record(run: RunSpec, result, where: dict, cpu: dict | None) -> dict:
+    """One job's record: its figures, or its error."""
+    if not isinstance(result, dict):
+        return make_record(run.to_dict(), where, error=short_error(result))
+    result["setup_s"] = round(sum(result["setup"].values()), 3)
+    if cpu is not None:  # one window for all jobs: from the first go to the last stop
+        result.update(cpu=cpu, host_kept_up=cpu["kept_up"])
+    record = make_record(run.to_dict(), where, result)
+    # The bottleneck is the shared trunk, not one job's link: no per-job network time.
+    record.update(derived_figures({**record, "busiest_link_bytes": None}, None))
+    return record
 
 
 def _gate(gates: str, phase: str, gate: str, jobs: int, fabric, meter=None):

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from ralp._messages import emit
+from ralp.bench.rank_job import measured_window, rank_main, window_figures
 from ralp.bench.rank_job import rank_command as job_command
-from ralp.bench.rank_job import rank_main
-
-CONTROL_WINDOW_S = 1.0  # idle seconds over which Horovod's control-plane rate is measured
 
 
 def horovod_bench_job(run, read_links=None, started: float | None = None,
@@ -38,13 +35,6 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     import keras
     import tensorflow as tf
 
-    from ralp.bench.measure import (
-        PROGRESS_EVERY,
-        control_plane_figures,
-        cpu_window,
-        link_figures,
-        timing,
-    )
     from ralp.models import build_model
 
     stanza = run.mode == "stanza"
@@ -54,7 +44,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     if size != run.workers + run.ps:
         raise RuntimeError(f"the run asks for {run.workers + run.ps} ranks but Horovod started "
                            f"{size}")
-    W, B = run.workers, run.batch_size  # W: the ranks that read data (CONV ranks in stanza)
+    W = run.workers  # the ranks that read data (CONV ranks in stanza)
     keras.utils.set_random_seed(run.seed)  # rank 0's initial weights are broadcast anyway
     model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
     clock.lap("build_model")
@@ -69,44 +59,17 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     trainer.barrier()
     clock.lap("warmup")
 
-    say("phase", "measuring")
-    before = dict(read_links()) if read_links and rank == 0 else None
-    cpu_before = read_cpu() if read_cpu and rank == 0 else None
-    start = time.perf_counter()
-
-    def on_step(k: int, _loss) -> None:
-        if (k + 1) % PROGRESS_EVERY == 0:
-            say("step", (k + 1) * W)  # worker batches done, as the PS modes count steps
-
-    history = trainer.run_steps(batches, run.steps, on_step=on_step)
-    trainer.barrier()
-    cpu_after = read_cpu() if read_cpu and rank == 0 else None
-    after = dict(read_links()) if read_links and rank == 0 else None
-    if read_links:
-        # Horovod's background thread coordinates every cycle, tensors or not: a
-        # time-proportional control plane the byte model (payload) does not count. Every
-        # rank idles for the same window so rank 0 can measure its rate on each link.
-        time.sleep(CONTROL_WINDOW_S)
-        idle = dict(read_links()) if rank == 0 else None
-        trainer.barrier()
+    window = measured_window(trainer, batches, run, rank, read_links, read_cpu, say)
+    history = window["history"]
     final_loss = history.final_loss if stanza else history.step_losses[-1]
     if rank != 0:
         return None
-
-    steps = run.measured_steps  # worker batches: steps per worker x workers
-    # All ranks finish a step together (a collective): one end time per worker batch.
-    end_times = [t for t in history.step_end_times for _ in range(W)]
     return {
         **run.to_dict(),
         **_prediction(run, model, trainer if stanza else None),
         "setup": clock.phases,
-        "wall_s": history.step_end_times[-1] - start,
-        "measured_steps": steps,
-        **timing(end_times, start, steps, W, B),
+        **window_figures(run, window),
         "final_loss": final_loss,
-        **link_figures(before, after, steps),
-        **(control_plane_figures(after, idle, CONTROL_WINDOW_S) if read_links else {}),
-        **cpu_window(cpu_before, cpu_after),
     }
 
 

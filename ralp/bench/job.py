@@ -54,30 +54,10 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     """
     clock = SetupClock(started)
     clock.lap("coordinator_start")
-    import keras
-
     from ralp.cluster.fresh_process import report_progress
-    from ralp.models import build_model
-    from ralp.ps_strategy.trainer import wrap
 
     W, B = run.workers, run.batch_size
-    keras.utils.set_random_seed(run.seed)
-    model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
-    clock.lap("build_model")
-    report_progress(("phase", "placing"))
-    trainer = wrap(
-        model,
-        cluster_spec,
-        mode="ps" if run.mode == "ps" else "ralp",
-        optimizer=keras.optimizers.SGD(learning_rate=1e-3),
-        batch_size=B,
-        device_type=run.device_type,
-        step_timeout=600.0,
-        sync=run.sync,
-        slow_worker=run.slow_worker,
-        pull_schedule=run.pull_schedule,
-    )
-    clock.lap("place")
+    trainer = _placed_trainer(cluster_spec, run, clock)
     plan, prof = trainer.plan, trainer.profile
     predicted = prof.traffic(plan.offloaded)
 
@@ -89,6 +69,81 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
                 verbose=0)
     clock.lap("warmup")
     steps = run.measured_steps
+    window = _measured_window(trainer, dataset_fn, run, barrier, read_links, read_cpu)
+    traced = {}
+    if run.trace_pulls:
+        report_progress(("phase", "tracing worker 0"))
+        traced = trace_pulls(trainer, dataset_fn, profiler_address, W * window.wall / steps, B)
+
+    history = window.history
+    return {
+        **run.to_dict(),
+        "offloaded_layers": list(plan.offloaded),
+        "split_after": plan.split_after,
+        "profiler_verdict": prof.verdict,
+        "skewness": prof.skewness,
+        "setup": clock.phases,
+        "wall_s": window.wall,
+        "measured_steps": steps,
+        **timing(history.step_end_times, window.start, steps, W, B),
+        "bytes_per_step_predicted": float(predicted.worker_link.total),
+        "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
+        "final_loss": float(history.step_losses[-1]) if history.step_losses else None,
+        "pull_batches": len(plan.pull_batches) or None,
+        "pull_predicted_s": trainer.pull_choice.predicted_s if trainer.pull_choice else None,
+        **traced,
+        **sync_figures(history),
+        **link_figures(window.links_before, window.links_after, steps),
+        **cpu_window(window.cpu_before, window.cpu_after),
+    }
+
+
+def _placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
+    """The run's model, built and placed on the cluster (plain PS or RALP)."""
+    import keras
+
+    from ralp.cluster.fresh_process import report_progress
+    from ralp.models import build_model
+    from ralp.ps_strategy.trainer import wrap
+
+    keras.utils.set_random_seed(run.seed)
+    model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
+    clock.lap("build_model")
+    report_progress(("phase", "placing"))
+    trainer = wrap(
+        model,
+        cluster_spec,
+        mode="ps" if run.mode == "ps" else "ralp",
+        optimizer=keras.optimizers.SGD(learning_rate=1e-3),
+        batch_size=run.batch_size,
+        device_type=run.device_type,
+        step_timeout=600.0,
+        sync=run.sync,
+        slow_worker=run.slow_worker,
+        pull_schedule=run.pull_schedule,
+    )
+    clock.lap("place")
+    return trainer
+
+
+@dataclass
+class _Window:
+    """The measured steps: their history, wall time, and the counters at their edges."""
+
+    history: object
+    start: float
+    wall: float
+    links_before: dict | None
+    links_after: dict | None
+    cpu_before: object
+    cpu_after: object
+
+
+def _measured_window(trainer, dataset_fn, run: RunSpec, barrier: Barrier | None,
+                     read_links: LinkReader | None, read_cpu) -> _Window:
+    """Run the measured steps, the link and CPU counters read at their edges. With a
+    ``barrier``, start when every job is ready and keep the load on until every job is done."""
+    from ralp.cluster.fresh_process import report_progress
 
     if barrier is not None:
         report_progress(("phase", "waiting for the other jobs"))
@@ -100,8 +155,8 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     start = time.perf_counter()
     history = trainer.fit(
         dataset_fn=dataset_fn,
-        steps_per_epoch=steps,
-        batch_size=B,
+        steps_per_epoch=run.measured_steps,
+        batch_size=run.batch_size,
         verbose=0,
         callbacks=[_ProgressCallback(report_progress)],
     )
@@ -112,32 +167,9 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         barrier.arrive("done")
         report_progress(("phase", "keeping the load on"))
         while not barrier.passed("stop"):
-            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=W, batch_size=B, verbose=0)
-    traced = {}
-    if run.trace_pulls:
-        report_progress(("phase", "tracing worker 0"))
-        traced = trace_pulls(trainer, dataset_fn, profiler_address, W * wall / steps, B)
-
-    return {
-        **run.to_dict(),
-        "offloaded_layers": list(plan.offloaded),
-        "split_after": plan.split_after,
-        "profiler_verdict": prof.verdict,
-        "skewness": prof.skewness,
-        "setup": clock.phases,
-        "wall_s": wall,
-        "measured_steps": steps,
-        **timing(history.step_end_times, start, steps, W, B),
-        "bytes_per_step_predicted": float(predicted.worker_link.total),
-        "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
-        "final_loss": float(history.step_losses[-1]) if history.step_losses else None,
-        "pull_batches": len(plan.pull_batches) or None,
-        "pull_predicted_s": trainer.pull_choice.predicted_s if trainer.pull_choice else None,
-        **traced,
-        **sync_figures(history),
-        **link_figures(before, after, steps),
-        **cpu_window(cpu_before, cpu_after),
-    }
+            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.workers,
+                        batch_size=run.batch_size, verbose=0)
+    return _Window(history, start, wall, before, after, cpu_before, cpu_after)
 
 
 TRACED_STEPS = 4  # about this many of worker 0's steps are traced

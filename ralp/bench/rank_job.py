@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 
 from ralp._messages import emit
+
+CONTROL_WINDOW_S = 1.0  # idle seconds over which the control plane's rate is measured
 
 
 def rank_command(module: str, run, links=None, started: float | None = None,
@@ -66,3 +69,53 @@ def rank_main(prog: str, job: Callable, argv: list[str] | None = None,
     if figures is not None:
         emit("record", figures)
     return 0
+
+
+def measured_window(trainer, batches, run, rank: int, read_links, read_cpu, say) -> dict:
+    """Run the measured steps on this rank; rank 0 reads the link and CPU counters at their
+    edges (behind barriers, so every rank's traffic is inside the window) and once more after
+    an idle window: the allreduce libraries coordinate every cycle, tensors or not, a
+    time-proportional control plane the byte model (payload) does not count, so every rank
+    idles for the same window and rank 0 measures its rate on each link."""
+    from ralp.bench.measure import PROGRESS_EVERY
+
+    say("phase", "measuring")
+    before = dict(read_links()) if read_links and rank == 0 else None
+    cpu_before = read_cpu() if read_cpu and rank == 0 else None
+    start = time.perf_counter()
+
+    def on_step(k: int, _loss) -> None:
+        if (k + 1) % PROGRESS_EVERY == 0:
+            say("step", (k + 1) * run.workers)  # worker batches done, as the PS modes count
+
+    history = trainer.run_steps(batches, run.steps, on_step=on_step)
+    trainer.barrier()
+    cpu_after = read_cpu() if read_cpu and rank == 0 else None
+    after = dict(read_links()) if read_links and rank == 0 else None
+    idle = None
+    if read_links:
+        time.sleep(CONTROL_WINDOW_S)
+        idle = dict(read_links()) if rank == 0 else None
+        trainer.barrier()
+    return {"history": history, "start": start, "before": before, "after": after,
+            "idle": idle, "cpu_before": cpu_before, "cpu_after": cpu_after}
+
+
+def window_figures(run, window: dict) -> dict:
+    """Rank 0's figures of the measured window: timing, bytes on each link (and the control
+    plane's rate), CPU. All ranks finish a step together (a collective): one end time per
+    worker batch."""
+    from ralp.bench.measure import control_plane_figures, cpu_window, link_figures, timing
+
+    history, start, steps = window["history"], window["start"], run.measured_steps
+    end_times = [t for t in history.step_end_times for _ in range(run.workers)]
+    control = ({} if window["idle"] is None else
+               control_plane_figures(window["after"], window["idle"], CONTROL_WINDOW_S))
+    return {
+        "wall_s": history.step_end_times[-1] - start,
+        "measured_steps": steps,
+        **timing(end_times, start, steps, run.workers, run.batch_size),
+        **link_figures(window["before"], window["after"], steps),
+        **control,
+        **cpu_window(window["cpu_before"], window["cpu_after"]),
+    }

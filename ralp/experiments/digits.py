@@ -57,7 +57,6 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
     import numpy as np
 
     import ralp
-    from ralp.models.digits import to_model_input
 
     x_train, y_train, x_test, y_test = digits_split(seed)
     dataset_fn = sharded_dataset_fn(x_train, y_train, batch, seed)
@@ -67,41 +66,11 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
     initial = model.get_weights()  # before wrap: PSS makes the local variables unreadable
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
                         batch_size=batch, sync=sync, slow_worker=slow_worker)
-    snapshots: list[tuple[float, int, list]] = []
-    done = [0]
-    stop = threading.Event()
-
-    class Count(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            done[0] += 1
-
-    start = time.perf_counter()
-
-    def watch() -> None:
-        while not stop.wait(eval_every):
-            snapshots.append((time.perf_counter() - start, done[0], trainer.get_weights()))
-
-    watcher = threading.Thread(target=watch, daemon=True)
     links_before = dict(read_links()) if read_links else None
-    watcher.start()
-    try:
-        history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
-                              verbose=0, callbacks=[Count()])
-    finally:
-        stop.set()
-        watcher.join()
-    wall = time.perf_counter() - start
+    history, snapshots, wall = _train_with_snapshots(trainer, dataset_fn, steps, batch,
+                                                     eval_every)
     links_after = dict(read_links()) if read_links else None
-    snapshots.append((wall, done[0], trainer.get_weights()))
-
-    plain = trainer.unwrap()
-    x_eval = to_model_input(x_test, IMAGE)
-    curve = []
-    for t, n, weights in [(0.0, 0, initial), *snapshots]:
-        plain.set_weights(weights)
-        logits = plain.predict(x_eval, batch_size=512, verbose=0)
-        accuracy = float(np.mean(np.argmax(logits, -1) == y_test))
-        curve.append({"time_s": t, "steps": n, "accuracy": accuracy})
+    curve = _accuracy_curve(trainer.unwrap(), [(0.0, 0, initial), *snapshots], x_test, y_test)
     record = history.sync[0].to_dict() if history.sync else {}
     counts = np.bincount(history.step_workers, minlength=len(spec.workers)).tolist() \
         if history.step_workers else None
@@ -119,6 +88,55 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
         "link_bytes": {t: links_after[t].total - links_before[t].total for t in links_after}
         if links_after else None,
     }
+
+
+def _train_with_snapshots(trainer, dataset_fn, steps: int, batch: int,
+                          eval_every: float) -> tuple:
+    """(history, [(seconds, steps done, weights)...], wall seconds): train, a snapshot of the
+    weights every ``eval_every`` seconds and one at the end."""
+    import keras
+
+    snapshots: list[tuple[float, int, list]] = []
+    done = [0]
+    stop = threading.Event()
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            done[0] += 1
+
+    start = time.perf_counter()
+
+    def watch() -> None:
+        while not stop.wait(eval_every):
+            snapshots.append((time.perf_counter() - start, done[0], trainer.get_weights()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
+                              verbose=0, callbacks=[Count()])
+    finally:
+        stop.set()
+        watcher.join()
+    wall = time.perf_counter() - start
+    snapshots.append((wall, done[0], trainer.get_weights()))
+    return history, snapshots, wall
+
+
+def _accuracy_curve(plain, snapshots: list, x_test, y_test) -> list[dict]:
+    """Each snapshot's test accuracy, evaluated on the unwrapped model."""
+    import numpy as np
+
+    from ralp.models.digits import to_model_input
+
+    x_eval = to_model_input(x_test, IMAGE)
+    curve = []
+    for t, n, weights in snapshots:
+        plain.set_weights(weights)
+        logits = plain.predict(x_eval, batch_size=512, verbose=0)
+        accuracy = float(np.mean(np.argmax(logits, -1) == y_test))
+        curve.append({"time_s": t, "steps": n, "accuracy": accuracy})
+    return curve
 
 
 def time_to(curve: list[dict], target: float) -> float | None:

@@ -263,42 +263,16 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
     created: list[int] = []
     cumulative = 0
     for index, (name, layer) in enumerate(flat.order):
-        rule = rule_for(layer)
-        weights, trainable_weights = _weights(layer)
-        params = sum(math.prod(w.shape) for w in weights)
-        trainable = sum(math.prod(w.shape) for w in trainable_weights)
         # Every variable in creation order, layer state too (Dropout's seed generator): PSS
         # places each one round-robin, so a state variable shifts the PS task of every later
         # weight; each step also reads and advances it. A keras.ops node owns none.
         layer_vars = list(layer.variables) if isinstance(layer, keras.layers.Layer) else []
-        var_bytes = [(v.path, math.prod(v.shape) * _dtype_size(v.dtype)) for v in layer_vars]
         created += [creation.get(id(v), len(creation)) for v in layer_vars]
-        trainable_bytes = sum(math.prod(w.shape) * _dtype_size(w.dtype)
-                              for w in trainable_weights)
-        variables += [(name, path, nbytes) for path, nbytes in var_bytes]
-        calls = flat.calls[name]
-        in_shapes = [s for ins, _ in calls for s in ins]
-        out_shapes = [s for _, outs in calls for s in outs]
-        elements = sum(math.prod(s) for s in out_shapes)
-        cumulative += params
-        rows.append(dict(
-            index=index,
-            name=name,
-            layer_type=type(layer).__name__,
-            kind=rule.kind_of(layer, in_shapes, out_shapes),
-            params=params,
-            trainable_params=trainable,
-            param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype) for w in weights),
-            trainable_param_bytes=trainable_bytes,
-            output_shape=out_shapes[0],
-            output_elements=elements,
-            output_bytes=elements * batch_size * flat.out_itemsize[name],
-            # FLOPs of every call (a shared layer computes once per call)
-            flops=sum(int(rule.flops(layer, ins, outs)) for ins, outs in calls if ins),
-            cumulative_params=cumulative,
-            inbound=tuple(flat.inbound[name]),
-            calls=len(calls),
-        ))
+        variables += [(name, v.path, math.prod(v.shape) * _dtype_size(v.dtype))
+                      for v in layer_vars]
+        row = _row(index, name, layer, flat, batch_size)
+        cumulative += row["params"]
+        rows.append(dict(row, cumulative_params=cumulative))
     positions = assign_positions(
         [PositionedRow(r["name"], r["kind"], r["params"], r["inbound"]) for r in rows]
     )
@@ -312,4 +286,32 @@ def build_layer_table(model, batch_size: int) -> LayerTable:
         output_names=tuple(dict.fromkeys(output_names)),
         variables=tuple(v for _, v in sorted(zip(created, variables, strict=True),
                                              key=lambda pair: pair[0])),
+    )
+
+
+def _row(index: int, name: str, layer, flat: _Flattener, batch_size: int) -> dict:
+    """One layer's row of the table (all but its cumulative parameters and position)."""
+    rule = rule_for(layer)
+    weights, trainable_weights = _weights(layer)
+    calls = flat.calls[name]
+    in_shapes = [s for ins, _ in calls for s in ins]
+    out_shapes = [s for _, outs in calls for s in outs]
+    elements = sum(math.prod(s) for s in out_shapes)
+    return dict(
+        index=index,
+        name=name,
+        layer_type=type(layer).__name__,
+        kind=rule.kind_of(layer, in_shapes, out_shapes),
+        params=sum(math.prod(w.shape) for w in weights),
+        trainable_params=sum(math.prod(w.shape) for w in trainable_weights),
+        param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype) for w in weights),
+        trainable_param_bytes=sum(math.prod(w.shape) * _dtype_size(w.dtype)
+                                  for w in trainable_weights),
+        output_shape=out_shapes[0],
+        output_elements=elements,
+        output_bytes=elements * batch_size * flat.out_itemsize[name],
+        # FLOPs of every call (a shared layer computes once per call)
+        flops=sum(int(rule.flops(layer, ins, outs)) for ins, outs in calls if ins),
+        inbound=tuple(flat.inbound[name]),
+        calls=len(calls),
     )

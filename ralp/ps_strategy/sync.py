@@ -183,103 +183,31 @@ class SyncedSteps:
             on_step: Callable[[Callable], None] | None = None) -> EpochRun:
         import tensorflow as tf
 
-        server = SyncServer(self.policy, self.workers)
-        lock = threading.Condition()
-        permitted = [True] * self.workers
-        claimed = 0
-        pushes_in_round = 0
-        results: list[tuple] = []
-        end_times: list[float] = []
-        ran_on: list[int] = []
-        errors: list[BaseException] = []
-        retry_tokens: list[int] = []  # claimed by a worker lost since (ASP)
-        gone = self.gone
-        failures = [0] * self.workers  # each driver's steps failed in a row from lost workers
-        slowdown = Slowdown.of(self.slow_worker) if self.slow_worker else None
-        origin = time.perf_counter()
-        for w in range(self.workers):
-            server.start(w, 0.0)
-
-        def drive(w: int) -> None:
-            nonlocal claimed, pushes_in_round
-            device = self.worker_device(w)
-            while True:
-                with lock:
-                    # the shared count, read live (not bound per iteration)
-                    lock.wait_for(lambda: permitted[w] or claimed >= steps or errors)  # noqa: B023
-                    if claimed >= steps or errors:
-                        return
-                    claimed += 1
-                    permitted[w] = False
-                    token = retry_tokens.pop() if retry_tokens else self.next_token()
-                began = time.perf_counter()
-                try:
-                    with tf.device(device):
-                        out = self.step(iterators[w], tf.constant(token, tf.int64))
-                    out = tuple(v.numpy() for v in out)  # waits for the step: its push is done
-                except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                    lost = set() if w in gone else self._lost_after_error(gone)
-                    with lock:
-                        gone.update(lost)
-                        # ASP: a step failed by a lost worker (its own, or a call to it in
-                        # flight) is claimed again, by another worker, with the same token
-                        failures[w] += 1
-                        survived = (self.lost_workers is not None and failures[w] <= MAX_RETRIES
-                                    and (w in gone or _names_a_worker(e, gone)))
-                        if survived:
-                            claimed -= 1
-                            retry_tokens.append(token)
-                            permitted[w] = w not in gone
-                        if not survived or len(gone) == self.workers:
-                            errors.append(e)
-                        lock.notify_all()
-                    if survived and w not in gone and len(gone) < self.workers:
-                        continue  # this worker is fine: it goes on
-                    return
-                pushed = time.perf_counter()
-                failures[w] = 0
-                with lock:
-                    results.append(out)
-                    end_times.append(pushed)
-                    ran_on.append(w)
-                    go = server.push(w, pushed - origin)
-                    if self.policy.paradigm == "bsp":
-                        pushes_in_round += 1
-                        if go:  # the round is complete: one update from all its gradients
-                            self.apply_round(tf.constant(pushes_in_round))
-                            pushes_in_round = 0
-                    for g in go:
-                        permitted[g] = True
-                    lock.notify_all()
-                if on_step is not None:
-                    on_step(lambda out=out: out)
-                if slowdown is not None and w == self.slow_worker.index:
-                    time.sleep(slowdown.after(pushed - began))
-
+        epoch = _Epoch(self, iterators, steps, on_step)
         tf_logger = logging.getLogger("tensorflow")
         quiet = _ScheduleWarningFilter()
         tf_logger.addFilter(quiet)
-        threads = [threading.Thread(target=drive, args=(w,), daemon=True,
+        threads = [threading.Thread(target=epoch.drive, args=(w,), daemon=True,
                                     name=f"ralp-sync-worker-{w}")
-                   for w in range(self.workers) if w not in gone]
+                   for w in range(self.workers) if w not in self.gone]
         try:
             for t in threads:
                 t.start()
-            self._wait(threads, lock, errors, lambda: len(results))
+            self._wait(threads, epoch.lock, epoch.errors, lambda: len(epoch.results))
         finally:
-            with lock:
-                claimed = steps  # let every driver go home
-                lock.notify_all()
+            with epoch.lock:
+                epoch.claimed = steps  # let every driver go home
+                epoch.lock.notify_all()
             for t in threads:
                 t.join(timeout=self.step_timeout)
             tf_logger.removeFilter(quiet)
-        if errors:
-            raise errors[0]
-        if self.policy.paradigm == "bsp" and pushes_in_round:
-            self.apply_round(tf.constant(pushes_in_round))  # the last, partial round
-        if slowdown is not None:
-            server.record.slow_delay_s = slowdown.last_s
-        return EpochRun(results, end_times, ran_on, server.record)
+        if epoch.errors:
+            raise epoch.errors[0]
+        if self.policy.paradigm == "bsp" and epoch.pushes_in_round:
+            self.apply_round(tf.constant(epoch.pushes_in_round))  # the last, partial round
+        if epoch.slowdown is not None:
+            epoch.server.record.slow_delay_s = epoch.slowdown.last_s
+        return EpochRun(epoch.results, epoch.end_times, epoch.ran_on, epoch.server.record)
 
     def _lost_after_error(self, gone: set[int]) -> set[int]:
         """Under ASP, after a step failed: the workers lost since (none outside ASP). Probed
@@ -304,3 +232,106 @@ class SyncedSteps:
                 if errors:
                     return
             watch(done())
+
+
+class _Epoch:
+    """One :meth:`SyncedSteps.run`: the state its driver threads share (under ``lock``) and
+    what each driver does (:meth:`drive`): claim a step when the server permits, run it on its
+    worker, report the push; under ASP a step failed by a lost worker is claimed again."""
+
+    def __init__(self, steps_of: SyncedSteps, iterators: list, steps: int,
+                 on_step: Callable[[Callable], None] | None) -> None:
+        self.of, self.iterators, self.steps, self.on_step = steps_of, iterators, steps, on_step
+        workers = steps_of.workers
+        self.server = SyncServer(steps_of.policy, workers)
+        self.lock = threading.Condition()
+        self.permitted = [True] * workers
+        self.claimed = 0
+        self.pushes_in_round = 0
+        self.results: list[tuple] = []
+        self.end_times: list[float] = []
+        self.ran_on: list[int] = []
+        self.errors: list[BaseException] = []
+        self.retry_tokens: list[int] = []  # claimed by a worker lost since (ASP)
+        self.failures = [0] * workers  # each driver's steps failed in a row from lost workers
+        slow = steps_of.slow_worker
+        self.slowdown = Slowdown.of(slow) if slow else None
+        self.origin = time.perf_counter()
+        for w in range(workers):
+            self.server.start(w, 0.0)
+
+    def drive(self, w: int) -> None:
+        import tensorflow as tf
+
+        device = self.of.worker_device(w)
+        while True:
+            token = self._claim(w)
+            if token is None:
+                return
+            began = time.perf_counter()
+            try:
+                with tf.device(device):
+                    out = self.of.step(self.iterators[w], tf.constant(token, tf.int64))
+                out = tuple(v.numpy() for v in out)  # waits for the step: its push is done
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                if self._failed(w, token, e):
+                    continue  # this worker is fine: it goes on
+                return
+            pushed = time.perf_counter()
+            self._pushed(w, out, pushed)
+            if self.on_step is not None:
+                self.on_step(lambda out=out: out)
+            slow = self.of.slow_worker
+            if self.slowdown is not None and w == slow.index:
+                time.sleep(self.slowdown.after(pushed - began))
+
+    def _claim(self, w: int) -> int | None:
+        """Wait until worker ``w`` may run a step; its token, or None when the epoch is over."""
+        with self.lock:
+            self.lock.wait_for(lambda: self.permitted[w] or self.claimed >= self.steps
+                               or self.errors)
+            if self.claimed >= self.steps or self.errors:
+                return None
+            self.claimed += 1
+            self.permitted[w] = False
+            return self.retry_tokens.pop() if self.retry_tokens else self.of.next_token()
+
+    def _failed(self, w: int, token: int, error: BaseException) -> bool:
+        """After worker ``w``'s step failed: whether its driver goes on. ASP: a step failed by
+        a lost worker (its own, or a call to it in flight) is claimed again, by another worker,
+        with the same token; anything else is the epoch's error."""
+        gone = self.of.gone
+        lost = set() if w in gone else self.of._lost_after_error(gone)
+        with self.lock:
+            gone.update(lost)
+            self.failures[w] += 1
+            survived = (self.of.lost_workers is not None and self.failures[w] <= MAX_RETRIES
+                        and (w in gone or _names_a_worker(error, gone)))
+            if survived:
+                self.claimed -= 1
+                self.retry_tokens.append(token)
+                self.permitted[w] = w not in gone
+            if not survived or len(gone) == self.of.workers:
+                self.errors.append(error)
+            self.lock.notify_all()
+        return survived and w not in gone and len(gone) < self.of.workers
+
+    def _pushed(self, w: int, out: tuple, pushed: float) -> None:
+        """Worker ``w``'s step is done: record it, report the push, release whom it frees
+        (BSP: a complete round is applied first, one update from all its gradients)."""
+        import tensorflow as tf
+
+        self.failures[w] = 0
+        with self.lock:
+            self.results.append(out)
+            self.end_times.append(pushed)
+            self.ran_on.append(w)
+            go = self.server.push(w, pushed - self.origin)
+            if self.of.policy.paradigm == "bsp":
+                self.pushes_in_round += 1
+                if go:
+                    self.of.apply_round(tf.constant(self.pushes_in_round))
+                    self.pushes_in_round = 0
+            for g in go:
+                self.permitted[g] = True
+            self.lock.notify_all()
