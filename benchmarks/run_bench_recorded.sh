@@ -23,7 +23,7 @@
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
 #                                          ring-overlap-curve|link-duplex|
-#                                          budgeted-validations|
+#                                          budgeted-validations|transfer-cpu|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -132,6 +132,12 @@ for part in "${parts[@]}"; do
     # model's two directions)? One worker, one PS, 64 MB each way, 5 interleaved repeats
     $PY benchmarks/link_duplex.py --bandwidth 250mbit 1gbit 10gbit \
       --out $R/link_duplex.json ;;
+  transfer-cpu)  # issue 26: a gRPC transfer's CPU per byte on the fabric (plain PS records'
+    # task counters and link bytes) beside the calibration's loopback figure; nothing run
+    $PY benchmarks/transfer_cpu.py $R/devices_zoo_1gbit.json $R/devices_zoo_1gbit_again.json \
+      $R/devices_zoo_1gbit_one_ps.json $R/devices_zoo_n8_1gbit.json \
+      $R/collective_n8_1gbit.json $R/collective_n8_10gbit.json \
+      --out $R/transfer_cpu.json > $R/transfer_cpu.txt ;;
   budgeted-validations)  # issue 26: every budgeted validation again, nothing run
     budgeted_validations ;;
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
