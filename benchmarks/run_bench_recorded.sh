@@ -50,6 +50,11 @@ budgeted_validations() {
     > $R/devices_zoo_1gbit_one_ps_validation.txt
   $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json --overlap-from \
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
+  $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
+    > $R/devices_zoo_n8_1gbit_validation.txt
+  # issue 25 (b)'s sweep as far as it is recorded (N = 4 and 8 at 1 Gbit/s), own calibrations
+  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json \
+    > $R/devices_sweep_validation.txt
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt
