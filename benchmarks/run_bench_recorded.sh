@@ -68,6 +68,16 @@ budgeted_validations() {
   done
 }
 
+# The zoo on N budgeted devices at 1 Gbit/s, 3 interleaved rounds, each workload calibrated
+# inside one device's budget first, validated from its own calibrations: calibrated_zoo N NAME
+calibrated_zoo() {
+  $PY -m ralp.bench --backend netns --bandwidth 1gbit \
+    --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+    --modes ps ralp-h ralp-n horovod stanza --devices $1 --steps 6 --warmup 1 \
+    --repeat 3 --calibrate --quiet --out $R/$2.json --plot $R/$2.png || true
+  $PY -m ralp.planner --validate $R/$2.json > $R/$2_validation.txt
+}
+
 for part in "${parts[@]}"; do
   case "$part" in
   device-compute)  # issue 25: one budgeted device's step, and the link rates for the papers'
@@ -190,13 +200,7 @@ for part in "${parts[@]}"; do
   devices-zoo-1gbit-again)  # issue 26: the zoo of devices-zoo-1gbit on another day, each
     # workload calibrated with every term the planner has (Gloo's wire factor, a transfer's
     # CPU), so that the planner is validated from the records' own calibrations
-    $PY -m ralp.bench --backend netns --bandwidth 1gbit \
-      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
-      --modes ps ralp-h ralp-n horovod stanza --devices 4 --steps 6 --warmup 1 \
-      --repeat 3 --calibrate --quiet \
-      --out $R/devices_zoo_1gbit_again.json --plot $R/devices_zoo_1gbit_again.png || true
-    $PY -m ralp.planner --validate $R/devices_zoo_1gbit_again.json \
-      > $R/devices_zoo_1gbit_again_validation.txt ;;
+    calibrated_zoo 4 devices_zoo_1gbit_again ;;
   devices-zoo-1gbit-one-ps)  # issue 26: wrap's default decision is made on the cluster it is
     # given; plain PS and RALP on one shape (3 workers + 1 PS, as benchmarks/decide_timing.py
     # decides), N = 4, 1 Gbit/s, budgeted, 3 interleaved rounds, each workload calibrated first
@@ -208,13 +212,7 @@ for part in "${parts[@]}"; do
   devices-zoo-n8-1gbit)  # issue 25 (b): the zoo of devices-zoo-1gbit-again at N = 8 (0.212 CPU
     # per device), same rate, 3 interleaved rounds, each workload calibrated inside one device's
     # budget first; validated from its own calibrations
-    $PY -m ralp.bench --backend netns --bandwidth 1gbit \
-      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
-      --modes ps ralp-h ralp-n horovod stanza --devices 8 --steps 6 --warmup 1 \
-      --repeat 3 --calibrate --quiet \
-      --out $R/devices_zoo_n8_1gbit.json --plot $R/devices_zoo_n8_1gbit.png || true
-    $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
-      > $R/devices_zoo_n8_1gbit_validation.txt ;;
+    calibrated_zoo 8 devices_zoo_n8_1gbit ;;
   devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
     # beside shared CPUs (not yet run: about 6 h each on 2 cores)
     bw=${part#devices-zoo-}

@@ -75,9 +75,9 @@ def run_scenario(scenario: str, runs: list[RunSpec], launcher: Launcher,
                disable=not progress, dynamic_ncols=True)
     with (groups_of or contextlib.nullcontext() as groups, fabric,
           tempfile.TemporaryDirectory(prefix="ralp-consolidate-") as gates):
-        jobs = _Jobs(runs, gates, bar, groups, chiefs)
-        jobs.clusters = [_cluster(run, k, fabric, launcher, budget, groups, hosts)
-                         for k, run in enumerate(runs)]
+        clusters = [_cluster(run, k, fabric, launcher, budget, groups, hosts)
+                    for k, run in enumerate(runs)]
+        jobs = _Jobs(runs, clusters, gates, bar, groups, chiefs)
         meter = None
         if groups is not None:  # every job's tasks and coordinators, read at the gates
             meter = groups.meter({**{f"j{k}-{task}": h for (k, task), h in hosts.items()},
@@ -125,9 +125,10 @@ class _Jobs:
     on its cluster; their results (a record's figures or the exception) and one progress bar
     for all."""
 
-    def __init__(self, runs: list[RunSpec], gates: str, bar, groups, chiefs: list[str]) -> None:
-        self.runs, self.gates, self.bar, self.groups, self.chiefs = runs, gates, bar, groups, chiefs
-        self.clusters: list = []
+    def __init__(self, runs: list[RunSpec], clusters: list, gates: str, bar, groups,
+                 chiefs: list[str]) -> None:
+        self.runs, self.clusters, self.gates, self.bar = runs, clusters, gates, bar
+        self.groups, self.chiefs = groups, chiefs
         self.results: list[dict | Exception | None] = [None] * len(runs)
         self.done = [0] * len(runs)
         self.lock = threading.Lock()
