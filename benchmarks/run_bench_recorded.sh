@@ -18,7 +18,9 @@
 #                                          devices-zoo-1gbit-one-ps|
 #                                          devices-zoo-1gbit-again|
 #                                          devices-zoo-n8-1gbit|
-#                                          devices-zoo-500mbit|devices-zoo-2500mbit|
+#                                          devices-zoo-n8-1gbit-shared|
+#                                          devices-zoo-500mbit|devices-zoo-n8-500mbit|
+#                                          devices-zoo-500mbit-shared|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
@@ -68,14 +70,24 @@ budgeted_validations() {
   done
 }
 
-# The zoo on N budgeted devices at 1 Gbit/s, 3 interleaved rounds, each workload calibrated
-# inside one device's budget first, validated from its own calibrations: calibrated_zoo N NAME
+# The zoo on N budgeted devices at one link rate, 3 interleaved rounds, each workload
+# calibrated inside one device's budget first, validated from its own calibrations:
+# calibrated_zoo N RATE NAME
 calibrated_zoo() {
-  $PY -m ralp.bench --backend netns --bandwidth 1gbit \
+  $PY -m ralp.bench --backend netns --bandwidth $2 \
     --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
     --modes ps ralp-h ralp-n horovod stanza --devices $1 --steps 6 --warmup 1 \
-    --repeat 3 --calibrate --quiet --out $R/$2.json --plot $R/$2.png || true
-  $PY -m ralp.planner --validate $R/$2.json > $R/$2_validation.txt
+    --repeat 3 --calibrate --quiet --out $R/$3.json --plot $R/$3.png || true
+  $PY -m ralp.planner --validate $R/$3.json > $R/$3_validation.txt
+}
+
+# The same zoo on shared CPUs (no budgets, no calibration), to set beside it:
+# shared_zoo N RATE NAME
+shared_zoo() {
+  $PY -m ralp.bench --backend netns --bandwidth $2 \
+    --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+    --modes ps ralp-h ralp-n horovod stanza --devices $1 --steps 6 --warmup 1 \
+    --device-cpus shared --repeat 3 --quiet --out $R/$3.json --plot $R/$3.png || true
 }
 
 for part in "${parts[@]}"; do
@@ -200,7 +212,7 @@ for part in "${parts[@]}"; do
   devices-zoo-1gbit-again)  # issue 26: the zoo of devices-zoo-1gbit on another day, each
     # workload calibrated with every term the planner has (Gloo's wire factor, a transfer's
     # CPU), so that the planner is validated from the records' own calibrations
-    calibrated_zoo 4 devices_zoo_1gbit_again ;;
+    calibrated_zoo 4 1gbit devices_zoo_1gbit_again ;;
   devices-zoo-1gbit-one-ps)  # issue 26: wrap's default decision is made on the cluster it is
     # given; plain PS and RALP on one shape (3 workers + 1 PS, as benchmarks/decide_timing.py
     # decides), N = 4, 1 Gbit/s, budgeted, 3 interleaved rounds, each workload calibrated first
@@ -212,15 +224,17 @@ for part in "${parts[@]}"; do
   devices-zoo-n8-1gbit)  # issue 25 (b): the zoo of devices-zoo-1gbit-again at N = 8 (0.212 CPU
     # per device), same rate, 3 interleaved rounds, each workload calibrated inside one device's
     # budget first; validated from its own calibrations
-    calibrated_zoo 8 devices_zoo_n8_1gbit ;;
-  devices-zoo-500mbit|devices-zoo-2500mbit)  # issue 25 (b) in full: N = 4 and 8, budgeted
-    # beside shared CPUs (not yet run: about 6 h each on 2 cores)
-    bw=${part#devices-zoo-}
-    $PY -m ralp.bench --backend netns --bandwidth $bw \
-      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
-      --modes ps ralp-h ralp-n horovod stanza --devices 4 8 --steps 6 --warmup 1 \
-      --device-cpus auto shared --repeat 3 --quiet \
-      --out $R/devices_zoo_$bw.json --plot $R/devices_zoo_$bw.png || true ;;
+    calibrated_zoo 8 1gbit devices_zoo_n8_1gbit ;;
+  devices-zoo-n8-1gbit-shared)  # issue 25 (b): the zoo above on shared CPUs, to set beside it
+    shared_zoo 8 1gbit devices_zoo_n8_1gbit_shared ;;
+  devices-zoo-500mbit)  # issue 25 (b), the second link rate: plain PS's network share 76-93%
+    # at N = 4 and 59-87% at N = 8 (device_compute.json), so that with 1 Gbit/s the zoo
+    # brackets the papers' 50-90% from both sides; budgeted, calibrated, as at 1 Gbit/s
+    calibrated_zoo 4 500mbit devices_zoo_500mbit ;;
+  devices-zoo-n8-500mbit)  # issue 25 (b): the second link rate at N = 8
+    calibrated_zoo 8 500mbit devices_zoo_n8_500mbit ;;
+  devices-zoo-500mbit-shared)  # issue 25 (b): the second link rate on shared CPUs, N = 4
+    shared_zoo 4 500mbit devices_zoo_500mbit_shared ;;
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 4 \
       --modes ps ralp-h ralp-n --devices 4 --steps 3 --warmup 1 --compute-reference --quiet \
