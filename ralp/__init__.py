@@ -46,7 +46,7 @@ _API: dict[str, tuple[str, str]] = {
     "PlanError": ("ralp.placement.plan", "PlanError"),
     "wrap": ("ralp.planner.auto", "wrap"),
     "Trainer": ("ralp.ps_strategy.trainer", "Trainer"),
-    "PlacementWarning": ("ralp.ps_strategy.trainer", "PlacementWarning"),
+    "PlacementWarning": ("ralp.ps_strategy.wrap", "PlacementWarning"),
     "History": ("ralp.ps_strategy.callbacks", "History"),
     "StalenessHook": ("ralp.ps_strategy.callbacks", "StalenessHook"),
     "ClusterWarning": ("ralp.ps_strategy.health", "ClusterWarning"),

@@ -49,7 +49,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     from ralp.audit.analysis import analyse
     from ralp.models import build_model, get_model_spec
     from ralp.placement.plan import Plan
-    from ralp.ps_strategy.trainer import wrap
+    from ralp.ps_strategy.wrap import wrap
 
     model_spec = get_model_spec(settings.model)
     image_size = settings.image_size or model_spec.default_image_size

@@ -104,7 +104,7 @@ def _placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
 
     from ralp.cluster.fresh_process import report_progress
     from ralp.models import build_model
-    from ralp.ps_strategy.trainer import wrap
+    from ralp.ps_strategy.wrap import wrap
 
     keras.utils.set_random_seed(run.seed)
     model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)

@@ -243,7 +243,7 @@ def wrap(
             model, training set-up or synchronization paradigm that cannot be used.
     """
     from ralp.cluster.spec import ClusterSpec
-    from ralp.ps_strategy.trainer import wrap as place
+    from ralp.ps_strategy.wrap import wrap as place
 
     if mode not in WRAP_MODES:
         raise PlannerError(f"mode {mode!r}: choose from {', '.join(map(repr, WRAP_MODES))}")
