@@ -26,6 +26,7 @@
 #                                          collective-n8-10gbit|ring-overlap|
 #                                          ring-overlap-curve|link-duplex|
 #                                          budgeted-validations|transfer-cpu|
+#                                          fabric-transfer|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -54,9 +55,16 @@ budgeted_validations() {
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
   $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
     > $R/devices_zoo_n8_1gbit_validation.txt
-  # issue 25 (b)'s sweep as far as it is recorded (N = 4 and 8 at 1 Gbit/s), own calibrations
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json \
-    > $R/devices_sweep_validation.txt
+  # issue 25 (b)'s sweep as far as it is recorded (N = 4 and 8 at 1 Gbit/s, N = 4 at
+  # 500 Mbit/s), own calibrations; and with gRPC's CPU on the fabric lent (fabric-transfer),
+  # which those calibrations predate
+  sweep=($R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json $R/devices_zoo_500mbit.json)
+  fabric=($R/fabric_transfer_n4_calibration.json $R/fabric_transfer_n8_calibration.json)
+  $PY -m ralp.planner --validate "${sweep[@]}" > $R/devices_sweep_validation.txt
+  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
+    > $R/devices_sweep_validation_fabric.txt
+  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" --format json \
+    > $R/devices_sweep_validation_fabric.json
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt
@@ -162,7 +170,7 @@ for part in "${parts[@]}"; do
   transfer-cpu)  # issue 26: a gRPC transfer's CPU per byte on the fabric (plain PS records'
     # task counters and link bytes) beside the calibration's loopback figure; nothing run
     $PY benchmarks/transfer_cpu.py $R/devices_zoo_1gbit.json $R/devices_zoo_1gbit_again.json \
-      $R/devices_zoo_1gbit_one_ps.json $R/devices_zoo_n8_1gbit.json \
+      $R/devices_zoo_1gbit_one_ps.json $R/devices_zoo_n8_1gbit.json $R/devices_zoo_500mbit.json \
       $R/collective_n8_1gbit.json $R/collective_n8_10gbit.json \
       --out $R/transfer_cpu.json > $R/transfer_cpu.txt ;;
   budgeted-validations)  # issue 26: every budgeted validation again, nothing run
@@ -233,6 +241,12 @@ for part in "${parts[@]}"; do
     calibrated_zoo 4 500mbit devices_zoo_500mbit ;;
   devices-zoo-n8-500mbit)  # issue 25 (b): the second link rate at N = 8
     calibrated_zoo 8 500mbit devices_zoo_n8_500mbit ;;
+  fabric-transfer)  # issue 26: gRPC's CPU per byte on the fabric (the calibration's probe) at
+    # the sweep's rates and 10 Gbit/s, on N = 4 and 8 budgets, beside the records' figures;
+    # the budgeted validations lend it to the records whose calibrations predate it
+    $PY benchmarks/fabric_transfer.py --rates 500mbit 1gbit 10gbit --devices 4 8 \
+      --records $R/transfer_cpu.json --out $R/fabric_transfer.json > $R/fabric_transfer.txt
+    budgeted_validations ;;
   devices-zoo-500mbit-shared)  # issue 25 (b): the second link rate on shared CPUs, N = 4
     shared_zoo 4 500mbit devices_zoo_500mbit_shared ;;
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)

@@ -47,10 +47,16 @@ def workload_key(run: RunSpec) -> tuple:
     return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 
-def calibration_command(run: RunSpec, output: str, overlaps_from: str | None = None) -> list[str]:
+def calibration_command(run: RunSpec, output: str, overlaps_from: str | None = None,
+                        transfer_rate: str | None = None) -> list[str]:
+    """The planner's calibration of ``run``'s workload on its budget; ``transfer_rate``: the
+    simulated fabric's link rate, at which budgeted devices also measure gRPC's CPU per
+    byte (on shared CPUs it is not measured)."""
     where = (["--shared-host"] if run.device_cpus == SHARED_CPUS else
              ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])
     reuse = ["--overlap-from", overlaps_from] if overlaps_from else []
+    if transfer_rate and run.device_cpus != SHARED_CPUS:
+        reuse += ["--transfer-rates", transfer_rate]
     return [sys.executable, "-m", "ralp.planner", "--calibrate", *where, *reuse,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
@@ -62,7 +68,8 @@ def budget_key(run: RunSpec) -> tuple | None:
     return None if run.device_cpus == SHARED_CPUS else (run.device_cpus, run.devices)
 
 
-def calibrate_workload(run: RunSpec, overlaps: dict | None = None) -> dict:
+def calibrate_workload(run: RunSpec, overlaps: dict | None = None,
+                       transfer_rate: str | None = None) -> dict:
     """The calibration JSON (``ralp.planner.calibration.Calibration``'s) of ``run``'s
     workload, measured now on this host, with when it was taken. ``overlaps``: an earlier
     calibration of the same budget whose rings' overlaps serve this one (they are the
@@ -75,7 +82,7 @@ def calibrate_workload(run: RunSpec, overlaps: dict | None = None) -> dict:
             Path(overlaps_from).write_text(json.dumps(overlaps))
         started = time.time()
         try:
-            done = subprocess.run(calibration_command(run, output, overlaps_from),
+            done = subprocess.run(calibration_command(run, output, overlaps_from, transfer_rate),
                                   capture_output=True,
                                   text=True, timeout=CALIBRATION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -89,9 +96,11 @@ def calibrate_workload(run: RunSpec, overlaps: dict | None = None) -> dict:
 
 
 class Calibrations:
-    """Each workload's calibration, measured on first asking (None where it failed)."""
+    """Each workload's calibration, measured on first asking (None where it failed);
+    ``transfer_rate``: the simulated fabric's link rate (None: no fabric)."""
 
-    def __init__(self, announce=print):
+    def __init__(self, announce=print, transfer_rate: str | None = None):
+        self._transfer_rate = transfer_rate
         self._taken: dict[tuple, dict | None] = {}
         self._overlaps: dict[tuple, dict] = {}  # budget -> the first calibration with them
         self._announce = announce
@@ -101,7 +110,7 @@ class Calibrations:
         if key not in self._taken:
             budget = budget_key(run)
             try:
-                taken = calibrate_workload(run, self._overlaps.get(budget))
+                taken = calibrate_workload(run, self._overlaps.get(budget), self._transfer_rate)
                 self._taken[key] = taken
                 host = taken.get("host", {})
                 if budget is not None and any(host.get(name) not in (None, [], ())

@@ -278,11 +278,10 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
 
             run_consolidation(request, launcher, progress=not args.quiet, on_record=records.append)
         else:
-            from ralp.bench.calibrated import Calibrations
             from ralp.bench.runner import run_all
 
             run_all(runs, launcher, compute_reference=request.compute_reference,
-                    calibrations=Calibrations() if request.calibrate else None,
+                    calibrations=_calibrations(request, launcher),
                     progress=not args.quiet, on_record=records.append,
                     repeat=request.repeat)
     finally:
@@ -290,6 +289,17 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
             _print_records(records)
             _write(records, args)
     return 1 if any(r.get("error") for r in records) else 0
+
+
+def _calibrations(request: BenchRequest, launcher):
+    """--calibrate's calibrations (None without it); on the simulated fabric they measure
+    gRPC's CPU per byte at its link rate too."""
+    if not request.calibrate:
+        return None
+    from ralp.bench.calibrated import Calibrations
+
+    netns = launcher.backend == "netns" and launcher.bandwidth
+    return Calibrations(transfer_rate=launcher.bandwidth if netns else None)
 
 
 def _budget_line(settings: list[tuple[str, int]]) -> str:

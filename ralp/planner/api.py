@@ -85,19 +85,22 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
                   shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS,
                   device_cpus: str | None = None, devices: int = 4,
                   overlaps: Host | None = None,
-                  overlap_ratios: tuple[float, ...] | None = None) -> Calibration:
+                  overlap_ratios: tuple[float, ...] | None = None,
+                  transfer_rates: tuple[int, ...] = ()) -> Calibration:
     """A calibration of the zoo's ``model`` on this host (``python -m ralp.planner --calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
     cluster on shared CPUs), how many single-process steps this host runs side by side and
     Stanza's phases under Horovod. With ``device_cpus`` (the budgeted simulated cluster of
     ``devices`` devices, as ``--device-cpus`` takes it), the compute is measured on one device
     inside its budget (:func:`ralp.planner.device.device_entry`), and the rings' overlaps
-    are ``overlaps``'s where given, else measured at the wire / CPU ratios ``overlap_ratios``
+    are ``overlaps``'s where given, else measured at the wire / CPU ratios ``overlap_ratios``,
+    and gRPC's CPU per byte on the fabric at the link rates ``transfer_rates`` (bits/s)
     (:func:`ralp.planner.device.calibrate_device`)."""
     if device_cpus is not None:
         return calibrate_device(model, batch_size, image_size, num_classes, device_cpus,
                                 devices, steps=steps, overlaps=overlaps,
-                                overlap_ratios=overlap_ratios)
+                                overlap_ratios=overlap_ratios,
+                                transfer_rates=transfer_rates)
     net = load_source(model, num_classes, image_size)
     entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
     if not shared_host:

@@ -134,7 +134,7 @@ class Calibration:
             raise InvalidArgumentError("not a calibration: 'host' must be an object, 'entries' a list")
         host = dict(data["host"])
         host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
-        for curve in ("ring_overlaps", "collective_overlaps"):
+        for curve in ("ring_overlaps", "collective_overlaps", "fabric_cpu_s_per_byte"):
             host[curve] = tuple(sorted((float(r), float(o)) for r, o in host.get(curve, ())))
         return cls(Host(**host), [Entry(**e) for e in data["entries"]],
                    data.get("machine", ""))

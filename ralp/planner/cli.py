@@ -59,16 +59,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fit-half", action="store_true",
                    help="--validate: fit the shared host's capacity on every other "
                    "record and report the errors on the held-out rest")
-    p.add_argument("--overlap-from", metavar="FILE",
+    p.add_argument("--overlap-from", metavar="FILE", nargs="+",
                    help="a calibration (--calibrate --device-cpus) whose rings' measured "
-                   "overlaps (and per-transfer CPU) serve: with --validate, records whose "
-                   "calibrations predate them; "
+                   "overlaps (and per-transfer CPU, gRPC's CPU on the fabric) serve: with "
+                   "--validate, records whose calibrations predate them (several files: "
+                   "each record takes the one of its own budget); "
                    "with --calibrate --model, this calibration (same budget), whose rings "
                    "are then not probed again")
     p.add_argument("--overlap-ratios", type=positive_float, nargs="+", metavar="R",
                    help="--calibrate --device-cpus: the wire/CPU ratios to measure each ring's "
                    "overlap at (default 1; several give a curve the model reads at each "
                    "phase's own ratio)")
+    p.add_argument("--transfer-rates", nargs="+", metavar="RATE", default=(),
+                   help="--calibrate --device-cpus --model: measure gRPC's CPU per byte on "
+                   "the simulated fabric at these link rates too (tc style; the bench's "
+                   "--calibrate gives its --bandwidth)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -110,7 +115,7 @@ def _calibrate(args) -> str:
         new = calibrate_zoo(args.model, batch, image, args.num_classes,
                             shared_host=args.shared_host, steps=steps, overlaps=overlaps,
                             overlap_ratios=tuple(args.overlap_ratios) if args.overlap_ratios
-                            else None,
+                            else None, transfer_rates=_transfer_rates(args),
                             **on_device)
         name = args.model
     elif args.keras_model is not None:
@@ -129,6 +134,20 @@ def _calibrate(args) -> str:
     return _calibration_summary(name, batch, image, new.entries[0], new.host, args.output)
 
 
+def _transfer_rates(args) -> tuple[int, ...]:
+    """``--transfer-rates`` in bits/s, after its usage check."""
+    from ralp.errors import ClusterError
+    from ralp.units import parse_bandwidth
+
+    if args.transfer_rates and args.device_cpus is None:
+        raise UsageError("--transfer-rates measures gRPC's CPU between two budgeted devices: "
+                         "give --device-cpus")
+    try:
+        return tuple(parse_bandwidth(rate) for rate in args.transfer_rates)
+    except ClusterError as e:
+        raise UsageError(f"--transfer-rates: {e}") from None
+
+
 def _lent_overlaps(args):
     """The rings' overlaps ``--overlap-from`` lends a calibration (None: measure them), after
     the usage checks of it and of ``--overlap-ratios``."""
@@ -145,7 +164,9 @@ def _lent_overlaps(args):
     if args.overlap_ratios:
         raise UsageError("--overlap-from takes the rings' overlaps measured before; "
                          "--overlap-ratios measures them: give one of them")
-    return Calibration.load(args.overlap_from).host
+    if len(args.overlap_from) > 1:
+        raise UsageError("--calibrate --overlap-from takes one calibration (of this budget)")
+    return Calibration.load(args.overlap_from[0]).host
 
 
 def _calibration_summary(name: str, batch: int, image: int, entry, host, output: str) -> str:
@@ -167,6 +188,8 @@ def _calibration_summary(name: str, batch: int, image: int, entry, host, output:
                       ("TensorFlow", host.collective_overlap, host.collective_overlaps,
                        host.collective_wire_factor))
                   if share is not None or curve)
+        + "".join(f"; gRPC on the fabric at {rate / 1e6:g} Mbit/s: {cost * 1e9:.2f} ns CPU per byte"
+                  for rate, cost in host.fabric_cpu_s_per_byte)
         + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
            f"; host capacity {host.capacity:.2f} concurrent steps")
         + f"; wrote {output}"
@@ -233,11 +256,11 @@ def _validate_repeats(args, records: list[dict]) -> str:
                          f"{len(records)} budgeted records carry no calibration of their own "
                          "(python -m ralp.bench --calibrate)")
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
-    overlaps = Calibration.load(args.overlap_from).host if args.overlap_from else None
+    lent = [Calibration.load(path).host for path in args.overlap_from or ()]
 
     def predicted(setting) -> float:
         own = next((r for r in setting.records if r.get("calibration")), setting.records[0])
-        return validate.predict_record(own, cal, _zoo_workload, overlaps)
+        return validate.predict_record(own, cal, _zoo_workload, validate.lent_for(own, lent))
 
     report = repeats.validate(repeats.settings_of(records), predicted)
     report["excluded_flagged"] = sum(1 for r in records if repeats.flagged(r))

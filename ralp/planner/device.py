@@ -49,14 +49,17 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
                      cpus: str = "auto", devices: int = 4, *,
                      steps: int = DEFAULT_CALIBRATION_STEPS,
                      overlaps: Host | None = None,
-                     overlap_ratios: tuple[float, ...] | None = None) -> Calibration:
+                     overlap_ratios: tuple[float, ...] | None = None,
+                     transfer_rates: tuple[int, ...] = ()) -> Calibration:
     """A calibration for a cluster of budgeted devices: ``source``'s compute on one device
     (:func:`device_entry`), the CPU cost of a gRPC transfer (per byte and per transfer) and of
     a byte in Horovod's ring
     and in TensorFlow's (:func:`ralp.planner.collective_cost.ring_costs`), the devices' CPUs,
     and each ring's overlap (:func:`with_ring_overlap`, at the wire / CPU ratios
     ``overlap_ratios``), or ``overlaps``'s where given (a calibration of the same budget: the
-    overlap is the ring's, not the model's).
+    overlap is the ring's, not the model's), and gRPC's CPU per byte on the fabric at each
+    link rate of ``transfer_rates`` (bits/s) not lent by ``overlaps``
+    (:func:`with_fabric_transfer`).
 
     Raises:
         PlannerError: ``overlaps`` has none, or was measured on devices of another budget.
@@ -74,7 +77,7 @@ def calibrate_device(source: str, batch_size: int, image_size: int, num_classes:
     machine = f"{this_machine()}, {budget.describe()}"
     host = (with_overlaps(host, overlaps) if overlaps is not None
             else with_ring_overlap(host, budget, overlap_ratios))
-    return Calibration(host, [entry], machine)
+    return Calibration(with_fabric_transfer(host, budget, transfer_rates), [entry], machine)
 
 
 def _check_lent(overlaps: Host, budget: Budget) -> None:
@@ -128,6 +131,33 @@ def with_ring_overlap(host: Host, budget: Budget,
         if len(points) > 1:  # a curve only where there is one: it outranks a figure
             found[curve_field] = tuple(points)
     return replace(host, **found)
+
+
+def with_fabric_transfer(host: Host, budget: Budget, rates: tuple[int, ...]) -> Host:
+    """``host`` with gRPC's CPU per byte measured on the fabric between two devices of
+    ``budget`` (:func:`ralp.planner.fabric_transfer.measure_fabric_transfer`) at each of
+    ``rates`` (bits/s) it lacks, added to those it has. Left as it is, with a warning, where
+    it cannot be measured (no budget, no namespaces)."""
+    from dataclasses import replace
+
+    from ralp.errors import RalpError, warn
+    from ralp.planner.fabric_transfer import measure_fabric_transfer
+
+    known = dict(host.fabric_cpu_s_per_byte)
+    missing = [rate for rate in rates if float(rate) not in known]
+    if not missing:
+        return host
+    if budget.hierarchy is None or budget.cpus is None:
+        warn(f"gRPC's CPU on the fabric not measured: no device budget here "
+             f"({budget.describe()}); the loopback figure serves")
+        return host
+    for rate in missing:
+        try:
+            known[float(rate)] = measure_fabric_transfer(budget, rate).cpu_s_per_byte
+        except RalpError as e:
+            warn(f"gRPC's CPU on the fabric at {rate} bit/s not measured ({e}); the "
+                 "loopback figure serves")
+    return replace(host, fabric_cpu_s_per_byte=tuple(sorted(known.items())))
 
 
 def _entry(source: str, batch_size: int, image_size: int, num_classes: int, steps: int) -> Entry:

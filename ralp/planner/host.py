@@ -73,6 +73,20 @@ class Host:
     # bytes, both ends (TensorFlow's rendezvous, a call each; ralp.planner.transfer.
     # measure_message_cpu). None: not measured, no cost per transfer.
     cpu_s_per_message: float | None = None
+    # A simulated cluster of devices: gRPC's CPU per byte (both ends, as ``cpu_s_per_byte``)
+    # measured on the fabric between two budgeted devices, at several link rates,
+    # ((rate bits/s, CPU s per byte), ...) ascending (ralp.planner.fabric_transfer): a shaped
+    # link delivers bytes at its pace, and the slower it is the more CPU a byte costs. Empty:
+    # not measured, the loopback figure ``cpu_s_per_byte`` serves at every rate.
+    fabric_cpu_s_per_byte: tuple[tuple[float, float], ...] = ()
+
+    def grpc_cost(self, rate_bits: float) -> float:
+        """gRPC's CPU seconds per byte (both ends) over links of ``rate_bits``: measured on
+        the fabric (interpolated in log rate between the measured rates, the nearest beyond
+        them), else the loopback probe's figure."""
+        if not self.fabric_cpu_s_per_byte:
+            return self.cpu_s_per_byte
+        return interpolate_log(self.fabric_cpu_s_per_byte, rate_bits)
 
     def wire_factor(self, collective: bool = False) -> float:
         """Gloo's ring's measured wire factor (``collective``: TensorFlow's), 1 where not
@@ -149,10 +163,12 @@ def with_overlaps(host: Host, measured: Host) -> Host:
     overlap are found together against that cost, so ``host``'s own (found against a factor
     of 1, or with one tensor a probe) do not pair with them. A gRPC transfer's CPU cost
     beyond its bytes is lent alike where ``host`` predates its probe (CPU seconds: the same
-    on any budget of one host)."""
+    on any budget of one host), and so is gRPC's CPU per byte on the fabric."""
     lent = {}
     if host.cpu_s_per_message is None and measured.cpu_s_per_message is not None:
         lent["cpu_s_per_message"] = measured.cpu_s_per_message
+    if not host.fabric_cpu_s_per_byte and measured.fabric_cpu_s_per_byte:
+        lent["fabric_cpu_s_per_byte"] = measured.fabric_cpu_s_per_byte
     for ring, (factor, *overlaps) in RING_FIELDS.items():
         if getattr(measured, factor) is not None and getattr(host, factor) is None:
             cost = RING_COSTS[ring]

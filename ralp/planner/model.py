@@ -173,28 +173,47 @@ def _on_device(host: Host, cpu_s: float) -> float:
     return cpu_s / host.device_cpus if host.device_cpus else 0.0
 
 
-def _grpc_end_s(host: Host, nbytes: float, transfers: float = 0.0) -> float:
-    """One end's share of gRPC's CPU for ``nbytes`` in ``transfers`` transfers
-    (``cpu_s_per_byte`` and ``cpu_s_per_message`` count both ends), on its device."""
+def _grpc_end_s(host: Host, nbytes: float, transfers: float, bandwidth: float) -> float:
+    """One end's share of gRPC's CPU for ``nbytes`` in ``transfers`` transfers over links of
+    ``bandwidth`` bytes/s (:meth:`Host.grpc_cost` and ``cpu_s_per_message`` count both
+    ends), on its device."""
     per_transfer = host.cpu_s_per_message or 0.0
-    return _on_device(host, (host.cpu_s_per_byte * nbytes + per_transfer * transfers) / 2)
+    return _on_device(host, (host.grpc_cost(8 * bandwidth) * nbytes + per_transfer * transfers) / 2)
+
+
+# The share of a worker's compute that is the backward pass (and update): a backward pass
+# takes about twice its forward's FLOPs. Its gradients are pushed as they are made, so the
+# pushes cross the wire while the rest of the backward runs.
+BACKWARD_SHARE = 2 / 3
 
 
 def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
-                        ps_work_s: float = 0.0) -> list[Station]:
+                        bandwidth: float, ps_work_s: float = 0.0) -> list[Station]:
     """A cluster of devices' CPU stations of a PS mode, per worker batch: each worker's
     device (a delay: ``work_s`` and its end of every transfer) and the busiest PS task's (a
     queue: ``ps_work_s``, such as RALP's tail in the critical section, and its end of every
     transfer: on a budgeted device its gRPC work and its compute take turns on one budget).
     The variables lie round-robin over the PS tasks, so each takes an equal share of a
-    batch's transfers (``links.messages``); RALP's one PS takes them all."""
+    batch's transfers (``links.messages``); RALP's one PS takes them all.
+
+    A worker's batch alone would take the sum of every station's demand; two overlaps shorten
+    it, taken off the worker's delay (the queues keep their whole demand, so a busy PS or
+    link still bounds the step):
+
+    - its pushes cross the busiest PS link while the rest of its backward pass runs
+      (:data:`BACKWARD_SHARE` of ``work_s``): gradients are sent as they are made;
+    - the PS's end of the transfers streams with its link: the bytes are serialised and
+      read as they cross, not before or after.
+    """
     ps_bytes = max((tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)), default=0)
-    worker = Station("worker device",
-                     work_s + _grpc_end_s(host, links.total / workers, links.messages), False)
     ps_transfers = links.messages / max(1, len(links.ps_tx))
-    ps = Station("busiest PS device",
-                 ps_work_s + _grpc_end_s(host, ps_bytes / workers, ps_transfers), True)
-    return [worker, ps]
+    ps_grpc = _grpc_end_s(host, ps_bytes / workers, ps_transfers, bandwidth)
+    push_s = max(links.ps_rx) / workers / bandwidth
+    wire_s = push_s + max(links.ps_tx) / workers / bandwidth
+    hidden = min(BACKWARD_SHARE * work_s, push_s) + min(ps_grpc, wire_s)
+    worker_s = work_s + _grpc_end_s(host, links.total / workers, links.messages, bandwidth)
+    return [Station("worker device", max(0.0, worker_s - hidden), False),
+            Station("busiest PS device", ps_work_s + ps_grpc, True)]
 
 
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
@@ -208,7 +227,7 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     if host.shared:
         cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
-        cpu = _ps_device_stations(links, workers, host, compute.full_s)
+        cpu = _ps_device_stations(links, workers, host, compute.full_s, bandwidth)
     stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
@@ -226,7 +245,8 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
     else:  # the PS's device runs every tail (its critical section) and its end of the bytes
-        stations += _ps_device_stations(links, workers, host, compute.head_s, compute.tail_s)
+        stations += _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
+                                        compute.tail_s)
     return mva_cycle_time(stations, workers)
 
 

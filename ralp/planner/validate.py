@@ -109,6 +109,13 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibratio
     return rows
 
 
+def lent_for(record: dict, lent: Sequence[Host]) -> Host | None:
+    """Of the calibrations ``--overlap-from`` lends, the one measured on ``record``'s budget
+    (its own calibration's device CPUs), else the first; None where none is lent."""
+    own = (record.get("calibration") or {}).get("host", {}).get("device_cpus")
+    return next((host for host in lent if host.device_cpus == own), lent[0] if lent else None)
+
+
 def predict_record(record: dict, calibration: Calibration | None,
                    workload_for: WorkloadFor, overlaps: Host | None = None) -> float:
     """A record's predicted images/s: from the calibration it carries, else ``calibration``

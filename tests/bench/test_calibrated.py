@@ -20,10 +20,18 @@ def test_the_command_takes_an_earlier_calibration_s_overlaps_when_given():
     assert "--shared-host" in shared and "--device-cpus" not in shared
 
 
+def test_budgeted_devices_on_the_fabric_measure_grpc_at_its_rate():
+    budgeted = calibration_command(_run("lenet"), "out.json", transfer_rate="500mbit")
+    assert budgeted[budgeted.index("--transfer-rates") + 1] == "500mbit"
+    shared = calibration_command(_run("lenet", cpus="shared"), "out.json", transfer_rate="1gbit")
+    assert "--transfer-rates" not in shared
+    assert "--transfer-rates" not in calibration_command(_run("lenet"), "out.json")
+
+
 def test_a_budget_s_first_calibration_lends_its_overlaps_to_the_later_workloads(monkeypatch):
     asked = []
 
-    def calibrate_workload(run, overlaps=None):
+    def calibrate_workload(run, overlaps=None, transfer_rate=None):
         asked.append((run.model, run.devices, run.device_cpus, overlaps and overlaps["id"]))
         host = {} if run.device_cpus == "shared" else {"ring_overlap": 0.5}
         return {"id": f"{run.model}/{run.devices}/{run.device_cpus}", "host": host}
@@ -46,7 +54,7 @@ def test_a_budget_s_first_calibration_lends_its_overlaps_to_the_later_workloads(
 def test_a_calibration_without_overlaps_lends_none(monkeypatch):
     asked = []
 
-    def calibrate_workload(run, overlaps=None):
+    def calibrate_workload(run, overlaps=None, transfer_rate=None):
         asked.append(overlaps)
         # no Horovod, no namespaces: none measured
         return {"host": {"ring_overlap": None, "ring_overlaps": []}}

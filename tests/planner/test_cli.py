@@ -212,6 +212,18 @@ def test_overlap_ratios_need_budgeted_devices_and_positive_ratios(tmp_path, caps
     assert not out.exists()
 
 
+def test_transfer_rates_need_budgeted_devices_and_rates(tmp_path, capsys):
+    out = tmp_path / "cal.json"
+    assert run(["--calibrate", "--model", "lenet", "--transfer-rates", "1gbit", "--output",
+                str(out)]) == 2
+    assert "--device-cpus" in capsys.readouterr().err
+    assert run(["--calibrate", "--model", "lenet", "--device-cpus", "auto", "--transfer-rates",
+                "fast", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--transfer-rates" in err and "'1gbit'" in err and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_path, capsys):
     later = tmp_path / "later.json"
     Calibration(Host(False, ring_overlaps=((1.0, 0.5),)), [], "later").save(later)

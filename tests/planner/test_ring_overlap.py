@@ -350,3 +350,23 @@ def test_the_figure_is_read_at_the_ratio_nearest_one_in_log_ratio():
     assert nearest_even([(0.6, 0.1), (2.0, 0.2)]) == (0.6, 0.1)
     probes = [_probe(1.0, 0.5, 0.3, 0.1), _probe(1.0, 0.5, 0.15, 0.16)]
     assert nearest_even(probes) is probes[1]
+
+
+def test_grpc_s_cpu_on_the_fabric_is_lent_where_a_calibration_lacks_it(tmp_path):
+    curve = ((5e8, 3e-9), (1e9, 2e-9))
+    measured = Host(False, device_cpus=0.4, fabric_cpu_s_per_byte=curve)
+    assert with_overlaps(Host(False, device_cpus=0.4), measured).fabric_cpu_s_per_byte == curve
+    own = Host(False, device_cpus=0.4, fabric_cpu_s_per_byte=((1e9, 1e-9),))
+    assert with_overlaps(own, measured).fabric_cpu_s_per_byte == ((1e9, 1e-9),)
+    Calibration(measured).save(tmp_path / "c.json")  # the curve round-trips, sorted
+    assert Calibration.load(tmp_path / "c.json").host.fabric_cpu_s_per_byte == curve
+
+
+def test_each_record_takes_the_lent_calibration_of_its_own_budget():
+    from ralp.planner.validate import lent_for
+
+    n4, n8 = Host(False, device_cpus=0.425), Host(False, device_cpus=0.2125)
+    record = {"calibration": {"host": {"device_cpus": 0.2125}}}
+    assert lent_for(record, [n4, n8]) is n8
+    assert lent_for({"calibration": {"host": {"device_cpus": 0.3}}}, [n4, n8]) is n4
+    assert lent_for(record, []) is None
