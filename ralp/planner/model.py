@@ -181,12 +181,6 @@ def _grpc_end_s(host: Host, nbytes: float, transfers: float, bandwidth: float) -
     return _on_device(host, (host.grpc_cost(8 * bandwidth) * nbytes + per_transfer * transfers) / 2)
 
 
-# The share of a worker's compute that is the backward pass (and update): a backward pass
-# takes about twice its forward's FLOPs. Its gradients are pushed as they are made, so the
-# pushes cross the wire while the rest of the backward runs.
-BACKWARD_SHARE = 2 / 3
-
-
 def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
                         bandwidth: float, ps_work_s: float = 0.0) -> list[Station]:
     """A cluster of devices' CPU stations of a PS mode, per worker batch: each worker's
@@ -194,26 +188,16 @@ def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
     queue: ``ps_work_s``, such as RALP's tail in the critical section, and its end of every
     transfer: on a budgeted device its gRPC work and its compute take turns on one budget).
     The variables lie round-robin over the PS tasks, so each takes an equal share of a
-    batch's transfers (``links.messages``); RALP's one PS takes them all.
-
-    A worker's batch alone would take the sum of every station's demand; two overlaps shorten
-    it, taken off the worker's delay (the queues keep their whole demand, so a busy PS or
-    link still bounds the step):
-
-    - its pushes cross the busiest PS link while the rest of its backward pass runs
-      (:data:`BACKWARD_SHARE` of ``work_s``): gradients are sent as they are made;
-    - the PS's end of the transfers streams with its link: the bytes are serialised and
-      read as they cross, not before or after.
+    batch's transfers (``links.messages``); RALP's one PS takes them all. gRPC's CPU per byte
+    is the fabric's at the links' rate where measured (:meth:`Host.grpc_cost`).
     """
     ps_bytes = max((tx + rx for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)), default=0)
     ps_transfers = links.messages / max(1, len(links.ps_tx))
-    ps_grpc = _grpc_end_s(host, ps_bytes / workers, ps_transfers, bandwidth)
-    push_s = max(links.ps_rx) / workers / bandwidth
-    wire_s = push_s + max(links.ps_tx) / workers / bandwidth
-    hidden = min(BACKWARD_SHARE * work_s, push_s) + min(ps_grpc, wire_s)
-    worker_s = work_s + _grpc_end_s(host, links.total / workers, links.messages, bandwidth)
-    return [Station("worker device", max(0.0, worker_s - hidden), False),
-            Station("busiest PS device", ps_work_s + ps_grpc, True)]
+    worker = Station("worker device", work_s + _grpc_end_s(host, links.total / workers,
+                                                           links.messages, bandwidth), False)
+    ps = Station("busiest PS device",
+                 ps_work_s + _grpc_end_s(host, ps_bytes / workers, ps_transfers, bandwidth), True)
+    return [worker, ps]
 
 
 def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,

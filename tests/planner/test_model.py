@@ -46,26 +46,10 @@ LINKS = Links(ps_tx=(600, 400), ps_rx=(600, 400), worker_tx=500, total=2000, mes
 
 
 def test_ps_one_worker_real_cluster_is_compute_plus_the_busiest_links_two_directions():
-    # the worker talks to both PS tasks at once: ps:1's 200 + 200 bytes hide behind ps:0's;
-    # the pushes (3 s) cross while the backward runs (2/3 of the 1 s compute)
+    # the worker talks to both PS tasks at once: ps:1's 200 + 200 bytes hide behind ps:0's
     one = Links((300, 200), (300, 200), 500, 1000, 10)
     t = ps_step_time(Compute(1.0, 0.2), one, 1, 100.0, Host(shared=False))
-    assert t == pytest.approx(1.0 + (300 + 300) / 100.0 - 2 / 3)
-
-
-def test_one_worker_on_devices_hides_its_pushes_and_the_ps_end_behind_the_wire():
-    # One worker, one PS, 1 byte/s links, 0.3 bytes each way (0.3 s per direction). gRPC costs
-    # 1e-9 CPU s per byte at both ends, on devices of 1e-9 CPU: each end's half for the 0.6
-    # bytes through it takes 0.6 x 0.5 = 0.3 s of its device.
-    links = Links(ps_tx=(0.3,), ps_rx=(0.3,), worker_tx=0.3, total=0.6, messages=0)
-    host = Host(False, cpu_s_per_byte=1e-9, device_cpus=1e-9)
-    compute = Compute(1.2, 0.0)
-    alone = 1.2 + 0.3 + 0.3 + 0.3 + 0.3  # compute, worker end, PS end, wire in, wire out
-    hidden = min(2 / 3 * 1.2, 0.3) + min(0.3, 0.6)  # the pushes; the PS end beside the wire
-    assert ps_step_time(compute, links, 1, 1.0, host) == pytest.approx(alone - hidden)
-    # RALP: the head's backward hides the pushes; the tail adds to the PS's end
-    ralp = ralp_step_time(Compute(1.2, 0.2), links, 1, 1.0, host)
-    assert ralp == pytest.approx(1.0 + 0.2 + 0.3 + 0.3 + 0.6 - (0.3 + 0.3))
+    assert t == pytest.approx(1.0 + (300 + 300) / 100.0)
 
 
 def test_grpc_cost_on_the_fabric_is_read_at_the_links_rate():
@@ -76,11 +60,15 @@ def test_grpc_cost_on_the_fabric_is_read_at_the_links_rate():
     assert fabric.grpc_cost(5e8) == pytest.approx(4e-9)
     assert fabric.grpc_cost(1e10) == pytest.approx(2e-9)  # the nearest measured beyond
     assert 2e-9 < fabric.grpc_cost(7e8) < 4e-9
-    # the model pays it: one worker, no compute, 1000 bytes through each end at 1e6 bytes/s
+    # the model pays it at the links' rate: one worker and one PS, no compute, 1000 bytes
+    # through each end; each end's half of 4 ns per byte on its 1-CPU device is 2 us per byte
     links = Links(ps_tx=(500,), ps_rx=(500,), worker_tx=500, total=1000, messages=0)
-    slow = ps_step_time(Compute(0.0, 0.0), links, 1, 5e8 / 8, fabric)
-    fast = ps_step_time(Compute(0.0, 0.0), links, 1, 5e8 / 8, loopback)
-    assert slow > fast
+    bandwidth = 5e8 / 8
+    wire = 2 * 500 / bandwidth  # each direction a queue, one worker: they add
+    assert ps_step_time(Compute(0.0, 0.0), links, 1, bandwidth, fabric) == pytest.approx(
+        wire + 2 * 1000 * 2e-9)
+    assert ps_step_time(Compute(0.0, 0.0), links, 1, bandwidth, loopback) == pytest.approx(
+        wire + 2 * 1000 * 0.5e-9)
 
 
 def test_link_directions_overlap_on_devices_and_take_turns_on_a_shared_host():
