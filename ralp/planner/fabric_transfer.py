@@ -97,19 +97,10 @@ def _probe(cluster: dict, size: int, steps: int, meter, read_links) -> dict:
     timed ones."""
     import tensorflow as tf
 
+    from ralp.planner.transfer import pull_and_push_step
+
     tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(cluster), job_name="chief")
-    with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
-        params = [tf.Variable(tf.zeros([size // 4 // VARIABLES])) for _ in range(VARIABLES)]
-
-    @tf.function
-    def pull_and_push():
-        with tf.device("/job:worker/replica:0/task:0/device:CPU:0"):
-            updates = [0.5 * tf.identity(v) for v in params]  # each crosses once each way
-        with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
-            for v, u in zip(params, updates, strict=True):
-                v.assign_sub(u)
-        return tf.constant(0)
-
+    pull_and_push = pull_and_push_step(size, VARIABLES)
     pull_and_push().numpy()  # trace and warm up (TCP's window too)
     cpu_before, links_before = meter(), read_links()
     walls = []

@@ -83,28 +83,36 @@ def measure_transfer(sizes: tuple[int, ...] = TRANSFER_SIZES,
     return max(0.0, float(wall[smallest] - wall_slope * x[smallest])), cpu_slope, points
 
 
+def pull_and_push_step(total_bytes: int, count: int):
+    """A traced step on a connected cluster: ``total_bytes`` in ``count`` variables on ps:0,
+    each pulled to worker:0 and an update of it pushed back (an ``assign_sub`` on the PS), as
+    a PS step reads and writes its variables; one transfer each way per variable."""
+    import tensorflow as tf
+
+    with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
+        params = [tf.Variable(tf.zeros([total_bytes // 4 // count])) for _ in range(count)]
+
+    @tf.function
+    def pull_and_push():
+        with tf.device("/job:worker/replica:0/task:0/device:CPU:0"):
+            updates = [0.5 * tf.identity(v) for v in params]
+        with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
+            for v, u in zip(params, updates, strict=True):
+                v.assign_sub(u)
+        return tf.constant(0)
+
+    return pull_and_push
+
+
 def _message_points(counts: tuple[int, ...], total_bytes: int,
                     repeats: int) -> list[tuple[int, float]]:
     """In a fresh process: (variables, CPU seconds) of a traced step that pulls ``total_bytes``
     split over that many PS variables to the worker and pushes an update of each back (an
     ``assign_sub`` on the PS), as a PS step reads and writes its variables."""
-    import tensorflow as tf
-
     _connect_to_loopback_servers()
     out = []
     for count in counts:
-        with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
-            params = [tf.Variable(tf.zeros([total_bytes // 4 // count])) for _ in range(count)]
-
-        @tf.function
-        def pull_and_push(params=params):
-            with tf.device("/job:worker/replica:0/task:0/device:CPU:0"):
-                updates = [0.5 * tf.identity(v) for v in params]  # one transfer each way
-            with tf.device("/job:ps/replica:0/task:0/device:CPU:0"):
-                for v, u in zip(params, updates, strict=True):
-                    v.assign_sub(u)
-            return tf.constant(0)
-
+        pull_and_push = pull_and_push_step(total_bytes, count)
         pull_and_push()  # trace and warm up
         cpu = []
         for _ in range(repeats):
