@@ -20,7 +20,7 @@
 #                                          devices-zoo-n8-1gbit|
 #                                          devices-zoo-n8-1gbit-shared|
 #                                          devices-zoo-500mbit|devices-zoo-n8-500mbit|
-#                                          devices-zoo-500mbit-shared|
+#                                          devices-zoo-500mbit-shared|devices-zoo-n8-500mbit-shared|
 #                                          heldout-n6|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
@@ -55,10 +55,11 @@ budgeted_validations() {
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
   $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
     > $R/devices_zoo_n8_1gbit_validation.txt
-  # issue 25 (b)'s sweep as far as it is recorded (N = 4 and 8 at 1 Gbit/s, N = 4 at
-  # 500 Mbit/s), own calibrations; and with gRPC's CPU on the fabric lent (fabric-transfer),
-  # which those calibrations predate
-  sweep=($R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json $R/devices_zoo_500mbit.json)
+  # issue 25 (b)'s sweep (N = 4 and 8 at 1 Gbit/s and 500 Mbit/s), own calibrations; and
+  # with gRPC's CPU on the fabric lent (fabric-transfer), which the first three's
+  # calibrations predate
+  sweep=($R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json $R/devices_zoo_500mbit.json
+         $R/devices_zoo_n8_500mbit.json)
   fabric=($R/fabric_transfer_n4_calibration.json $R/fabric_transfer_n8_calibration.json)
   $PY -m ralp.planner --validate "${sweep[@]}" > $R/devices_sweep_validation.txt
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
@@ -249,6 +250,8 @@ for part in "${parts[@]}"; do
     budgeted_validations ;;
   devices-zoo-500mbit-shared)  # issue 25 (b): the second link rate on shared CPUs, N = 4
     shared_zoo 4 500mbit devices_zoo_500mbit_shared ;;
+  devices-zoo-n8-500mbit-shared)  # issue 25 (b): the second link rate on shared CPUs, N = 8
+    shared_zoo 8 500mbit devices_zoo_n8_500mbit_shared ;;
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 4 \
       --modes ps ralp-h ralp-n --devices 4 --steps 3 --warmup 1 --compute-reference --quiet \
