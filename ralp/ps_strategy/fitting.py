@@ -262,8 +262,9 @@ class FitLoop:
                     return
                 if attempt + 1 == SAVE_ATTEMPTS:
                     raise
-                # A save racing a worker's death can fail once (seen: the PS answering
-                # "Unable to parse request" to the chief's read); a save is idempotent.
+                # A save racing a worker's death can fail once; a save is idempotent. (The
+                # PS answering "Unable to parse request" to the chief's read, seen so, now
+                # reads as a PS failure: the save is skipped and the next interval saves.)
                 time.sleep(1.0)
 
     def _resume_or_begin(self) -> None:

@@ -15,13 +15,20 @@ RESTARTED_PS = (
 LOST_PS = ("failed to connect to all addresses; Additional GRPC error information from remote "
            "target /job:ps/replica:0/task:0/device:CPU:0 while calling "
            "/tensorflow.eager.EagerService/RunComponentFunction: {grpc_status:14}")
+UNPARSED_AT_RESTARTED_PS = (
+    "{{function_node __wrapped__Identity_device_/job:chief/replica:0/task:0/device:CPU:0}} "
+    "Unable to parse request Additional GRPC error information from remote target "
+    "/job:ps/replica:0/task:0/device:CPU:0 while calling "
+    "/tensorflow.eager.EagerService/RunComponentFunction: :UNKNOWN:Error received from peer  "
+    '{grpc_status:13, grpc_message:"Unable to parse request"}'
+)
 LOST_WORKER = ("Socket closed Additional GRPC error information from remote target "
                "/job:worker/replica:0/task:2 while calling /tensorflow.eager.EagerService/Enqueue: "
                "{grpc_status:14}")
 
 
 @pytest.mark.parametrize("text, expected", [
-    (RESTARTED_PS, True), (LOST_PS, True), (LOST_WORKER, False),
+    (RESTARTED_PS, True), (LOST_PS, True), (UNPARSED_AT_RESTARTED_PS, True), (LOST_WORKER, False),
     ("Incompatible shapes: [32,10] vs. [32] on /job:ps/replica:0/task:0", False),
 ])
 def test_a_ps_failure_is_told_by_the_task_and_the_kind_of_error(text, expected):
