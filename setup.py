@@ -23,6 +23,6 @@ setup(
     extras_require={
         "cpu": ["tensorflow-cpu==2.21.0"],
         "gpu": ["tensorflow[and-cuda]==2.21.0"],
-        "test": ["pytest==9.2.0", "scikit-learn==1.9.1", "ruff==0.17.5"],
+        "test": ["pytest==9.2.0", "pytest-rerunfailures==16.7", "scikit-learn==1.9.1", "ruff==0.17.5"],
     },
 )

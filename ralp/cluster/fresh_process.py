@@ -10,6 +10,7 @@ stopped by its process id.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import time
@@ -43,6 +44,7 @@ class ChildError(RalpError, RuntimeError):
 def _child(conn, call: bytes, env: dict[str, str], netns: str | None, group) -> None:
     global _progress_conn
     _progress_conn = conn
+    faulthandler.enable()  # a crash in TensorFlow's C++ leaves the Python stack on stderr
     if group is not None:  # first: everything the child does is counted in its group
         group.join()
     os.environ.update(env)

@@ -2,9 +2,10 @@
 
 ``LocalCluster`` starts every PS and worker task as its own server process (the code of
 ``python -m ralp.server``, forked from the zygote of :mod:`ralp.cluster.zygote`, so that
-starting one does not import TensorFlow again) on loopback ports that are free, waits until
-each serves, and stops them (by process id, never by name) when the ``with`` block ends, also
-on exceptions and Ctrl-C. Each task also watches the launching process and exits if it
+starting one does not import TensorFlow again) on loopback ports that are free (chosen
+again if another program takes one before its task binds it), waits until each serves, and
+stops them (by process id, never by name) when the ``with`` block ends, also on exceptions
+and Ctrl-C. Each task also watches the launching process and exits if it
 disappears, so a killed run leaves nothing behind. A task may run inside a network namespace
 (``task_netns``) and in a device's control group (``task_groups``, its CPU budget): the
 simulated cluster's tasks do.
@@ -30,9 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralp.cluster.server import serve_task
+from ralp.cluster.server import EXIT_PORT_BUSY, serve_task
 from ralp.cluster.spec import ClusterError, ClusterSpec, local_spec
 from ralp.cluster.zygote import context
+
+PORT_ATTEMPTS = 3  # starts of a cluster on loopback ports of its own choosing
 
 
 @dataclass
@@ -71,6 +74,7 @@ class LocalCluster:
     ):
         if device_type not in ("cpu", "gpu"):
             raise ClusterError(f"device_type must be 'cpu' or 'gpu', got {device_type!r}")
+        self._own_spec = spec is None  # ports of its own choosing: it may choose again
         if spec is None:
             if workers < 1 or ps < 1:
                 raise ClusterError(
@@ -102,9 +106,16 @@ class LocalCluster:
     def start(self) -> ClusterSpec:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
-            for job, index, _ in self.spec.tasks():
-                self._tasks.append(self._launch(job, index))
-            self._wait_ready(self._tasks)
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                for job, index, _ in self.spec.tasks():
+                    self._tasks.append(self._launch(job, index))
+                try:
+                    self._wait_ready(self._tasks)
+                    break
+                except ClusterError:
+                    if not (self._own_spec and attempt < PORT_ATTEMPTS and self._port_taken()):
+                        raise
+                    self._start_over_on_new_ports()
         except BaseException:
             self._own_log_dir = False  # the error may point at the tasks' logs: kept
             self.stop()
@@ -130,6 +141,17 @@ class LocalCluster:
                         self.restart_task(job, index)
                     except ClusterError as e:  # it failed to start: try again next round
                         print(f"ralp: could not restart {job}:{index}: {e}", file=sys.stderr)
+
+    def _port_taken(self) -> bool:
+        return any(t.process.exitcode == EXIT_PORT_BUSY for t in self._tasks)
+
+    def _start_over_on_new_ports(self) -> None:
+        """A loopback port picked as free was taken before its task bound it (by another
+        program, or as the local end of an outgoing connection): pick new ports, start again."""
+        self._stop_tasks(timeout=10.0)
+        for log in self.log_dir.glob("*.log"):
+            log.unlink()
+        self.spec = local_spec(len(self.spec.workers), len(self.spec.ps))
 
     def _launch(self, job: str, index: int) -> _Task:
         task = f"{job}:{index}"

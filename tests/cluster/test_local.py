@@ -69,6 +69,19 @@ def test_busy_port_is_a_clear_error():
             LocalCluster(spec=spec).start()
 
 
+def test_a_port_of_its_own_choosing_taken_meanwhile_is_chosen_again():
+    cluster = LocalCluster(workers=1, ps=1)
+    taken = cluster.spec.ps[0]
+    host, port = taken.rsplit(":", 1)
+    with socket.socket() as holder:  # as another program would, between choosing and binding
+        holder.bind(("0.0.0.0", int(port)))
+        holder.listen()
+        with cluster:
+            assert cluster.spec.ps[0] != taken
+            assert all(serving(a) for _, _, a in cluster.spec.tasks())
+            assert "RALP_SERVER_READY" in cluster.log_text("ps", 0)
+
+
 LAUNCHER = """
 import json, sys, time
 from ralp.cluster.local import LocalCluster
