@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation.devices import (
+    PACE_TASK,
     PERIOD_US,
     CpuSnapshot,
     DeviceGroups,
@@ -107,8 +108,8 @@ class Budget:
         """A context giving the run's :class:`DeviceGroups` (None without a hierarchy)."""
         if self.hierarchy is None:
             return contextlib.nullcontext(None)
-        return DeviceGroups(self.hierarchy, new_prefix(), devices,
-                            self.cpus, unlimited=unlimited, period_us=self.period_us)
+        return DeviceGroups(self.hierarchy, new_prefix(), devices, self.cpus,
+                            unlimited=unlimited, period_us=self.period_us, pace=True)
 
     def task_env(self) -> dict[str, str]:
         """What a budgeted task's environment adds (its thread pools' sizes)."""
@@ -127,7 +128,10 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     """The ``cpu`` field of a record: each task's CPU use against its budget and the share of
     CFS periods it was throttled; the host's CPU outside the budgets (``unbudgeted`` tasks,
     such as the coordinator, counted there and shown apart) and stolen; and ``kept_up``:
-    False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs."""
+    False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs; and
+    ``host_pace``: the work one CPU-second bought in the window, per kind of work, as the pace
+    probes measured it (:mod:`ralp.emulation.pace`; absent without probes), whose own CPU
+    (``pace_probe_cpus``) counts as unbudgeted."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
                  "host_cpus": budget.host_cpus, "threads": _listed(thread_counts(budget.cpus)),
                  "fallback": budget.fallback}
@@ -136,6 +140,9 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     wall = max(after.time - before.time, 1e-9)
     tasks, budgeted_used, budgeted = {}, 0.0, 0
     for task, end in after.tasks.items():
+        if task == PACE_TASK:  # the probes: part of the CPU outside the budgets, shown apart
+            out["pace_probe_cpus"] = round((end.used_s - before.tasks[task].used_s) / wall, 4)
+            continue
         start = before.tasks[task]
         used = (end.used_s - start.used_s) / wall
         periods = end.periods - start.periods
@@ -152,6 +159,9 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     outside = max(0.0, host - budgeted_used)
     out.update(wall_s=round(wall, 3), tasks=tasks, host_used_cpus=round(host, 4),
                unbudgeted_cpus=round(outside, 4), steal_cpus=round(steal, 4))
+    if before.pace is not None and after.pace is not None:
+        out["host_pace"] = {kind: None if v is None else round(v, 1)
+                            for kind, v in after.pace.since(before.pace).items()}
     if budget.cpus is None:
         return {**out, "kept_up": None}
     demand = budget.cpus * budgeted + outside + steal

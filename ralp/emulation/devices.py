@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ralp.emulation.pace import PaceProbes, PaceReading, read_pace
 from ralp.errors import ClusterError
 
 CGROUP_ROOT_ENV = "RALP_CGROUP_ROOT"  # where the cgroup file systems are mounted
@@ -37,6 +38,7 @@ DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
 PERIOD_US = 10_000  # CFS period: short, so a throttled task waits at most a few ms
 MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
 RANK_GROUPS_ENV = "RALP_RANK_GROUPS"  # Horovod ranks: JSON list, rank -> its group's dirs
+PACE_TASK = "pace"  # the pace probes' group and task name: counted, outside the budgets
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _STALE = re.compile(r"^rlp(\d+)")  # groups this project creates: rlp<launcher pid>...
 _runs = itertools.count()
@@ -176,51 +178,61 @@ class CpuReading:
 
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """Every group's counters and the host's busy and stolen CPU seconds, at one moment."""
+    """Every group's counters, the host's busy and stolen CPU seconds and the pace probes'
+    counters (:mod:`ralp.emulation.pace`; None without probes), at one moment."""
 
     time: float  # time.monotonic()
     host_busy_s: float
     host_steal_s: float
     tasks: Mapping[str, CpuReading]
+    pace: PaceReading | None = None
 
     def to_dict(self) -> dict:
         """Plain JSON (a Horovod rank sends its snapshots as a message)."""
         tasks = {task: [r.used_s, r.periods, r.throttled] for task, r in self.tasks.items()}
         return {"time": self.time, "host_busy_s": self.host_busy_s,
-                "host_steal_s": self.host_steal_s, "tasks": tasks}
+                "host_steal_s": self.host_steal_s, "tasks": tasks,
+                "pace": None if self.pace is None else self.pace.to_list()}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> CpuSnapshot:
         tasks = {task: CpuReading(*values) for task, values in d["tasks"].items()}
-        return cls(d["time"], d["host_busy_s"], d["host_steal_s"], tasks)
+        pace = d.get("pace")
+        return cls(d["time"], d["host_busy_s"], d["host_steal_s"], tasks,
+                   None if pace is None else PaceReading.from_list(pace))
 
 
 @dataclass(frozen=True)
 class DeviceMeter:
-    """Reads the CPU counters of a run's groups, keyed by task (picklable: the job that knows
-    its measured window reads them itself, as it reads the link counters)."""
+    """Reads the CPU counters of a run's groups, keyed by task, and its pace probes' files
+    (picklable: the job that knows its measured window reads them itself, as it reads the
+    link counters)."""
 
     hierarchy: Hierarchy
     groups: tuple[tuple[str, str], ...]  # (task, group directory name under the hierarchy)
+    pace_files: tuple[str, ...] = ()
 
     def __call__(self) -> CpuSnapshot:
         tasks = {task: read_group(self.hierarchy, name) for task, name in self.groups}
         busy, steal = host_cpu_seconds()
-        return CpuSnapshot(time.monotonic(), busy, steal, tasks)
+        pace = read_pace(self.pace_files) if self.pace_files else None
+        return CpuSnapshot(time.monotonic(), busy, steal, tasks, pace)
 
     def to_json(self) -> str:
         import json
 
         h = self.hierarchy
         return json.dumps({"hierarchy": [h.version, h.limit, h.usage],
-                           "groups": [list(g) for g in self.groups]})
+                           "groups": [list(g) for g in self.groups],
+                           "pace_files": list(self.pace_files)})
 
     @classmethod
     def from_json(cls, text: str) -> DeviceMeter:
         import json
 
         d = json.loads(text)
-        return cls(Hierarchy(*d["hierarchy"]), tuple(tuple(g) for g in d["groups"]))
+        return cls(Hierarchy(*d["hierarchy"]), tuple(tuple(g) for g in d["groups"]),
+                   tuple(d.get("pace_files", ())))
 
 
 def read_group(hierarchy: Hierarchy, name: str) -> CpuReading:
@@ -257,17 +269,22 @@ class DeviceGroups:
     device, each limited to ``cpus`` CPUs (None: no limit, the CPU is only counted), plus
     ``unlimited`` children that only count (the coordinator, a launcher).
 
+    With ``pace``, the host's pace probes (:mod:`ralp.emulation.pace`) run while the groups
+    exist, in an unlimited group of their own (:data:`PACE_TASK`), and every meter reads them.
+
     Use it as a context manager: the groups exist inside the ``with`` block. Stop every
     process in them first; :meth:`close` waits a moment for the kernel to let them go.
     """
 
     def __init__(self, hierarchy: Hierarchy, prefix: str, devices: Iterable[str],
                  cpus: float | None, *, unlimited: Iterable[str] = (),
-                 period_us: int = PERIOD_US):
+                 period_us: int = PERIOD_US, pace: bool = False):
         if not _NAME.match(prefix):
             raise ClusterError(f"control group prefix {prefix!r}: use letters, digits, '_.-'")
         self.hierarchy, self.prefix, self.period_us = hierarchy, prefix, period_us
-        self.devices, self.unlimited = tuple(devices), tuple(unlimited)
+        self.devices = tuple(devices)
+        self.unlimited = tuple(unlimited) + ((PACE_TASK,) if pace else ())
+        self._probes: PaceProbes | None = None
         bad = [n for n in (*self.devices, *self.unlimited) if not _NAME.match(n)]
         if bad or len(set(self.devices + self.unlimited)) != len(self.devices + self.unlimited):
             raise ClusterError(f"device names {bad or 'repeated'}: give each a name of letters, digits, '_.-'")
@@ -288,6 +305,8 @@ class DeviceGroups:
                 for root in self.hierarchy.roots:
                     self._mkdir(os.path.join(root, self.prefix, name))
                 self._limit(name, self.cpus if name in self.devices else None)
+            if PACE_TASK in self.unlimited:
+                self._probes = PaceProbes(self.group(PACE_TASK)).start()
         except BaseException:
             self.close()
             raise
@@ -321,12 +340,18 @@ class DeviceGroups:
 
     def meter(self, tasks: Mapping[str, str]) -> DeviceMeter:
         """A reader of the groups' counters keyed by task (``{"worker:0": "w0", ...}``)."""
+        if self._probes is not None:
+            tasks = {**tasks, PACE_TASK: PACE_TASK}
         return DeviceMeter(self.hierarchy,
-                           tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()))
+                           tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()),
+                           self._probes.paths if self._probes is not None else ())
 
     def close(self, wait_s: float = 5.0) -> list[str]:
-        """Remove the groups, children first; returns those that could not be removed (a
-        process still inside). Never raises: cleanup must finish."""
+        """Stop the pace probes, remove the groups, children first; returns those that could
+        not be removed (a process still inside). Never raises: cleanup must finish."""
+        probes, self._probes = self._probes, None
+        if probes is not None:
+            probes.stop()
         made, self._made = self._made, []
         return remove_groups(sorted(made, key=len, reverse=True), wait_s)
 
