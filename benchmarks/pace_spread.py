@@ -9,8 +9,8 @@ prints, per setting (model, mode, device budget, link):
 - over every budgeted setting with at least 3 rounds, the correlation (Pearson) between a
   round's images/s deviation and each kind's pace deviation, per mode;
 - the largest per-round deviation before and after dividing each round's images/s by its
-  pace relative to the setting's median (for the kind that correlates best): how much of the
-  spread the host's pace accounts for.
+  pace relative to the setting's median, for each kind: how much of the spread the host's
+  pace accounts for.
 
     .venv/bin/python benchmarks/pace_spread.py benchmarks/results/devices_repeat_10gbit.json
 """
@@ -67,21 +67,20 @@ def main() -> int:
         cells = [" ".join(f"{d:+.2f}" for d in paces[k]) for k in KINDS]
         print(f"{' '.join(key)} | {' '.join(f'{d:+.2f}' for d in ips)} | " + " | ".join(cells))
     print("\ncorrelation of a round's images/s deviation with its pace deviation")
-    best: dict[str, tuple[str, float]] = {}
     for (mode, kind), xy in sorted(pairs.items()):
         r = statistics.correlation(*zip(*xy, strict=True)) if len(xy) > 2 else float("nan")
         print(f"  {mode:8s} {kind:12s} r = {r:+.2f} over {len(xy)} rounds")
-        if mode == "all" and (mode not in best or r > best[mode][1]):
-            best[mode] = (kind, r)
-    kind = best["all"][0]
-    print(f"\nlargest per-round deviation, as measured and divided by the {kind} pace")
+    print("\nlargest per-round deviation of images/s: as measured, then divided by each "
+          "round's pace (as a share of the setting's median pace)")
+    print(f"  {'setting':40s} {'measured':>8s} " + " ".join(f"{k:>11s}" for k in KINDS))
     for key, rows in groups.items():
         ips = [r["images_per_sec"] for r in rows]
-        pace = [r["cpu"]["host_pace"][kind] for r in rows]
-        mid = statistics.median(pace)
-        adjusted = [v / (q / mid) for v, q in zip(ips, pace, strict=True)]
-        print(f"  {' '.join(key):40s} {worst(ips):6.1%} -> {worst(adjusted):6.1%}   "
-              f"pace spread {worst(pace):5.1%}")
+        cells = []
+        for kind in KINDS:
+            pace = [r["cpu"]["host_pace"][kind] for r in rows]
+            mid = statistics.median(pace)
+            cells.append(worst([v / (q / mid) for v, q in zip(ips, pace, strict=True)]))
+        print(f"  {' '.join(key):40s} {worst(ips):8.1%} " + " ".join(f"{c:11.1%}" for c in cells))
     return 0
 
 

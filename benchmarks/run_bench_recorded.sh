@@ -21,7 +21,7 @@
 #                                          devices-zoo-n8-1gbit-shared|
 #                                          devices-zoo-500mbit|devices-zoo-n8-500mbit|
 #                                          devices-zoo-500mbit-shared|devices-zoo-n8-500mbit-shared|
-#                                          heldout-n6|cfs-period|collective-1gbit|
+#                                          heldout-n6|host-pace|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
 #                                          ring-overlap-curve|link-duplex|
@@ -181,6 +181,13 @@ for part in "${parts[@]}"; do
     # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs
     $PY -m ralp.experiments.chaos --modes ralp ps horovod stanza collective --steps 300 \
       --checkpoint-every 50 --repeats 3 --out $R/chaos_all.json || true ;;
+  host-pace)  # issue 25 (a): the idle host's pace second by second (two minutes), and whether
+    # other devices' network work is charged to a budgeted device (this kernel has no IRQ time
+    # accounting); benchmarks/pace_spread.py then reads the pace in devices-repeat-10gbit
+    $PY -m ralp.emulation.pace --seconds 120 --out $R/host_pace_idle.json
+    $PY benchmarks/softirq_charge.py --rates 1gbit 10gbit --cpus 0.425 --seconds 8 --rounds 3 \
+      --out $R/softirq_charge.json
+    $PY benchmarks/pace_spread.py $R/devices_repeat_10gbit.json > $R/devices_repeat_10gbit_pace.txt ;;
   cfs-period)  # issue 25: does a shorter CFS period make 10 Gbit/s budgeted runs repeat
     # better? 5 rounds, 10 ms and 2.5 ms interleaved (the order swapped every other round)
     rm -f $R/cfs_period_round*.json

@@ -2,9 +2,11 @@
 
 A device's budget is CPU time, but a CPU-second of a virtual machine does not buy the same
 work from one minute to the next: other guests share the physical cores, their caches and
-their memory. Measured here with no other load on the guest, one CPU-second bought from 60% to
-115% of its median work in a Python loop, in 1 s windows (``benchmarks/host_pace.py``). No
-budget can hold a device's speed against that, so a run measures it: one probe process per
+their memory. Measured here on an idle guest over two minutes
+(``benchmarks/results/host_pace_idle.json``), one CPU-second bought 0.55-1.05 of its median
+second's work in a matrix product and 0.66-1.29 in a Python loop; over 10 s windows
+0.85-1.01 and 0.91-1.14. No budget can hold a device's speed against that, so a run
+measures it: one probe process per
 CPU, pinned to it, does a fixed burst of work of each kind every ``interval_s`` and counts the
 thread CPU time the burst took. Its cumulative counters sit in a small file per CPU, read with
 the devices' CPU counters (:class:`~ralp.emulation.devices.DeviceMeter`), so a record's window
@@ -289,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{k} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in spread.items()))
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "interval_s": args.interval,
+            command = " ".join(["python -m ralp.emulation.pace", *sys.argv[1:]])
+            json.dump({"command": command, "interval_s": args.interval,
                        "series": series, "windows": windows}, f, indent=1)
     return 0
 
