@@ -19,9 +19,7 @@ from ralp.emulation.devices import (
     new_prefix,
 )
 from ralp.errors import ClusterError
-
-HIERARCHY, NO_CGROUPS = find_hierarchy()
-needs_cgroups = pytest.mark.skipif(HIERARCHY is None, reason=f"no writable cgroup: {NO_CGROUPS}")
+from tests.emulation.cgroups import HIERARCHY, needs_cgroups
 
 
 def _burn(group, seconds: float, threads: int, out) -> None:

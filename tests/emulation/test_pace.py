@@ -15,13 +15,10 @@ from ralp.emulation.devices import (
     CpuReading,
     CpuSnapshot,
     DeviceGroups,
-    find_hierarchy,
     new_prefix,
 )
 from ralp.emulation.pace import _SPIN, KINDS, PaceProbes, PaceReading, read_pace
-
-HIERARCHY, NO_CGROUPS = find_hierarchy()
-needs_cgroups = pytest.mark.skipif(HIERARCHY is None, reason=f"no writable cgroup: {NO_CGROUPS}")
+from tests.emulation.cgroups import HIERARCHY, needs_cgroups
 
 
 def _wait_for(probes: PaceProbes, bursts: int = 3, timeout: float = 20.0) -> PaceReading:
