@@ -15,7 +15,9 @@ from ralp.errors import ClusterError
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"  # where `ip netns` keeps its named namespaces
-_STALE = re.compile(r"^rlp(\d+)-")  # namespaces this project creates: rlp<launcher pid>-...
+# namespaces this project creates: rlp<launcher pid>-..., and the Horovod and collective
+# launchers' rlp<pid>h-... and rlp<pid>c-... (a SIGKILLed Horovod run left its own behind)
+_STALE = re.compile(r"^rlp(\d+)[hc]?-")
 
 
 @functools.cache

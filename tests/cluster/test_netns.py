@@ -219,13 +219,14 @@ def dead_pid():
 @needs_netns
 def test_open_sweeps_namespaces_of_dead_runs_only():
     pid = dead_pid()
-    stale = [f"rlp{pid}-w0", f"rlp{pid}-sw"]
+    stale = [f"rlp{pid}-w0", f"rlp{pid}-sw", f"rlp{pid}h-w1", f"rlp{pid}c-sw"]
     keep = f"keep-rlp{pid}-sw"  # not this project's pattern: never touched
     for name in [*stale, keep]:
         subprocess.run(["ip", "netns", "add", name], check=True)
     try:
         with NetnsFabric() as fabric:
-            names = our_namespaces("rlp" + str(pid)) + our_namespaces("keep-rlp" + str(pid))
+            out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            names = [line.split()[0] for line in out.splitlines() if f"rlp{pid}" in line]
             assert names == [keep]
             assert our_namespaces(fabric.prefix) == [fabric.switch_namespace]  # ours stay
     finally:
