@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ralp.bench.runspec import AUTO_CPUS, SHARED_CPUS, RunSpec
+from ralp.bench.runspec import AUTO_CPUS, PACED_CPUS, SHARED_CPUS, RunSpec
 from ralp.errors import RalpError
 from ralp.planner.host import OVERLAP_FIELDS
 
@@ -43,7 +43,7 @@ class CalibrationFailed(RalpError, RuntimeError):
 
 
 def workload_key(run: RunSpec) -> tuple:
-    budget = (run.device_cpus, run.devices if run.device_cpus == AUTO_CPUS else None)
+    budget = (run.device_cpus, run.devices if run.device_cpus in (AUTO_CPUS, PACED_CPUS) else None)
     return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 

@@ -22,7 +22,8 @@ DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
 DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
-AUTO_CPUS, SHARED_CPUS = "auto", "shared"  # --device-cpus: the default budget; no budget
+# --device-cpus: the default budget; the default budget held to a constant pace; no budget
+AUTO_CPUS, PACED_CPUS, SHARED_CPUS = "auto", "paced", "shared"
 
 
 class BenchError(RalpError, ValueError):
@@ -127,17 +128,17 @@ class RunSpec:
         object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
 
     def _check_device_cpus(self) -> None:
-        """One spelling: 'auto', 'shared' or a positive number of CPUs ('0.45')."""
+        """One spelling: 'auto', 'paced', 'shared' or a positive number of CPUs ('0.45')."""
         text = str(self.device_cpus).strip().lower()
-        if text not in (AUTO_CPUS, SHARED_CPUS):
+        if text not in (AUTO_CPUS, PACED_CPUS, SHARED_CPUS):
             try:
                 cpus = float(text)
             except ValueError:
                 cpus = float("nan")
             if not cpus > 0 or cpus == float("inf"):
                 raise BenchError(f"--device-cpus {self.device_cpus!r}: give CPUs per device "
-                                 f"(a positive number such as 0.45), {AUTO_CPUS!r} or "
-                                 f"{SHARED_CPUS!r}")
+                                 f"(a positive number such as 0.45), {AUTO_CPUS!r}, "
+                                 f"{PACED_CPUS!r} or {SHARED_CPUS!r}")
             text = f"{cpus:g}"
         object.__setattr__(self, "device_cpus", text)
 

@@ -6,6 +6,9 @@ kept up.
   equally among the N devices. The reserve is measured (:data:`ralp.defaults.DEVICE_RESERVE_CPUS`
   says how).
 - **By hand:** X CPUs per device (``--device-cpus X``).
+- **Paced:** the default budget, held to a constant compute pace: while the host is faster
+  than a reference pace, a governor shrinks the quotas so that a device does the same work
+  each second (:mod:`ralp.emulation.governor`).
 - **Shared:** no limit, as before budgets existed; the tasks' CPU is still counted.
 
 A run whose budgets plus the CPU spent outside them (and the CPU the hypervisor stole) reached
@@ -34,6 +37,7 @@ from ralp.errors import ClusterError
 
 SHARED = "shared"
 AUTO = "auto"
+PACED = "paced"
 
 
 def host_cpus() -> int:
@@ -43,11 +47,11 @@ def host_cpus() -> int:
 
 def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None,
                 reserve: float = DEVICE_RESERVE_CPUS) -> float | None:
-    """CPUs per device for ``devices`` devices as ``asked`` (``auto``/None: the default,
-    ``shared``: None, else a number); raises :class:`ClusterError` on a budget the host
-    cannot give."""
+    """CPUs per device for ``devices`` devices as ``asked`` (``auto``/None and ``paced``: the
+    default, ``shared``: None, else a number); raises :class:`ClusterError` on a budget the
+    host cannot give."""
     cpus = host_cpus() if cpus is None else cpus
-    if asked in (None, AUTO):
+    if asked in (None, AUTO, PACED):
         share = (cpus - reserve) / devices
         if share <= 0:
             raise ClusterError(f"{cpus} CPUs less a reserve of {reserve:g} leave nothing for "
@@ -59,7 +63,7 @@ def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None
         share = float(asked)
     except (TypeError, ValueError):
         raise ClusterError(f"--device-cpus {asked!r}: give CPUs per device (e.g. 0.45), "
-                           f"'{AUTO}' or '{SHARED}'") from None
+                           f"'{AUTO}', '{PACED}' or '{SHARED}'") from None
     if not math.isfinite(share) or share <= 0:
         raise ClusterError(f"--device-cpus {asked!r}: CPUs per device must be a positive number")
     if share * devices > cpus:
@@ -96,20 +100,23 @@ class Budget:
     """What a run's devices are given: CPUs each (None: shared), on a host of ``host_cpus``.
 
     ``hierarchy`` is where their control groups go; None where none can be made, and then
-    ``fallback`` says why (the tasks share the host, uncounted)."""
+    ``fallback`` says why (the tasks share the host, uncounted). ``pace_reference``: a paced
+    budget's compute pace (work per CPU-second, :func:`ralp.emulation.governor.pace_reference`)."""
 
     cpus: float | None
     host_cpus: int
     hierarchy: Hierarchy | None = None
     fallback: str | None = None
     period_us: int = PERIOD_US
+    pace_reference: float | None = None
 
     def groups(self, devices: Sequence[str], unlimited: Sequence[str] = ()):
         """A context giving the run's :class:`DeviceGroups` (None without a hierarchy)."""
         if self.hierarchy is None:
             return contextlib.nullcontext(None)
         return DeviceGroups(self.hierarchy, new_prefix(), devices, self.cpus,
-                            unlimited=unlimited, period_us=self.period_us, pace=True)
+                            unlimited=unlimited, period_us=self.period_us, pace=True,
+                            pace_reference=self.pace_reference)
 
     def task_env(self) -> dict[str, str]:
         """What a budgeted task's environment adds (its thread pools' sizes)."""
@@ -120,7 +127,9 @@ class Budget:
             return f"shared CPUs ({self.fallback})"
         if self.cpus is None:
             return f"shared CPUs ({self.host_cpus} for all tasks)"
-        return f"{self.cpus:g} CPU per device of {self.host_cpus}"
+        paced = (f", paced to {self.pace_reference / 1e9:.1f} GFLOP per CPU-second"
+                 if self.pace_reference else "")
+        return f"{self.cpus:g} CPU per device of {self.host_cpus}{paced}"
 
 
 def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | None,
@@ -131,7 +140,9 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs; and
     ``host_pace``: the work one CPU-second bought in the window, per kind of work, as the pace
     probes measured it (:mod:`ralp.emulation.pace`; absent without probes), whose own CPU
-    (``pace_probe_cpus``) counts as unbudgeted."""
+    (``pace_probe_cpus``) counts as unbudgeted; and for a paced budget, ``paced``: its reference
+    pace, the devices' mean quota as a share of the budget and the share of the window the host
+    was slower than the reference (when pacing could not hold the devices' speed)."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
                  "host_cpus": budget.host_cpus, "threads": _listed(thread_counts(budget.cpus)),
                  "fallback": budget.fallback}
@@ -162,6 +173,11 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     if before.pace is not None and after.pace is not None:
         out["host_pace"] = {kind: None if v is None else round(v, 1)
                             for kind, v in after.pace.since(before.pace).items()}
+    if budget.pace_reference is not None:
+        governed = (after.governor.since(before.governor)
+                    if before.governor is not None and after.governor is not None else None)
+        out["paced"] = {"reference": round(budget.pace_reference, 1),
+                        **{k: round(v, 4) for k, v in (governed or {}).items()}}
     if budget.cpus is None:
         return {**out, "kept_up": None}
     demand = budget.cpus * budgeted + outside + steal
@@ -180,6 +196,10 @@ def budget_for(asked: str | float | None, devices: int, *, counted: bool = True)
     hierarchy, why = find_hierarchy()
     if hierarchy is None:
         return Budget(None, host_cpus(), fallback=why)
+    if asked == PACED:
+        from ralp.emulation.governor import pace_reference
+
+        return Budget(cpus, host_cpus(), hierarchy, pace_reference=pace_reference())
     return Budget(cpus, host_cpus(), hierarchy)
 
 

@@ -21,7 +21,6 @@ swept by the next run if the launcher was killed outright. Nothing here imports 
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import os
@@ -30,11 +29,21 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ralp.emulation.pace import PaceProbes, PaceReading, read_pace
+from ralp.emulation.cpu_meter import (  # noqa: F401  (re-exported: where callers find them)
+    CGROUP_ROOT_ENV,
+    DEFAULT_CGROUP_ROOT,
+    CpuReading,
+    CpuSnapshot,
+    DeviceMeter,
+    Hierarchy,
+    find_hierarchy,
+    host_cpu_seconds,
+    read_group,
+)
+from ralp.emulation.governor import PaceGovernor
+from ralp.emulation.pace import PaceProbes
 from ralp.errors import ClusterError
 
-CGROUP_ROOT_ENV = "RALP_CGROUP_ROOT"  # where the cgroup file systems are mounted
-DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
 PERIOD_US = 10_000  # CFS period: short, so a throttled task waits at most a few ms
 MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
 RANK_GROUPS_ENV = "RALP_RANK_GROUPS"  # Horovod ranks: JSON list, rank -> its group's dirs
@@ -47,63 +56,6 @@ _runs = itertools.count()
 def new_prefix() -> str:
     """A name for one run's groups, unique on this machine while this process lives."""
     return f"rlp{os.getpid()}-d{next(_runs)}"
-
-
-@dataclass(frozen=True)
-class Hierarchy:
-    """Where this machine's CPU controller lives: ``limit`` holds the groups whose bandwidth
-    is set, ``usage`` those whose CPU time is read (the same directory on cgroup v2, and on v1
-    when ``cpu`` and ``cpuacct`` are mounted together)."""
-
-    version: int  # 1 or 2
-    limit: str
-    usage: str
-
-    @property
-    def roots(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.limit, self.usage)))
-
-
-def find_hierarchy(root: str | None = None) -> tuple[Hierarchy | None, str | None]:
-    """The CPU controller under ``root`` (default ``$RALP_CGROUP_ROOT`` or /sys/fs/cgroup) if
-    this process can make groups there, else (None, what is missing)."""
-    root = root or os.environ.get(CGROUP_ROOT_ENV) or DEFAULT_CGROUP_ROOT
-    found = _v1(root) or _v2(root)
-    if found is None:
-        return None, f"no cgroup cpu controller under {root} (cgroup v1 cpu or v2 cpu.max)"
-    probe = f"rlp{os.getpid()}-probe"
-    try:
-        for directory in found.roots:
-            os.mkdir(os.path.join(directory, probe))
-    except OSError as e:
-        return None, f"cannot create a control group in {directory}: {e.strerror}"
-    finally:
-        for directory in found.roots:
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(directory, probe))
-    return found, None
-
-
-def _v1(root: str) -> Hierarchy | None:
-    limit = next((os.path.join(root, d) for d in ("cpu", "cpu,cpuacct")
-                  if os.path.exists(os.path.join(root, d, "cpu.cfs_quota_us"))), None)
-    if limit is None:
-        return None
-    if os.path.exists(os.path.join(limit, "cpuacct.usage")):
-        return Hierarchy(1, limit, limit)
-    usage = os.path.join(root, "cpuacct")
-    return Hierarchy(1, limit, usage) if os.path.exists(os.path.join(usage, "cpuacct.usage")) else None
-
-
-def _v2(root: str) -> Hierarchy | None:
-    for directory in (root, os.path.join(root, "unified")):
-        try:
-            with open(os.path.join(directory, "cgroup.controllers")) as f:
-                if "cpu" in f.read().split():
-                    return Hierarchy(2, directory, directory)
-        except OSError:
-            continue
-    return None
 
 
 @dataclass(frozen=True)
@@ -167,103 +119,6 @@ def rank_group_command(rank: int, command: list[str]) -> list[str]:
     return command if group is None else group.joined_command(command)
 
 
-@dataclass(frozen=True)
-class CpuReading:
-    """A group's counters: CPU seconds used, CFS periods and throttled periods so far."""
-
-    used_s: float
-    periods: int
-    throttled: int
-
-
-@dataclass(frozen=True)
-class CpuSnapshot:
-    """Every group's counters, the host's busy and stolen CPU seconds and the pace probes'
-    counters (:mod:`ralp.emulation.pace`; None without probes), at one moment."""
-
-    time: float  # time.monotonic()
-    host_busy_s: float
-    host_steal_s: float
-    tasks: Mapping[str, CpuReading]
-    pace: PaceReading | None = None
-
-    def to_dict(self) -> dict:
-        """Plain JSON (a Horovod rank sends its snapshots as a message)."""
-        tasks = {task: [r.used_s, r.periods, r.throttled] for task, r in self.tasks.items()}
-        return {"time": self.time, "host_busy_s": self.host_busy_s,
-                "host_steal_s": self.host_steal_s, "tasks": tasks,
-                "pace": None if self.pace is None else self.pace.to_list()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping) -> CpuSnapshot:
-        tasks = {task: CpuReading(*values) for task, values in d["tasks"].items()}
-        pace = d.get("pace")
-        return cls(d["time"], d["host_busy_s"], d["host_steal_s"], tasks,
-                   None if pace is None else PaceReading.from_list(pace))
-
-
-@dataclass(frozen=True)
-class DeviceMeter:
-    """Reads the CPU counters of a run's groups, keyed by task, and its pace probes' files
-    (picklable: the job that knows its measured window reads them itself, as it reads the
-    link counters)."""
-
-    hierarchy: Hierarchy
-    groups: tuple[tuple[str, str], ...]  # (task, group directory name under the hierarchy)
-    pace_files: tuple[str, ...] = ()
-
-    def __call__(self) -> CpuSnapshot:
-        tasks = {task: read_group(self.hierarchy, name) for task, name in self.groups}
-        busy, steal = host_cpu_seconds()
-        pace = read_pace(self.pace_files) if self.pace_files else None
-        return CpuSnapshot(time.monotonic(), busy, steal, tasks, pace)
-
-    def to_json(self) -> str:
-        import json
-
-        h = self.hierarchy
-        return json.dumps({"hierarchy": [h.version, h.limit, h.usage],
-                           "groups": [list(g) for g in self.groups],
-                           "pace_files": list(self.pace_files)})
-
-    @classmethod
-    def from_json(cls, text: str) -> DeviceMeter:
-        import json
-
-        d = json.loads(text)
-        return cls(Hierarchy(*d["hierarchy"]), tuple(tuple(g) for g in d["groups"]),
-                   tuple(d.get("pace_files", ())))
-
-
-def read_group(hierarchy: Hierarchy, name: str) -> CpuReading:
-    """One group's counters (a group that is gone reads as zeros)."""
-    try:
-        stat = _keyed(os.path.join(hierarchy.limit, name, "cpu.stat"))
-        if hierarchy.version == 2:
-            used = stat.get("usage_usec", 0) / 1e6
-        else:
-            with open(os.path.join(hierarchy.usage, name, "cpuacct.usage")) as f:
-                used = int(f.read()) / 1e9
-    except OSError:
-        return CpuReading(0.0, 0, 0)
-    return CpuReading(used, stat.get("nr_periods", 0), stat.get("nr_throttled", 0))
-
-
-def _keyed(path: str) -> dict[str, int]:
-    with open(path) as f:
-        return {k: int(v) for k, v in (line.split()[:2] for line in f if line.strip())}
-
-
-def host_cpu_seconds() -> tuple[float, float]:
-    """(busy, stolen) CPU seconds of the whole host so far, from /proc/stat: busy is user,
-    nice, system, irq and softirq time; stolen is what the hypervisor gave to other guests."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / tick, steal / tick
-
-
 class DeviceGroups:
     """The control groups of one run: a parent group named ``prefix`` with one child per
     device, each limited to ``cpus`` CPUs (None: no limit, the CPU is only counted), plus
@@ -271,6 +126,8 @@ class DeviceGroups:
 
     With ``pace``, the host's pace probes (:mod:`ralp.emulation.pace`) run while the groups
     exist, in an unlimited group of their own (:data:`PACE_TASK`), and every meter reads them.
+    With a ``pace_reference`` too (a paced budget), a governor (:mod:`ralp.emulation.governor`)
+    shrinks the devices' quotas while the host is faster than that compute pace.
 
     Use it as a context manager: the groups exist inside the ``with`` block. Stop every
     process in them first; :meth:`close` waits a moment for the kernel to let them go.
@@ -278,13 +135,18 @@ class DeviceGroups:
 
     def __init__(self, hierarchy: Hierarchy, prefix: str, devices: Iterable[str],
                  cpus: float | None, *, unlimited: Iterable[str] = (),
-                 period_us: int = PERIOD_US, pace: bool = False):
+                 period_us: int = PERIOD_US, pace: bool = False,
+                 pace_reference: float | None = None):
         if not _NAME.match(prefix):
             raise ClusterError(f"control group prefix {prefix!r}: use letters, digits, '_.-'")
         self.hierarchy, self.prefix, self.period_us = hierarchy, prefix, period_us
         self.devices = tuple(devices)
         self.unlimited = tuple(unlimited) + ((PACE_TASK,) if pace else ())
         self._probes: PaceProbes | None = None
+        self._governor: PaceGovernor | None = None
+        if pace_reference is not None and (not pace or cpus is None):
+            raise ClusterError("a paced budget needs the pace probes and a CPU budget")
+        self.pace_reference = pace_reference
         bad = [n for n in (*self.devices, *self.unlimited) if not _NAME.match(n)]
         if bad or len(set(self.devices + self.unlimited)) != len(self.devices + self.unlimited):
             raise ClusterError(f"device names {bad or 'repeated'}: give each a name of letters, digits, '_.-'")
@@ -307,6 +169,10 @@ class DeviceGroups:
                 self._limit(name, self.cpus if name in self.devices else None)
             if PACE_TASK in self.unlimited:
                 self._probes = PaceProbes(self.group(PACE_TASK)).start()
+                if self.pace_reference is not None:
+                    self._governor = PaceGovernor(
+                        self._probes, self.pace_reference, self._set_share,
+                        os.path.join(self._probes.directory, "governor")).start()
         except BaseException:
             self.close()
             raise
@@ -322,9 +188,14 @@ class DeviceGroups:
             raise ClusterError(f"cannot create control group {path}: {e.strerror}") from None
         self._made.append(path)
 
+    def _set_share(self, share: float) -> None:
+        """Every device's quota at ``share`` of its budget (the pace governor's lever)."""
+        for name in self.devices:
+            self._limit(name, self.cpus * share)
+
     def _limit(self, name: str, cpus: float | None) -> None:
         directory = os.path.join(self.hierarchy.limit, self.prefix, name)
-        quota = -1 if cpus is None else round(cpus * self.period_us)
+        quota = -1 if cpus is None else max(MIN_QUOTA_US, round(cpus * self.period_us))
         if self.hierarchy.version == 2:
             _write(os.path.join(directory, "cpu.max"),
                    f"{'max' if quota < 0 else quota} {self.period_us}")
@@ -344,11 +215,15 @@ class DeviceGroups:
             tasks = {**tasks, PACE_TASK: PACE_TASK}
         return DeviceMeter(self.hierarchy,
                            tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()),
-                           self._probes.paths if self._probes is not None else ())
+                           self._probes.paths if self._probes is not None else (),
+                           self._governor.path if self._governor is not None else None)
 
     def close(self, wait_s: float = 5.0) -> list[str]:
-        """Stop the pace probes, remove the groups, children first; returns those that could
-        not be removed (a process still inside). Never raises: cleanup must finish."""
+        """Stop the pace governor and probes, remove the groups, children first; returns those
+        that could not be removed (a process still inside). Never raises: cleanup must finish."""
+        governor, self._governor = self._governor, None
+        if governor is not None:
+            governor.stop()
         probes, self._probes = self._probes, None
         if probes is not None:
             probes.stop()

@@ -73,7 +73,7 @@ def read_pace(paths: Sequence[str]) -> PaceReading | None:
     """The probes' counters summed over their files (None if none can be read yet)."""
     work, cpu, found = [0.0] * len(KINDS), [0.0] * len(KINDS), False
     for path in paths:
-        values = _read_one(path)
+        values = read_counters(path)
         if values is None:
             continue
         found = True
@@ -83,17 +83,18 @@ def read_pace(paths: Sequence[str]) -> PaceReading | None:
     return PaceReading(tuple(work), tuple(cpu)) if found else None
 
 
-def _read_one(path: str) -> tuple[float, ...] | None:
-    """One probe's six counters; the writer makes the sequence number odd while it writes."""
+def read_counters(path: str, layout: struct.Struct = _LAYOUT) -> tuple[float, ...] | None:
+    """The counters after the sequence number in a file of ``layout``; the writer makes the
+    sequence number odd while it writes (None if it cannot be read yet)."""
     try:
         with open(path, "rb") as f:
             for _ in range(100):
-                data = f.read(_LAYOUT.size)
-                if len(data) < _LAYOUT.size:
+                data = f.read(layout.size)
+                if len(data) < layout.size:
                     return None
-                seq, *values = _LAYOUT.unpack(data)
+                seq, *values = layout.unpack(data)
                 f.seek(0)
-                again = _LAYOUT.unpack(f.read(_LAYOUT.size))[0]
+                again = layout.unpack(f.read(layout.size))[0]
                 f.seek(0)
                 if seq % 2 == 0 and seq == again:
                     return tuple(values)

@@ -1,0 +1,108 @@
+"""Paced budgets: the governor shrinks the devices' quotas while the host is faster than the
+reference pace, never grows them past the budget, counts what it did, and stops with the run."""
+
+import os
+import time
+
+import pytest
+
+from ralp.emulation.budget import PACED, Budget, budget_for, device_cpus, fidelity
+from ralp.emulation.devices import MIN_QUOTA_US, PERIOD_US, DeviceGroups, new_prefix
+from ralp.emulation.governor import (
+    MIN_SHARE,
+    REFERENCE_ENV,
+    GovernorReading,
+    pace_reference,
+    quota_share,
+    read_governor,
+)
+from ralp.errors import ClusterError
+from tests.emulation.cgroups import HIERARCHY, needs_cgroups
+from tests.emulation.test_devices import _cpu_share
+
+
+def test_the_quota_buys_the_reference_work_and_never_exceeds_the_budget():
+    assert quota_share(60.0, 80.0) == pytest.approx(0.75)  # a fast host: less CPU time
+    assert quota_share(60.0, 60.0) == 1.0
+    assert quota_share(60.0, 45.0) == 1.0  # a slow host: the budget, no more
+    assert quota_share(60.0, 1e6) == MIN_SHARE  # a stalled probe cannot starve a device
+    assert quota_share(60.0, None) == 1.0  # no reading yet
+
+
+def test_a_governor_reading_gives_the_mean_share_of_a_window():
+    start, end = GovernorReading(1.0, 0.8, 0.0), GovernorReading(3.0, 2.3, 0.5)
+    assert end.since(start) == {"quota_share": pytest.approx(0.75),
+                                "under_reference_share": pytest.approx(0.25)}
+    assert start.since(start) is None
+
+
+def test_paced_is_the_default_budget_and_the_reference_can_be_set(monkeypatch):
+    assert device_cpus(PACED, 4, cpus=2, reserve=0.3) == device_cpus("auto", 4, cpus=2, reserve=0.3)
+    monkeypatch.setenv(REFERENCE_ENV, "123.5")
+    pace_reference.cache_clear()
+    try:
+        assert pace_reference() == 123.5
+        if HIERARCHY is not None:
+            budget = budget_for(PACED, 4)
+            assert budget.pace_reference == 123.5 and "paced to" in budget.describe()
+            assert budget_for("auto", 4).pace_reference is None
+    finally:
+        pace_reference.cache_clear()
+
+
+def test_a_paced_budget_needs_probes_and_a_budget():
+    with pytest.raises(ClusterError, match="paced"):
+        DeviceGroups(HIERARCHY, new_prefix(), ["dev"], None, pace=True, pace_reference=1.0)
+    with pytest.raises(ClusterError, match="paced"):
+        DeviceGroups(HIERARCHY, new_prefix(), ["dev"], 0.4, pace=False, pace_reference=1.0)
+
+
+def _quota(groups, name):
+    with open(os.path.join(groups.hierarchy.limit, groups.prefix, name, "cpu.cfs_quota_us")) as f:
+        return int(f.read())
+
+
+@needs_cgroups
+@pytest.mark.skipif(HIERARCHY is not None and HIERARCHY.version != 1, reason="reads cgroup v1 quotas")
+def test_a_host_faster_than_the_reference_gets_a_smaller_quota_and_the_record_says_so():
+    cpus = 0.4
+    # a reference far below any real pace: the quota falls to its floor, half the budget
+    floor = max(MIN_QUOTA_US, round(cpus * MIN_SHARE * PERIOD_US))
+    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], cpus, pace=True,
+                      pace_reference=1.0) as groups:
+        deadline = time.monotonic() + 30  # the probes' first bursts (numpy's import) come first
+        while _quota(groups, "dev") != floor and time.monotonic() < deadline:
+            time.sleep(0.1)
+        meter = groups.meter({"worker:0": "dev"})
+        before = meter()
+        share = _cpu_share(groups.group("dev"), 1.5)
+        after = meter()
+        quota = _quota(groups, "dev")
+        path = groups._governor.path
+    assert quota == floor
+    assert share <= cpus * MIN_SHARE * 1.1, share
+    record = fidelity(Budget(cpus, 2, pace_reference=1.0), before, after)
+    assert record["paced"]["reference"] == 1.0
+    assert record["paced"]["quota_share"] == pytest.approx(MIN_SHARE, abs=0.1)
+    assert record["paced"]["under_reference_share"] == 0.0
+    assert read_governor(path) is None  # its file is gone with the run
+
+
+@needs_cgroups
+@pytest.mark.skipif(HIERARCHY is not None and HIERARCHY.version != 1, reason="reads cgroup v1 quotas")
+def test_a_host_slower_than_the_reference_keeps_the_budget_and_the_record_says_so():
+    cpus = 0.4
+    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], cpus, pace=True,
+                      pace_reference=1e18) as groups:
+        deadline = time.monotonic() + 30  # until the governor has read a pace
+        while not read_governor(groups._governor.path).under_reference_s and time.monotonic() < deadline:
+            time.sleep(0.1)
+        meter = groups.meter({"worker:0": "dev"})
+        before = meter()
+        share = _cpu_share(groups.group("dev"), 1.5)
+        after = meter()
+        quota = _quota(groups, "dev")
+    assert quota == round(cpus * PERIOD_US)  # never above the budget
+    assert cpus * 0.5 <= share <= cpus * 1.1, share
+    paced = fidelity(Budget(cpus, 2, pace_reference=1e18), before, after)["paced"]
+    assert paced["quota_share"] == 1.0 and paced["under_reference_share"] > 0.7, paced
