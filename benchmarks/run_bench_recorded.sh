@@ -12,6 +12,7 @@
 #                                          plan-stanza-10gbit|plan-steady8-10gbit|
 #                                          plan-steady8-1gbit|device-compute|
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
+#                                          devices-repeat-10gbit-paced|
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-1gbit-shared|ring-wire|
 #                                          devices-zoo-1gbit-shared-fc|
@@ -112,6 +113,12 @@ for part in "${parts[@]}"; do
       --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 20 \
       --device-cpus auto shared --repeat 5 --quiet \
       --out $R/devices_repeat_$bw.json --plot $R/devices_repeat_$bw.png || true ;;
+  devices-repeat-10gbit-paced)  # issue 25 (a): paced budgets (--device-cpus paced) beside
+    # the plain budget, 5 interleaved rounds: does holding the compute pace tighten the spread?
+    $PY -m ralp.bench --backend netns --bandwidth 10gbit --models alexnet vgg11 --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 20 \
+      --device-cpus auto paced --repeat 5 --quiet \
+      --out $R/devices_repeat_10gbit_paced.json --plot $R/devices_repeat_10gbit_paced.png || true ;;
   devices-headline)  # issue 25: vgg11 at its benchmark size, N = 4, budgeted, at a rate that
     # gives plain PS a network share inside the papers' 50-90% (benchmarks/device_compute.py)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 8 \

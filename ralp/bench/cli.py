@@ -314,7 +314,7 @@ def _budget_line(settings: list[tuple[str, int]]) -> str:
         if budget.fallback:
             return f"devices: shared CPUs, no budgets ({budget.fallback})"
         seen.setdefault(f"N={devices}", []).append(budget.describe())
-    parts = [f"{n}: {', '.join(dict.fromkeys(texts))}" for n, texts in seen.items()]
+    parts = [f"{n}: {'; '.join(dict.fromkeys(texts))}" for n, texts in seen.items()]
     return "devices: " + "; ".join(parts)
 
 

@@ -127,12 +127,13 @@ def add_speedups(records: list[dict]) -> list[dict]:
 
 
 def cpus_label(r: dict) -> str:
-    """What a record's devices computed with: '0.425 CPU/device', 'shared CPUs', or ''."""
+    """What a record's devices computed with: '0.425 CPU/device', '0.425 CPU/device, paced',
+    'shared CPUs', or ''."""
     cpu = r.get("cpu") or {}
     if cpu.get("fallback"):
         return "shared CPUs (no budgets)"
     if cpu.get("budget_cpus") is not None:
-        return f"{cpu['budget_cpus']:g} CPU/device"
+        return f"{cpu['budget_cpus']:g} CPU/device" + (", paced" if cpu.get("paced") else "")
     return "shared CPUs" if r.get("device_cpus") == "shared" else ""
 
 
