@@ -94,3 +94,15 @@ def test_add_speedups_compares_consolidation_jobs_with_consolidation_ps_jobs():
         record(job=1, scenario="all-ralp", mode="ralp-h", images_per_sec=75.0),
     ])
     assert [r["speedup_vs_ps"] for r in records] == [1.0, 1.0, 1.5]
+
+
+@pytest.mark.parametrize(("cpu", "device_cpus", "label"), [
+    ({"budget_cpus": 0.425}, "auto", "0.425 CPU/device"),
+    ({"budget_cpus": 0.425, "paced": {"reference": 6e10}}, "paced", "0.425 CPU/device, paced"),
+    ({"budget_cpus": None}, "shared", "shared CPUs"),
+    ({"budget_cpus": None, "fallback": "no cgroup"}, "auto", "shared CPUs (no budgets)"),
+])
+def test_a_records_devices_are_labelled_as_they_computed(cpu, device_cpus, label):
+    from ralp.bench.records import cpus_label
+
+    assert cpus_label({"cpu": cpu, "device_cpus": device_cpus}) == label

@@ -100,3 +100,14 @@ def test_the_run_matrix_has_a_run_per_pull_schedule_of_the_ps_modes():
     runs = request.runs(["ps", "horovod"])
     assert [(r.mode, r.pull_schedule, r.trace_pulls) for r in runs] == [
         ("ps", "default", True), ("ps", "ibatch", True), ("horovod", "default", False)]
+
+
+@pytest.mark.parametrize(("asked", "kept"), [("AUTO", "auto"), ("paced", "paced"),
+                                             (" Shared", "shared"), ("0.450", "0.45")])
+def test_device_cpus_have_one_spelling(asked, kept):
+    assert RunSpec("lenet", "ps", 2, 1, 1, device_cpus=asked).device_cpus == kept
+
+
+def test_an_unknown_device_budget_names_the_choices():
+    with pytest.raises(BenchError, match="'auto', 'paced' or 'shared'"):
+        RunSpec("lenet", "ps", 2, 1, 1, device_cpus="fast")
