@@ -79,8 +79,8 @@ def quota_share(reference: float, pace: float | None) -> float:
 def pace_reference() -> float:
     """The compute pace (work per CPU-second) a paced device is held to: ``$RALP_PACE_REFERENCE``
     if set, else :data:`REFERENCE_SHARE` of the idle host's median second over
-    :data:`REFERENCE_SECONDS` seconds, measured once per process (so every round of one bench
-    holds its devices to the same pace)."""
+    :data:`REFERENCE_SECONDS` seconds, measured once per process tree (so every round of one
+    bench, and the calibrations it runs, hold their devices to the same pace)."""
     text = os.environ.get(REFERENCE_ENV)
     if text:
         return float(text)
@@ -90,7 +90,11 @@ def pace_reference() -> float:
 
     series = watch(REFERENCE_SECONDS)
     values = [s["compute"] for s in series if s["compute"]]
-    return REFERENCE_SHARE * statistics.median(values)
+    reference = REFERENCE_SHARE * statistics.median(values)
+    # the processes this one starts (a calibration the bench runs first, say) hold their
+    # devices to the same pace
+    os.environ[REFERENCE_ENV] = repr(reference)
+    return reference
 
 
 class PaceGovernor:
@@ -150,7 +154,7 @@ class PaceGovernor:
                 history.popleft()
             pace = reading.since(history[0][1])["compute"] if len(history) > 1 else None
             if pace is not None and pace < self.reference:
-                under_s += self.interval_s
+                under_s += dt
             new = quota_share(self.reference, pace)
             if new != share:
                 with contextlib.suppress(Exception):  # a group removed under us: the run ends

@@ -106,3 +106,15 @@ def test_a_host_slower_than_the_reference_keeps_the_budget_and_the_record_says_s
     assert cpus * 0.5 <= share <= cpus * 1.1, share
     paced = fidelity(Budget(cpus, 2, pace_reference=1e18), before, after)["paced"]
     assert paced["quota_share"] == 1.0 and paced["under_reference_share"] > 0.7, paced
+
+
+def test_the_measured_reference_is_a_share_of_the_idle_pace_and_passes_to_children(monkeypatch):
+    monkeypatch.delenv(REFERENCE_ENV, raising=False)
+    pace_reference.cache_clear()
+    try:
+        reference = pace_reference()
+        assert reference > 0
+        assert float(os.environ[REFERENCE_ENV]) == reference  # a child process inherits it
+        assert pace_reference() == reference  # measured once
+    finally:
+        pace_reference.cache_clear()
