@@ -23,9 +23,10 @@ small batches). The probes cost about 2% of each CPU, counted in a group of thei
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
+import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -42,6 +43,7 @@ _MATRIX = 128  # one compute burst: a 128 x 128 float32 product, 8 times (about 
 _PRODUCTS = 8
 _COPY_MB = 2  # one memory burst: 2 MB copied out of 64 MB buffers (about 0.3 ms)
 _BUFFER_MB = 64  # twice the last-level cache of the machines this runs on
+_STALE_DIR = re.compile(r"^ralp-pace-(\d+)-")  # ralp-pace-<owner pid>-...: the probes' files
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ class PaceProbes:
         self._processes: list[subprocess.Popen] = []
 
     def start(self) -> PaceProbes:
-        self.directory = tempfile.mkdtemp(prefix="ralp-pace-")
+        sweep_stale_files()
+        self.directory = tempfile.mkdtemp(prefix=f"ralp-pace-{os.getpid()}-")
         cpus = sorted(os.sched_getaffinity(0))
         self.paths = tuple(os.path.join(self.directory, f"cpu{c}") for c in cpus)
         try:
@@ -136,28 +139,43 @@ class PaceProbes:
 
     def stop(self) -> None:
         processes, self._processes = self._processes, []
-        for p in processes:
-            if p.poll() is None:
-                p.terminate()
-        for p in processes:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if self.directory is not None:
-            for path in self.paths:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            with contextlib.suppress(OSError):
-                os.rmdir(self.directory)
-            self.directory = None
+        try:
+            for p in processes:
+                if p.poll() is None:
+                    p.terminate()
+            for p in processes:
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        finally:  # the files go even when a second Ctrl-C cuts the wait short
+            directory, self.directory = self.directory, None
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
 
     def __enter__(self) -> PaceProbes:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def sweep_stale_files() -> list[str]:
+    """Remove the probes' directories of processes that are gone (a SIGKILLed run leaves its
+    own, as it leaves its groups); returns those removed."""
+    root, removed = tempfile.gettempdir(), []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        m = _STALE_DIR.match(name)
+        if m is None or int(m[1]) == os.getpid() or _alive(int(m[1])):
+            continue
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        removed.append(name)
+    return removed
 
 
 def _bursts():

@@ -119,3 +119,23 @@ def test_device_groups_with_pace_meter_it_and_remove_everything():
     assert figures["pace_probe_cpus"] > 0  # the probes ran in their own group
     assert not os.path.exists(directory)
     assert not any(os.path.exists(f"/proc/{p}") and not _zombie(p) for p in pids)
+
+
+def test_the_probes_files_of_a_run_that_is_gone_are_swept_and_a_live_runs_kept(tmp_path, monkeypatch):
+    import tempfile
+
+    from ralp.emulation.pace import sweep_stale_files
+    from tests.emulation.test_devices import _dead_pid
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone, live, other = (tmp_path / f"ralp-pace-{_dead_pid()}-x", tmp_path / f"ralp-pace-{os.getppid()}-y",
+                         tmp_path / "ralp-pace-notapid")
+    for d in (gone, live, other):
+        d.mkdir()
+        (d / "cpu0").write_bytes(b"")
+    assert sweep_stale_files() == [gone.name]
+    assert not gone.exists() and live.exists() and other.exists()
+    with PaceProbes(interval_s=0.05) as probes:  # a run's own directory: named for its launcher
+        assert os.path.basename(probes.directory).startswith(f"ralp-pace-{os.getpid()}-")
+        directory = probes.directory
+    assert not os.path.exists(directory)
