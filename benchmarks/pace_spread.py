@@ -10,7 +10,9 @@ prints, per setting (model, mode, device budget, link):
   round's images/s deviation and each kind's pace deviation, per mode;
 - the largest per-round deviation before and after dividing each round's images/s by its
   pace relative to the setting's median, for each kind: how much of the spread the host's
-  pace accounts for.
+  pace accounts for;
+- each mode's ratio to plain PS in the same round (median and largest deviation), and for
+  paced budgets (``--device-cpus paced``) what the governor did.
 
     .venv/bin/python benchmarks/pace_spread.py benchmarks/results/devices_repeat_10gbit.json
 """
@@ -81,7 +83,27 @@ def main() -> int:
             mid = statistics.median(pace)
             cells.append(worst([v / (q / mid) for v, q in zip(ips, pace, strict=True)]))
         print(f"  {' '.join(key):40s} {worst(ips):8.1%} " + " ".join(f"{c:11.1%}" for c in cells))
+    print_ratios(groups)
     return 0
+
+
+def print_ratios(groups: dict[tuple, list[dict]]) -> None:
+    """Each setting's ratio to plain PS in the same round (same model, budget and link): its
+    median and largest deviation; for paced budgets, the governor's quota share and the share
+    of time the host was slower than the reference, min-max over the rounds."""
+    print("\nratio to plain PS in the same round: median, largest per-round deviation; paced: "
+          "quota share and time under the reference, min-max")
+    for key, rows in groups.items():
+        ps = {r["round"]: r["images_per_sec"] for r in groups.get((key[0], "ps", *key[2:]), [])}
+        ratios = [r["images_per_sec"] / ps[r["round"]] for r in rows if r["round"] in ps]
+        ratio = (f"{statistics.median(ratios):5.2f}x {worst(ratios):6.1%}"
+                 if len(ratios) >= 3 and key[1] != "ps" else f"{'-':>14s}")
+        paced = [r["cpu"].get("paced") or {} for r in rows]
+        shares = [p["quota_share"] for p in paced if "quota_share" in p]
+        under = [p["under_reference_share"] for p in paced if "under_reference_share" in p]
+        extra = (f"  quota {min(shares):.2f}-{max(shares):.2f}, under {min(under):.2f}-{max(under):.2f}"
+                 if shares else "")
+        print(f"  {' '.join(key):40s} {ratio}{extra}")
 
 
 if __name__ == "__main__":
