@@ -33,6 +33,7 @@ from ralp.emulation.devices import (
     find_hierarchy,
     new_prefix,
 )
+from ralp.emulation.governor import REFERENCE_ENV
 from ralp.errors import ClusterError
 
 SHARED = "shared"
@@ -127,8 +128,9 @@ class Budget:
             return f"shared CPUs ({self.fallback})"
         if self.cpus is None:
             return f"shared CPUs ({self.host_cpus} for all tasks)"
-        paced = (f", paced to {self.pace_reference / 1e9:.1f} GFLOP per CPU-second"
-                 if self.pace_reference else "")
+        # the variable's value holds another command (a calibration, a later bench) to this pace
+        paced = (f", paced to {self.pace_reference / 1e9:.1f} GFLOP per CPU-second "
+                 f"({REFERENCE_ENV}={self.pace_reference:.4g})" if self.pace_reference else "")
         return f"{self.cpus:g} CPU per device of {self.host_cpus}{paced}"
 
 
