@@ -12,7 +12,7 @@
 #                                          plan-stanza-10gbit|plan-steady8-10gbit|
 #                                          plan-steady8-1gbit|device-compute|
 #                                          devices-repeat-1gbit|devices-repeat-10gbit|
-#                                          devices-repeat-10gbit-paced|
+#                                          devices-repeat-10gbit-paced|devices-repeat-10gbit-long|
 #                                          devices-headline|devices-zoo-1gbit|
 #                                          devices-zoo-1gbit-shared|ring-wire|
 #                                          devices-zoo-1gbit-shared-fc|
@@ -119,6 +119,12 @@ for part in "${parts[@]}"; do
       --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 20 \
       --device-cpus auto paced --repeat 5 --quiet \
       --out $R/devices_repeat_10gbit_paced.json --plot $R/devices_repeat_10gbit_paced.png || true ;;
+  devices-repeat-10gbit-long)  # issue 25 (a): the same 10 Gbit/s setting with windows 3x as
+    # long (60 measured steps per worker): the host's pace averages out over 30 s windows
+    $PY -m ralp.bench --backend netns --bandwidth 10gbit --models alexnet --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 60 --repeat 5 \
+      --quiet --out $R/devices_repeat_10gbit_long.json --plot $R/devices_repeat_10gbit_long.png \
+      || true ;;
   devices-headline)  # issue 25: vgg11 at its benchmark size, N = 4, budgeted, at a rate that
     # gives plain PS a network share inside the papers' 50-90% (benchmarks/device_compute.py)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 8 \
