@@ -62,49 +62,50 @@ def _quota(groups, name):
         return int(f.read())
 
 
+def _governed(cpus: float, reference: float, ready) -> tuple[int, float, dict, str]:
+    """A busy device under a governor held to ``reference``, measured once ``ready(groups)``
+    (the governor has acted): its quota after, its CPU share, the record's ``paced`` field
+    and the governor's file."""
+    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], cpus, pace=True,
+                      pace_reference=reference) as groups:
+        deadline = time.monotonic() + 30  # the probes' first bursts (numpy's import) come first
+        while not ready(groups) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        meter = groups.meter({"worker:0": "dev"})
+        before = meter()
+        share = _cpu_share(groups.group("dev"), 1.5)
+        after = meter()
+        quota, path = _quota(groups, "dev"), groups._governor.path
+    return quota, share, fidelity(Budget(cpus, 2, pace_reference=reference), before, after)["paced"], path
+
+
+needs_v1 = pytest.mark.skipif(HIERARCHY is not None and HIERARCHY.version != 1,
+                              reason="reads cgroup v1 quotas")
+
+
 @needs_cgroups
-@pytest.mark.skipif(HIERARCHY is not None and HIERARCHY.version != 1, reason="reads cgroup v1 quotas")
+@needs_v1
 def test_a_host_faster_than_the_reference_gets_a_smaller_quota_and_the_record_says_so():
     cpus = 0.4
     # a reference far below any real pace: the quota falls to its floor, half the budget
     floor = max(MIN_QUOTA_US, round(cpus * MIN_SHARE * PERIOD_US))
-    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], cpus, pace=True,
-                      pace_reference=1.0) as groups:
-        deadline = time.monotonic() + 30  # the probes' first bursts (numpy's import) come first
-        while _quota(groups, "dev") != floor and time.monotonic() < deadline:
-            time.sleep(0.1)
-        meter = groups.meter({"worker:0": "dev"})
-        before = meter()
-        share = _cpu_share(groups.group("dev"), 1.5)
-        after = meter()
-        quota = _quota(groups, "dev")
-        path = groups._governor.path
+    quota, share, paced, path = _governed(cpus, 1.0, lambda g: _quota(g, "dev") == floor)
     assert quota == floor
     assert share <= cpus * MIN_SHARE * 1.1, share
-    record = fidelity(Budget(cpus, 2, pace_reference=1.0), before, after)
-    assert record["paced"]["reference"] == 1.0
-    assert record["paced"]["quota_share"] == pytest.approx(MIN_SHARE, abs=0.1)
-    assert record["paced"]["under_reference_share"] == 0.0
+    assert paced["reference"] == 1.0
+    assert paced["quota_share"] == pytest.approx(MIN_SHARE, abs=0.1)
+    assert paced["under_reference_share"] == 0.0
     assert read_governor(path) is None  # its file is gone with the run
 
 
 @needs_cgroups
-@pytest.mark.skipif(HIERARCHY is not None and HIERARCHY.version != 1, reason="reads cgroup v1 quotas")
+@needs_v1
 def test_a_host_slower_than_the_reference_keeps_the_budget_and_the_record_says_so():
     cpus = 0.4
-    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], cpus, pace=True,
-                      pace_reference=1e18) as groups:
-        deadline = time.monotonic() + 30  # until the governor has read a pace
-        while not read_governor(groups._governor.path).under_reference_s and time.monotonic() < deadline:
-            time.sleep(0.1)
-        meter = groups.meter({"worker:0": "dev"})
-        before = meter()
-        share = _cpu_share(groups.group("dev"), 1.5)
-        after = meter()
-        quota = _quota(groups, "dev")
+    quota, share, paced, _ = _governed(
+        cpus, 1e18, lambda g: read_governor(g._governor.path).under_reference_s > 0)
     assert quota == round(cpus * PERIOD_US)  # never above the budget
     assert cpus * 0.5 <= share <= cpus * 1.1, share
-    paced = fidelity(Budget(cpus, 2, pace_reference=1e18), before, after)["paced"]
     assert paced["quota_share"] == 1.0 and paced["under_reference_share"] > 0.7, paced
 
 
