@@ -124,7 +124,11 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench --backend netns --bandwidth 10gbit --models alexnet --image-size 75 \
       --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 60 --repeat 5 \
       --quiet --out $R/devices_repeat_10gbit_long.json --plot $R/devices_repeat_10gbit_long.png \
-      || true ;;
+      || true
+    $PY -m ralp.bench --backend netns --bandwidth 10gbit --models vgg11 --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 4 --steps 60 --repeat 5 \
+      --quiet --out $R/devices_repeat_10gbit_long_vgg11.json \
+      --plot $R/devices_repeat_10gbit_long_vgg11.png || true ;;
   devices-headline)  # issue 25: vgg11 at its benchmark size, N = 4, budgeted, at a rate that
     # gives plain PS a network share inside the papers' 50-90% (benchmarks/device_compute.py)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 8 \
