@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ralp.emulation.budget import AUTO, PACED, SHARED
 from ralp.errors import RalpError
 from ralp.planner.modes import COLLECTIVE_MODES, HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
@@ -23,7 +24,7 @@ BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
 DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
 # --device-cpus: the default budget; the default budget held to a constant pace; no budget
-AUTO_CPUS, PACED_CPUS, SHARED_CPUS = "auto", "paced", "shared"
+AUTO_CPUS, PACED_CPUS, SHARED_CPUS = AUTO, PACED, SHARED
 
 
 class BenchError(RalpError, ValueError):

@@ -33,7 +33,7 @@ from ralp.emulation.devices import (
     find_hierarchy,
     new_prefix,
 )
-from ralp.emulation.governor import REFERENCE_ENV
+from ralp.emulation.governor import REFERENCE_ENV, pace_reference
 from ralp.errors import ClusterError
 
 SHARED = "shared"
@@ -199,8 +199,6 @@ def budget_for(asked: str | float | None, devices: int, *, counted: bool = True)
     if hierarchy is None:
         return Budget(None, host_cpus(), fallback=why)
     if asked == PACED:
-        from ralp.emulation.governor import pace_reference
-
         return Budget(cpus, host_cpus(), hierarchy, pace_reference=pace_reference())
     return Budget(cpus, host_cpus(), hierarchy)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import mmap
 import os
 import struct
 import threading
@@ -32,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ralp.emulation.pace import PaceProbes, PaceReading, read_counters
+from ralp.emulation.pace import CounterFile, PaceProbes, PaceReading, read_counters
 
 REFERENCE_ENV = "RALP_PACE_REFERENCE"  # the compute pace a paced device is held to, by hand
 REFERENCE_SHARE = 0.8  # of the idle host's median second: budgeted rounds ran at 0.78-1.03 of it
@@ -109,14 +108,10 @@ class PaceGovernor:
         self.path, self.interval_s, self.window_s = path, interval_s, window_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._shared: mmap.mmap | None = None
-        self._seq = 0
+        self._counters: CounterFile | None = None
 
     def start(self) -> PaceGovernor:
-        with open(self.path, "w+b") as f:
-            f.write(_LAYOUT.pack(0, 0.0, 0.0, 0.0))
-            f.flush()
-            self._shared = mmap.mmap(f.fileno(), _LAYOUT.size)
+        self._counters = CounterFile(self.path, _LAYOUT, (0.0, 0.0, 0.0))
         self._thread = threading.Thread(target=self._run, name="ralp-pace-governor", daemon=True)
         self._thread.start()
         return self
@@ -126,9 +121,9 @@ class PaceGovernor:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        if self._shared is not None:
-            self._shared.close()
-            self._shared = None
+        counters, self._counters = self._counters, None
+        if counters is not None:
+            counters.close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
 
@@ -160,12 +155,7 @@ class PaceGovernor:
                 with contextlib.suppress(Exception):  # a group removed under us: the run ends
                     self.set_share(new)
                 share = new
-            self._publish(elapsed, share_s, under_s)
-
-    def _publish(self, *values: float) -> None:
-        if self._shared is None:
-            return
-        _LAYOUT.pack_into(self._shared, 0, self._seq + 1, *values)  # odd: being written
-        self._seq += 2
-        _LAYOUT.pack_into(self._shared, 0, self._seq, *values)
+            counters = self._counters
+            if counters is not None:
+                counters.write(elapsed, share_s, under_s)
 

@@ -105,6 +105,26 @@ def read_counters(path: str, layout: struct.Struct = _LAYOUT) -> tuple[float, ..
     return None
 
 
+class CounterFile:
+    """A small file of counters after a sequence number, written in place (mmap) for
+    :func:`read_counters` in other processes: the sequence number is odd while it writes."""
+
+    def __init__(self, path: str, layout: struct.Struct, values: Sequence[float]):
+        self.layout, self._seq = layout, 0
+        with open(path, "w+b") as f:
+            f.write(layout.pack(0, *values))
+            f.flush()
+            self._shared = mmap.mmap(f.fileno(), layout.size)
+
+    def write(self, *values: float) -> None:
+        self.layout.pack_into(self._shared, 0, self._seq + 1, *values)  # odd: being written
+        self._seq += 2
+        self.layout.pack_into(self._shared, 0, self._seq, *values)
+
+    def close(self) -> None:
+        self._shared.close()
+
+
 class PaceProbes:
     """One probe process per CPU this process may use, started by :meth:`start`, stopped (by
     process id) by :meth:`stop`. ``group``: a :class:`~ralp.emulation.devices.DeviceGroup`
@@ -214,11 +234,8 @@ def probe(cpu: int, path: str, interval_s: float, parent: int | None,
     os.sched_setaffinity(0, {cpu})
     bursts = _bursts()
     totals = [0.0] * (2 * len(KINDS))
-    with open(path, "w+b") as f:
-        f.write(_LAYOUT.pack(0, *totals))
-        f.flush()
-        shared = mmap.mmap(f.fileno(), _LAYOUT.size)
-    seq, end = 0, None if seconds is None else time.monotonic() + seconds
+    counters = CounterFile(path, _LAYOUT, totals)
+    end = None if seconds is None else time.monotonic() + seconds
     next_at = time.monotonic()
     while end is None or time.monotonic() < end:
         for k, burst in enumerate(bursts):
@@ -226,9 +243,7 @@ def probe(cpu: int, path: str, interval_s: float, parent: int | None,
             work = burst()
             totals[2 * k] += work
             totals[2 * k + 1] += time.thread_time() - start
-        _LAYOUT.pack_into(shared, 0, seq + 1, *totals)  # odd: being written
-        seq += 2
-        _LAYOUT.pack_into(shared, 0, seq, *totals)
+        counters.write(*totals)
         if parent is not None and os.getppid() != parent and not _alive(parent):
             return
         next_at += interval_s
