@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
     {"experiments"},  # the sync, Stanza and chaos experiments beside the benchmark
-    {"server"},  # the entry-point shim of `python -m ralp.server`
+    {"server", "plan"},  # the entry-point shims of `python -m ralp.server` and `ralp.plan`
 ]
 RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
 

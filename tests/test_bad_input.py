@@ -87,6 +87,10 @@ CASES = {
                                      None, "is not a list of bench records"),
     "records with no run": (["-m", "ralp.planner", "--validate", "{tmp}/empty.json"], None,
                             "no successful netns run"),
+    # the short name is the same command, and says its own name
+    "records with no run, short name": (
+        ["-m", "ralp.plan", "--validate", "{tmp}/empty.json"], None,
+        r"python -m ralp\.plan: error: .*no successful netns run"),
     "a NaN threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "nan"], None,
                         "--threshold: expected a finite number, got 'nan'"),
     "an infinite threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "inf"],

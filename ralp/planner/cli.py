@@ -23,9 +23,9 @@ PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         description="Predict the throughput of ps, ralp-h, ralp-n, horovod and stanza for a model on "
         "a cluster, pick the best, and validate the model against recorded bench runs.",
     )
@@ -269,8 +269,10 @@ def _validate_repeats(args, records: list[dict]) -> str:
     return repeats.to_text(report)
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command's work; ``prog``: the name it was run by (``python -m ralp.plan`` is the
+    same command)."""
+    args = _parser(prog).parse_args(argv)
     quiet_tensorflow()
 
     try:
@@ -283,13 +285,13 @@ def run(argv: Sequence[str] | None = None) -> int:
 
             output = recommend_cli(args, _zoo_workload)
     except (RalpError, ValueError) as e:
-        return fail(PROG, str(e))
+        return fail(prog, str(e))
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; everything it started was stopped", file=sys.stderr)
+        print(f"{prog}: interrupted; everything it started was stopped", file=sys.stderr)
         return 130
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     return 0
 
 
-def main() -> None:
-    sys.exit(run())
+def main(prog: str = PROG) -> None:
+    sys.exit(run(prog=prog))

@@ -29,7 +29,10 @@ and the lost worker may have applied the update before it died (measured: 3 work
 kills in 400 steps counted 402 updates). So every scheduled step carries a unique ``token``,
 and each group of updates (plain PS: the model; RALP: the head, and the tail inside the PS
 critical section) is applied only if its :class:`StepLedger` on the PS has not seen the token,
-then records it. The rerun of an applied step computes, but changes nothing.
+then records it. The rerun of an applied step computes, but changes nothing. Not closed: a
+worker lost while its gradients are still crossing can leave part of an update applied and
+the token unrecorded (each variable's update runs as its gradient arrives); the rerun then
+applies all of it (seen once: 61 updates for 60 steps under ASP).
 """
 
 from __future__ import annotations
