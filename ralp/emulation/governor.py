@@ -109,6 +109,8 @@ class PaceGovernor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._counters: CounterFile | None = None
+        # a thread that outlives stop's join (stuck setting a quota) must not write a closed file
+        self._counters_lock = threading.Lock()
 
     def start(self) -> PaceGovernor:
         self._counters = CounterFile(self.path, _LAYOUT, (0.0, 0.0, 0.0))
@@ -121,9 +123,10 @@ class PaceGovernor:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        counters, self._counters = self._counters, None
-        if counters is not None:
-            counters.close()
+        with self._counters_lock:
+            counters, self._counters = self._counters, None
+            if counters is not None:
+                counters.close()
         with contextlib.suppress(OSError):
             os.unlink(self.path)
 
@@ -155,7 +158,7 @@ class PaceGovernor:
                 with contextlib.suppress(Exception):  # a group removed under us: the run ends
                     self.set_share(new)
                 share = new
-            counters = self._counters
-            if counters is not None:
-                counters.write(elapsed, share_s, under_s)
+            with self._counters_lock:
+                if self._counters is not None:
+                    self._counters.write(elapsed, share_s, under_s)
 
