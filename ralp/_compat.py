@@ -36,11 +36,14 @@ function                        private API                                     
                                 (cond_v2)
 ``INLINED_BRANCH_OP``           the names lowering gives a cond's inlined       audit
                                 branch ops
+``remove_autograph_sources``    AutoGraph's temporary modules                   cluster,
+                                (``__autograph_generated_file*``)               bench, planner
 ==============================  ==============================================  =============
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import types
 from collections.abc import Callable, Iterator
@@ -325,3 +328,29 @@ def coordination_key_values() -> tuple[Callable[[str, str], None], Callable[[str
     purpose = "let a collective job's workers leave together"
     return (_require(ctx, "set_config_key_value", purpose),
             _require(ctx, "get_config_key_value", purpose))
+
+
+# ------------------------------------------------------------------ process exit
+
+# AutoGraph writes each function it converts to a temporary file named thus and imports it
+# as a module of that name; the file is removed by an atexit handler only.
+AUTOGRAPH_MODULE_PREFIX = "__autograph_generated_file"
+
+
+def remove_autograph_sources() -> int:
+    """Delete the temporary source files of the functions AutoGraph converted in this process
+    (the modules stay loaded); returns how many. For a process that leaves by ``os._exit``
+    (forked from the zygote, or skipping TensorFlow's teardown), where AutoGraph's atexit
+    handlers never run: without this every run left hundreds of files in the temporary
+    directory. A traceback formatted afterwards shows no source lines for those frames."""
+    import os
+    import sys
+
+    removed = 0
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name.startswith(AUTOGRAPH_MODULE_PREFIX) and path and os.path.exists(path):
+            with contextlib.suppress(OSError):  # not ours to remove: leave it
+                os.remove(path)
+                removed += 1
+    return removed

@@ -563,3 +563,23 @@ def fit_like_keras(spec, directory: str, mode: str) -> dict:
             "checkpoint_matches": all(np.allclose(a, b) for a, b in
                                       zip(restored.get_weights(), trained, strict=True)),
             "evaluated": evaluated}
+
+
+def autograph_sources() -> list[str]:
+    """Trace a function AutoGraph must convert; the source files of the converted modules
+    this process holds (to check they are gone once it has answered)."""
+    import sys
+
+    import tensorflow as tf
+
+    from ralp._compat import AUTOGRAPH_MODULE_PREFIX
+
+    @tf.function
+    def branchy(x):
+        if x > 0:  # a Python if on a tensor: AutoGraph converts it
+            return x * 2.0
+        return -x
+
+    branchy(tf.constant(1.0))
+    return [module.__file__ for name, module in list(sys.modules.items())
+            if name.startswith(AUTOGRAPH_MODULE_PREFIX)]

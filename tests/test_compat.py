@@ -255,3 +255,22 @@ def test_the_coordination_services_store_is_on_the_eager_context():
     put, get = _compat.coordination_key_values()
     assert put.__name__ == "set_config_key_value" and get.__name__ == "get_config_key_value"
     assert list(inspect.signature(get).parameters) == ["key", "timeout_in_ms"]
+
+
+def test_autograph_sources_are_its_prefixed_modules_and_can_be_removed():
+    import os
+
+    @tf.function
+    def branchy(x):
+        if x > 0:  # a Python if on a tensor: AutoGraph converts it
+            return x * 2.0
+        return -x
+
+    assert float(branchy(tf.constant(1.0))) == 2.0
+    paths = [m.__file__ for name, m in list(sys.modules.items())
+             if name.startswith(_compat.AUTOGRAPH_MODULE_PREFIX)]
+    assert any(os.path.exists(p) for p in paths), "AutoGraph no longer writes such modules"
+    assert _compat.remove_autograph_sources() >= 1
+    assert not any(os.path.exists(p) for p in paths)
+    # the converted code stays loaded: a retrace (a new dtype) still runs it
+    assert float(branchy(tf.constant(-3.0, tf.float64))) == 3.0

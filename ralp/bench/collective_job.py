@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ralp._compat import remove_autograph_sources
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_command, rank_main, window_figures
 
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     code = rank_main("python -m ralp.bench.collective_job", collective_bench_job, argv)
     if code:
         return code
+    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
     sys.stdout.flush()
     sys.stderr.flush()
     # Every worker is done with its collectives (leave_together above); skip the

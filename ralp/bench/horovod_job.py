@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ralp._compat import remove_autograph_sources
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_main, window_figures
 from ralp.bench.rank_job import rank_command as job_command
@@ -131,6 +132,7 @@ def _exit_together() -> None:
     import tensorflow as tf
 
     hvd.allreduce(tf.constant(0.0), op=hvd.Sum, name="ralp_exit")
+    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -59,11 +59,16 @@ def _child(conn, call: bytes, env: dict[str, str], netns: str | None, group) -> 
         # Unpickled only now: the function's module may import TensorFlow, which must come
         # after entering the namespace and with its start-up banner filtered.
         fn, args, kwargs = pickle.loads(call)
-        result = fn(*args, **kwargs)
+        message = ("ok", fn(*args, **kwargs))
     except BaseException as e:  # noqa: BLE001 - everything goes back to the parent
-        conn.send(("error", type(e).__name__, str(e), traceback.format_exc()))
-    else:
-        conn.send(("ok", result))
+        message = ("error", type(e).__name__, str(e), traceback.format_exc())
+    try:
+        # A forked child leaves by os._exit, past AutoGraph's atexit clean-up; the traceback
+        # above has read the sources already.
+        from ralp._compat import remove_autograph_sources
+
+        remove_autograph_sources()
+        conn.send(message)
     finally:
         conn.close()
 

@@ -114,6 +114,9 @@ def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
 
 if __name__ == "__main__":
     _worker_main(tuple(int(s) for s in sys.argv[1].split(",")), int(sys.argv[2]))
+    from ralp._compat import remove_autograph_sources
+
+    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
     sys.stdout.flush()
     import os
 

@@ -43,6 +43,7 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 
+from ralp._compat import remove_autograph_sources
 from ralp.errors import RalpError
 from ralp.planner.allreduce import grouped_allreduce, timed_allreduces
 from ralp.planner.host import RING_COSTS, RING_FIELDS
@@ -290,6 +291,7 @@ def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     if rank == 0:
         emit("record", _record(walls, every))
     leave_together(rank, RANKS)
+    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
     sys.stdout.flush()
     os._exit(0)  # TensorFlow's collective server cannot stop cleanly
 
