@@ -14,10 +14,9 @@ modes'.
 
 from __future__ import annotations
 
-import os
 import sys
 
-from ralp._compat import remove_autograph_sources
+from ralp._compat import exit_without_teardown
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_command, rank_main, window_figures
 
@@ -91,12 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     code = rank_main("python -m ralp.bench.collective_job", collective_bench_job, argv)
     if code:
         return code
-    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
-    sys.stdout.flush()
-    sys.stderr.flush()
     # Every worker is done with its collectives (leave_together above); skip the
     # interpreter's teardown of TensorFlow's servers, which cannot stop cleanly.
-    os._exit(0)
+    exit_without_teardown()
 
 
 if __name__ == "__main__":

@@ -16,10 +16,9 @@ The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_j
 
 from __future__ import annotations
 
-import os
 import sys
 
-from ralp._compat import remove_autograph_sources
+from ralp._compat import exit_without_teardown
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_main, window_figures
 from ralp.bench.rank_job import rank_command as job_command
@@ -132,10 +131,7 @@ def _exit_together() -> None:
     import tensorflow as tf
 
     hvd.allreduce(tf.constant(0.0), op=hvd.Sum, name="ralp_exit")
-    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_without_teardown()
 
 
 if __name__ == "__main__":

@@ -114,10 +114,6 @@ def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
 
 if __name__ == "__main__":
     _worker_main(tuple(int(s) for s in sys.argv[1].split(",")), int(sys.argv[2]))
-    from ralp._compat import remove_autograph_sources
+    from ralp._compat import exit_without_teardown
 
-    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
-    sys.stdout.flush()
-    import os
-
-    os._exit(0)  # TensorFlow's collective server cannot stop cleanly
+    exit_without_teardown()  # TensorFlow's collective server cannot stop cleanly

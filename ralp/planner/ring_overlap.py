@@ -43,7 +43,7 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 
-from ralp._compat import remove_autograph_sources
+from ralp._compat import exit_without_teardown
 from ralp.errors import RalpError
 from ralp.planner.allreduce import grouped_allreduce, timed_allreduces
 from ralp.planner.host import RING_COSTS, RING_FIELDS
@@ -273,7 +273,6 @@ def _horovod_rank(tensor_bytes: int, repeats: int, gap_s: float) -> None:
 
 def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     """A worker of TensorFlow's ring (its launcher started it in its device's group)."""
-    import os
 
     from ralp._messages import emit
     from ralp.collective.trainer import leave_together, make_strategy
@@ -291,9 +290,7 @@ def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     if rank == 0:
         emit("record", _record(walls, every))
     leave_together(rank, RANKS)
-    remove_autograph_sources()  # os._exit skips AutoGraph's atexit clean-up
-    sys.stdout.flush()
-    os._exit(0)  # TensorFlow's collective server cannot stop cleanly
+    exit_without_teardown()  # TensorFlow's collective server cannot stop cleanly
 
 
 if __name__ == "__main__":
