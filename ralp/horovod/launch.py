@@ -232,10 +232,16 @@ def _kill_pids(pids: list[int]) -> None:
 
 def _last_error_line(lines) -> str | None:
     """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix: a
-    rank's own error first (lines horovodrun prefixes with ``[rank]<stderr>:``), then the
-    launcher's (its "one or more processes exited" summary)."""
+    rank's own error first (lines horovodrun prefixes with ``[rank]<stderr>:``; a C++
+    exception that aborted a rank, such as Gloo's, before a Python one), then the launcher's
+    (its "one or more processes exited" summary)."""
     lines = list(lines)
     from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
+    for line in reversed(from_ranks):  # a C++ exception that ended a rank (std::terminate)
+        text = line.split(">:", 1)[-1].strip()
+        if text.startswith("what():"):
+            rank = line.split("]", 1)[0].lstrip("[")
+            return f"rank {rank} aborted: {text[len('what():'):].strip()}"[:300]
     for group in (from_ranks, lines):
         for line in reversed(group):
             text = line.split(">:", 1)[-1].strip()

@@ -62,6 +62,12 @@ def test_last_error_line_prefers_the_exception():
              "Process 1 exit with status code 1."]
     assert _last_error_line(lines) == "ValueError: image too small"
     assert _last_error_line(["", "rank 0 exited"]) == "rank 0 exited"
+    aborted = ["[7]<stderr>:terminate called after throwing an instance of 'gloo::IoException'",
+               "[7]<stderr>:  what():  [pair.cc:598] Connection closed by peer [10.0.0.8]:2141",
+               "rank 7 exited with status -6: stopping the others",
+               "Horovod detected that one or more processes exited with non-zero status"]
+    assert _last_error_line(aborted) == (
+        "rank 7 aborted: [pair.cc:598] Connection closed by peer [10.0.0.8]:2141")
     assert _last_error_line([]) is None
 
 
@@ -155,6 +161,41 @@ def test_a_failing_rank_fails_the_job_with_its_error_and_leaves_nothing():
     with pytest.raises(HorovodRunError, match=f"AssertionError: {token} in rank 1"):
         run_and_collect(horovodrun_command(2, [sys.executable, "-c", code]), None, 120)
     assert _processes_with(token) == []
+
+
+# Three ranks with Stanza's process sets (CONV ranks 0-1, FC rank 2) leave as the bench's rank
+# job does; the FC rank falls behind right after the last barrier, as a rank descheduled on a
+# loaded host does. Before Horovod was shut down there, its background loop then talked to a
+# rank that had left already and aborted (gloo::IoException), failing the run after its record.
+_LATE_LEAVER = """
+import json, time
+import horovod.tensorflow as hvd
+import tensorflow as tf
+from ralp.bench import horovod_job
+hvd.init(process_sets="dynamic")
+rank, allreduce = hvd.rank(), hvd.allreduce
+conv_set, fc_set = hvd.add_process_set([0, 1]), hvd.add_process_set([2])
+if rank < 2:
+    hvd.allreduce(tf.ones([1000]), op=hvd.Sum, process_set=conv_set)
+
+def falls_behind(*args, **kwargs):
+    out = allreduce(*args, **kwargs)
+    if kwargs.get("name") == "ralp_exit" and rank == 2:
+        time.sleep(1.0)
+    return out
+
+hvd.allreduce = falls_behind
+if rank == 0:
+    print(MARK + json.dumps({"record": {"left": True}}), flush=True)
+horovod_job._exit_together()
+"""
+
+
+@needs_horovod
+def test_a_rank_that_falls_behind_after_the_last_barrier_still_leaves_cleanly():
+    code = f"MARK = {MARK!r}\n" + _LATE_LEAVER
+    assert run_and_collect(horovodrun_command(3, [sys.executable, "-c", code]), None,
+                           120) == {"left": True}
 
 
 _REPORT_GROUP = """
