@@ -22,6 +22,7 @@
 #                                          devices-zoo-n8-1gbit-shared|
 #                                          devices-zoo-500mbit|devices-zoo-n8-500mbit|
 #                                          devices-zoo-500mbit-shared|devices-zoo-n8-500mbit-shared|
+#                                          devices-zoo-n8-500mbit-shared-again|
 #                                          heldout-n6|host-pace|cfs-period|collective-1gbit|
 #                                          collective-10gbit|collective-n8-1gbit|
 #                                          collective-n8-10gbit|ring-overlap|
@@ -276,6 +277,13 @@ for part in "${parts[@]}"; do
     shared_zoo 4 500mbit devices_zoo_500mbit_shared ;;
   devices-zoo-n8-500mbit-shared)  # issue 25 (b): the second link rate on shared CPUs, N = 8
     shared_zoo 8 500mbit devices_zoo_n8_500mbit_shared ;;
+  devices-zoo-n8-500mbit-shared-again)  # the three models the part above left incomplete
+    # (Stanza's exit race, since fixed; vgg11's last round cut), all five modes, 3 rounds
+    $PY -m ralp.bench --backend netns --bandwidth 500mbit --models vgg11 overfeat inception3 \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n horovod stanza --devices 8 \
+      --steps 6 --warmup 1 --device-cpus shared --repeat 3 --quiet \
+      --out $R/devices_zoo_n8_500mbit_shared_again.json \
+      --plot $R/devices_zoo_n8_500mbit_shared_again.png || true ;;
   target)  # vgg11 at full size, N=4, where plain PS is network-bound (targets 1-3)
     $PY -m ralp.bench --backend netns --bandwidth 250mbit --models vgg11 --batch-size 4 \
       --modes ps ralp-h ralp-n --devices 4 --steps 3 --warmup 1 --compute-reference --quiet \
