@@ -28,7 +28,7 @@
 #                                          collective-n8-10gbit|ring-overlap|
 #                                          ring-overlap-curve|link-duplex|
 #                                          budgeted-validations|transfer-cpu|
-#                                          fabric-transfer|
+#                                          fabric-transfer|fabric-concurrency|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -415,6 +415,9 @@ for part in "${parts[@]}"; do
     done
     $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/bench_plan_stanza_$bw.json
     rm -rf "$parts_dir" ;;
+  fabric-concurrency)  # issue 26: k workers' transfers at once through one budgeted PS's link
+    $PY benchmarks/fabric_concurrency.py --bandwidth 500mbit 1gbit --workers 1 2 4 7 \
+      --out $R/fabric_concurrency.json > $R/fabric_concurrency.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
