@@ -232,23 +232,30 @@ def _kill_pids(pids: list[int]) -> None:
 
 def _last_error_line(lines) -> str | None:
     """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix: a
-    rank's own error first (lines horovodrun prefixes with ``[rank]<stderr>:``; a C++
-    exception that aborted a rank, such as Gloo's, before a Python one), then the launcher's
-    (its "one or more processes exited" summary)."""
+    rank's own Python error first (lines horovodrun prefixes with ``[rank]<stderr>:``), then
+    a C++ exception that aborted a rank (Gloo's, whose "connection closed" may only follow
+    another rank's error), then the launcher's (its "one or more processes exited" summary)."""
     lines = list(lines)
     from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
-    for line in reversed(from_ranks):  # a C++ exception that ended a rank (std::terminate)
+    return (_python_error(from_ranks) or _rank_aborted(from_ranks) or _python_error(lines)
+            or next((line.split(">:", 1)[-1].strip()[:300] for line in reversed(lines)
+                     if line.strip()), None))
+
+
+def _python_error(lines: list[str]) -> str | None:
+    for line in reversed(lines):
+        text = line.split(">:", 1)[-1].strip()
+        head = text.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and " " not in head:
+            return text[:300]
+    return None
+
+
+def _rank_aborted(lines: list[str]) -> str | None:
+    """A rank ended by std::terminate: its ``what():`` line, with the rank."""
+    for line in reversed(lines):
         text = line.split(">:", 1)[-1].strip()
         if text.startswith("what():"):
             rank = line.split("]", 1)[0].lstrip("[")
             return f"rank {rank} aborted: {text[len('what():'):].strip()}"[:300]
-    for group in (from_ranks, lines):
-        for line in reversed(group):
-            text = line.split(">:", 1)[-1].strip()
-            head = text.split(":", 1)[0]
-            if head.endswith(("Error", "Exception")) and " " not in head:
-                return text[:300]
-    for line in reversed(lines):
-        if line.strip():
-            return line.split(">:", 1)[-1].strip()[:300]
     return None

@@ -68,6 +68,9 @@ def test_last_error_line_prefers_the_exception():
                "Horovod detected that one or more processes exited with non-zero status"]
     assert _last_error_line(aborted) == (
         "rank 7 aborted: [pair.cc:598] Connection closed by peer [10.0.0.8]:2141")
+    # a rank's Python error is the cause; another rank's closed connection only follows it
+    assert _last_error_line(["[2]<stderr>:ValueError: image too small", *aborted]) == (
+        "ValueError: image too small")
     assert _last_error_line([]) is None
 
 
