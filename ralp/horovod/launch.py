@@ -17,8 +17,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -231,13 +233,21 @@ def _kill_pids(pids: list[int]) -> None:
 
 
 def _last_error_line(lines) -> str | None:
-    """The last 'SomethingError: ...' line of the job's output, without Horovod's prefix: a
-    rank's own Python error first (lines horovodrun prefixes with ``[rank]<stderr>:``), then
-    a C++ exception that aborted a rank (Gloo's, whose "connection closed" may only follow
-    another rank's error), then the launcher's (its "one or more processes exited" summary)."""
+    """The job's error in one line, without Horovod's prefix, most telling first: a rank's
+    own Python error ('SomethingError: ...' in lines horovodrun prefixes with
+    ``[rank]<stderr>:``); else the first rank the launcher saw exit non-zero, its status and
+    the C++ exception that aborted it if one did (Gloo's "connection closed" names the peer
+    that left first); else any rank's C++ abort; else the launcher's own error line."""
     lines = list(lines)
     from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
-    return (_python_error(from_ranks) or _rank_aborted(from_ranks) or _python_error(lines)
+    first = _first_exit(lines)
+    if first is not None:
+        rank, status = first
+        aborted = _rank_aborted(from_ranks, rank)
+        first_exit = f"rank {rank} exited with status {status}" + (
+            f" ({aborted})" if aborted else "")
+    return (_python_error(from_ranks) or (first_exit[:300] if first is not None else None)
+            or _rank_aborted(from_ranks) or _python_error(lines)
             or next((line.split(">:", 1)[-1].strip()[:300] for line in reversed(lines)
                      if line.strip()), None))
 
@@ -251,11 +261,25 @@ def _python_error(lines: list[str]) -> str | None:
     return None
 
 
-def _rank_aborted(lines: list[str]) -> str | None:
-    """A rank ended by std::terminate: its ``what():`` line, with the rank."""
+def _first_exit(lines: list[str]) -> tuple[str, str] | None:
+    """(rank, status) of the first rank that exited non-zero, as the netns driver says it
+    ("rank 7 exited with status -6: ...") or horovodrun ("Process name: 7", "Exit code: -6")."""
+    for line, after in itertools.zip_longest(lines, lines[1:], fillvalue=""):
+        said = re.match(r"rank (\d+) exited with status (-?\d+)", line.strip())
+        if said:
+            return said.group(1), said.group(2)
+        name = re.match(r"Process name: (\S+)$", line.strip())
+        code = re.match(r"Exit code: (-?\d+)$", after.strip())
+        if name and code:
+            return name.group(1), code.group(1)
+    return None
+
+
+def _rank_aborted(lines: list[str], rank: str | None = None) -> str | None:
+    """A rank (``rank``, else any) ended by std::terminate: 'rank N aborted: <its what()>'."""
     for line in reversed(lines):
         text = line.split(">:", 1)[-1].strip()
-        if text.startswith("what():"):
-            rank = line.split("]", 1)[0].lstrip("[")
-            return f"rank {rank} aborted: {text[len('what():'):].strip()}"[:300]
+        at = line.split("]", 1)[0].lstrip("[")
+        if text.startswith("what():") and rank in (None, at):
+            return f"rank {at} aborted: {text[len('what():'):].strip()}"[:300]
     return None

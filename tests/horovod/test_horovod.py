@@ -67,10 +67,22 @@ def test_last_error_line_prefers_the_exception():
                "rank 7 exited with status -6: stopping the others",
                "Horovod detected that one or more processes exited with non-zero status"]
     assert _last_error_line(aborted) == (
+        "rank 7 exited with status -6 (rank 7 aborted: [pair.cc:598] Connection closed by "
+        "peer [10.0.0.8]:2141)")
+    assert _last_error_line(aborted[:2]) == (  # no launcher's line: the abort alone
         "rank 7 aborted: [pair.cc:598] Connection closed by peer [10.0.0.8]:2141")
     # a rank's Python error is the cause; another rank's closed connection only follows it
     assert _last_error_line(["[2]<stderr>:ValueError: image too small", *aborted]) == (
         "ValueError: image too small")
+    # a rank that died without a word (os._exit), then another aborted on its closed
+    # connection: the first to exit is named, as the netns driver and horovodrun say it
+    closed = "[1]<stderr>:  what():  [pair.cc:598] Connection closed by peer [127.0.0.1]:3295"
+    assert _last_error_line(["rank 2 exited with status 3: stopping the others", closed]) == (
+        "rank 2 exited with status 3")
+    assert _last_error_line([closed, "RuntimeError: Horovod detected that one or more processes "
+                             "exited with non-zero status, thus causing the job to be "
+                             "terminated. The first process to do so was:",
+                             "Process name: 2", "Exit code: 3"]) == "rank 2 exited with status 3"
     assert _last_error_line([]) is None
 
 
