@@ -35,9 +35,8 @@ import statistics
 import sys
 import time
 
-from ralp.cluster.fresh_process import run_in_fresh_process
-from ralp.cluster.netns_cluster import NetnsCluster
 from ralp.emulation.budget import budget_for
+from ralp.planner.fabric_transfer import run_on_budgeted_fabric
 from ralp.units import parse_bandwidth
 
 PS = "/job:ps/replica:0/task:0/device:CPU:0"
@@ -121,18 +120,8 @@ def measure(bandwidth: str, workers: int, megabytes: int, repeats: int,
     budget = budget_for("auto", budget_devices)
     if budget.hierarchy is None or budget.cpus is None:
         raise SystemExit(f"needs budgeted devices: {budget.describe()}")
-    hosts = {"ps:0": "ps0", **{f"worker:{i}": f"w{i}" for i in range(workers)}}
-    with budget.groups(list(hosts.values()), ["chief"]) as groups:
-        task_groups = {task: groups.group(host) for task, host in hosts.items()}
-        task_env = {task: budget.task_env() for task in hosts}
-        with NetnsCluster(workers, 1, bandwidth=bandwidth, task_env=task_env,
-                          task_groups=task_groups) as cluster:
-            s = cluster.spec
-            spec = {"chief": [s.chief], "worker": list(s.workers), "ps": list(s.ps)}
-            raw = run_in_fresh_process(_timed, spec, workers, megabytes, repeats,
-                                       groups.meter(hosts), cluster.link_reader(),
-                                       netns=cluster.chief_namespace,
-                                       group=groups.group("chief"), timeout=900)
+    raw = run_on_budgeted_fabric(budget, workers, bandwidth, _timed, workers, megabytes,
+                                 repeats, timeout=900)
     rate = parse_bandwidth(bandwidth) / 8
     row = {"bandwidth": bandwidth, "workers": workers, "megabytes": megabytes,
            "budget_cpus": budget.cpus, "wire_s": workers * megabytes * 2**20 / rate}

@@ -240,13 +240,7 @@ def _last_error_line(lines) -> str | None:
     that left first); else any rank's C++ abort; else the launcher's own error line."""
     lines = list(lines)
     from_ranks = [line for line in lines if "]<stderr>:" in line or "]<stdout>:" in line]
-    first = _first_exit(lines)
-    if first is not None:
-        rank, status = first
-        aborted = _rank_aborted(from_ranks, rank)
-        first_exit = f"rank {rank} exited with status {status}" + (
-            f" ({aborted})" if aborted else "")
-    return (_python_error(from_ranks) or (first_exit[:300] if first is not None else None)
+    return (_python_error(from_ranks) or _first_exit(lines, from_ranks)
             or _rank_aborted(from_ranks) or _python_error(lines)
             or next((line.split(">:", 1)[-1].strip()[:300] for line in reversed(lines)
                      if line.strip()), None))
@@ -261,17 +255,19 @@ def _python_error(lines: list[str]) -> str | None:
     return None
 
 
-def _first_exit(lines: list[str]) -> tuple[str, str] | None:
-    """(rank, status) of the first rank that exited non-zero, as the netns driver says it
-    ("rank 7 exited with status -6: ...") or horovodrun ("Process name: 7", "Exit code: -6")."""
+def _first_exit(lines: list[str], from_ranks: list[str]) -> str | None:
+    """'rank N exited with status S', with the C++ exception that aborted it if one did, for
+    the first rank the launcher saw exit non-zero: as the netns driver says it ("rank 7
+    exited with status -6: ...") or horovodrun ("Process name: 7", "Exit code: -6")."""
     for line, after in itertools.zip_longest(lines, lines[1:], fillvalue=""):
         said = re.match(r"rank (\d+) exited with status (-?\d+)", line.strip())
-        if said:
-            return said.group(1), said.group(2)
         name = re.match(r"Process name: (\S+)$", line.strip())
         code = re.match(r"Exit code: (-?\d+)$", after.strip())
-        if name and code:
-            return name.group(1), code.group(1)
+        if said or (name and code):
+            rank, status = said.groups() if said else (name.group(1), code.group(1))
+            aborted = _rank_aborted(from_ranks, rank)
+            return (f"rank {rank} exited with status {status}"
+                    + (f" ({aborted})" if aborted else ""))[:300]
     return None
 
 

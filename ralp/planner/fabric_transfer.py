@@ -59,25 +59,39 @@ def measure_fabric_transfer(budget, rate_bits: int, steps: int = PROBE_STEPS) ->
     Raises:
         RalpError: the probe could not run (the message says why).
     """
+    size = step_bytes_at(rate_bits)
+    record = run_on_budgeted_fabric(budget, 1, f"{rate_bits}bit", _probe, size, steps)
+    return _figures(record, rate_bits, size)
+
+
+def run_on_budgeted_fabric(budget, workers: int, bandwidth: str, probe, *args,
+                           timeout: float = PROBE_TIMEOUT_S):
+    """``probe(cluster, *args, meter, read_links)`` in a fresh process in the chief's namespace
+    of a simulated cluster of ``workers`` workers and one PS task, each task in a control
+    group of ``budget``, the links at ``bandwidth``; ``cluster`` is its spec as a dict,
+    ``meter`` reads the tasks' CPU counters ("ps:0", "worker:0", ...), ``read_links`` their
+    link counters. The chief is in a group of its own, outside the budgets. Returns what the
+    probe returns. Needs root (namespaces, control groups).
+
+    Raises:
+        RalpError: ``budget`` gives no control groups (the message says why).
+    """
     from ralp.cluster.fresh_process import run_in_fresh_process
     from ralp.cluster.netns_cluster import NetnsCluster
 
     if budget.hierarchy is None or budget.cpus is None:
         raise RalpError("gRPC's CPU on the fabric is measured on budgeted devices: this host "
                         f"gives none ({budget.describe()})")
-    hosts = {"worker:0": "w0", "ps:0": "ps0"}
-    size = step_bytes_at(rate_bits)
+    hosts = {"ps:0": "ps0", **{f"worker:{i}": f"w{i}" for i in range(workers)}}
     with budget.groups(list(hosts.values()), ["chief"]) as groups:
         task_groups = {task: groups.group(host) for task, host in hosts.items()}
         task_env = {task: budget.task_env() for task in hosts}
-        meter = groups.meter(hosts)
-        with NetnsCluster(1, 1, bandwidth=f"{rate_bits}bit", task_env=task_env,
+        with NetnsCluster(workers, 1, bandwidth=bandwidth, task_env=task_env,
                           task_groups=task_groups) as cluster:
-            record = run_in_fresh_process(
-                _probe, cluster.spec.as_dict(), size, steps, meter, cluster.link_reader(),
-                netns=cluster.chief_namespace, group=groups.group("chief"),
-                timeout=PROBE_TIMEOUT_S)
-    return _figures(record, rate_bits, size)
+            return run_in_fresh_process(
+                probe, cluster.spec.as_dict(), *args, groups.meter(hosts),
+                cluster.link_reader(), netns=cluster.chief_namespace,
+                group=groups.group("chief"), timeout=timeout)
 
 
 def _figures(record: dict, rate_bits: int, size: int) -> FabricTransfer:
