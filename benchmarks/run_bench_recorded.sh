@@ -29,6 +29,7 @@
 #                                          ring-overlap-curve|link-duplex|
 #                                          budgeted-validations|transfer-cpu|
 #                                          fabric-transfer|fabric-concurrency|
+#                                          step-timeline|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -418,6 +419,13 @@ for part in "${parts[@]}"; do
   fabric-concurrency)  # issue 26: k workers' transfers at once through one budgeted PS's link
     $PY benchmarks/fabric_concurrency.py --bandwidth 500mbit 1gbit --workers 1 2 4 7 \
       --out $R/fabric_concurrency.json > $R/fabric_concurrency.txt ;;
+  step-timeline)  # issue 26: every task's link and CPU through a PS-mode window, the sweep's worst three
+    for setting in "resnet50 ralp-n 8 500mbit 12" "overfeat ps 8 500mbit 16" "vgg11 ralp-h 4 1gbit 30"; do
+      read -r model mode n rate steps <<< "$setting"
+      name=$R/step_timeline_${model}_${mode/-/}_n${n}_${rate}
+      $PY benchmarks/step_timeline.py --model "$model" --mode "$mode" --devices "$n" \
+        --bandwidth "$rate" --steps "$steps" --out "$name.json" --plot "$name.png"
+    done > $R/step_timeline.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
