@@ -30,6 +30,7 @@
 #                                          budgeted-validations|transfer-cpu|
 #                                          fabric-transfer|fabric-concurrency|
 #                                          step-timeline|
+#                                          devices-zoo-n8-500mbit-in-epoch|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -426,6 +427,15 @@ for part in "${parts[@]}"; do
       $PY benchmarks/step_timeline.py --model "$model" --mode "$mode" --devices "$n" \
         --bandwidth "$rate" --steps "$steps" --out "$name.json" --plot "$name.png"
     done > $R/step_timeline.txt ;;
+  devices-zoo-n8-500mbit-in-epoch)  # issue 26: the PS modes of devices-zoo-n8-500mbit again,
+    # each window inside its warm-up's epoch (3 warm-up steps per worker, one more after)
+    $PY -m ralp.bench --backend netns --bandwidth 500mbit \
+      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+      --modes ps ralp-h ralp-n --devices 8 --steps 6 --warmup 3 \
+      --repeat 3 --calibrate --quiet --out $R/devices_zoo_n8_500mbit_in_epoch.json \
+      --plot $R/devices_zoo_n8_500mbit_in_epoch.png || true
+    $PY -m ralp.planner --validate $R/devices_zoo_n8_500mbit_in_epoch.json \
+      > $R/devices_zoo_n8_500mbit_in_epoch_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

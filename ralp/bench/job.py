@@ -1,11 +1,13 @@
 """One benchmark run of a PS mode, in the coordinator (chief) process: place, warm up, measure.
 
 :func:`bench_job` runs in a fresh process (``run_in_fresh_process``; on the netns backend
-inside the chief's namespace). It builds the zoo model, wraps it for the run's mode, runs
-warm-up steps until every worker has traced and run its step, then reads the link counters,
-runs the measured steps and reads them again. Throughput and step time come from the
-measured steps only; bytes are the counter deltas over exactly those steps. The predicted
-bytes and the profiler's verdict come from the profile ``wrap`` computed for the placement.
+inside the chief's namespace). It builds the zoo model, wraps it for the run's mode and runs
+one epoch: warm-up steps (every worker traces and runs its first step in them), the measured
+steps, and one more step per worker, so that the measured window starts and ends with the
+workers busy as in a long epoch (:func:`_window_after_warmup`). Throughput, step time and the
+devices' CPU come from the measured window only; bytes are the link counters' deltas over
+the whole epoch, whose edges no step straddles, divided by its steps. The predicted bytes
+and the profiler's verdict come from the profile ``wrap`` computed for the placement.
 
 It returns the run's figures; :func:`ralp.bench.records.make_record` makes the record.
 """
@@ -65,11 +67,14 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     # Every worker traces nothing (the coordinator does) but builds and runs its graph on its
     # first step: warm up with at least one step per worker so none of that is measured.
     report_progress(("phase", "warm-up"))
-    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps, batch_size=B,
-                verbose=0)
-    clock.lap("warmup")
     steps = run.measured_steps
-    window = _measured_window(trainer, dataset_fn, run, barrier, read_links, read_cpu)
+    if barrier is None:
+        window = _window_after_warmup(trainer, dataset_fn, run, read_links, read_cpu, clock)
+    else:
+        trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps, batch_size=B,
+                    verbose=0)
+        clock.lap("warmup")
+        window = _measured_window(trainer, dataset_fn, run, barrier, read_links, read_cpu)
     traced = {}
     if run.trace_pulls:
         report_progress(("phase", "tracing worker 0"))
@@ -85,6 +90,9 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         "setup": clock.phases,
         "wall_s": window.wall,
         "measured_steps": steps,
+        # "in_epoch": between the warm-up and one more step per worker, in one epoch;
+        # "own_epoch": an epoch of its own, all workers starting at once (jobs at a barrier)
+        "window": "in_epoch" if barrier is None else "own_epoch",
         **timing(history.step_end_times, window.start, steps, W, B),
         "bytes_per_step_predicted": float(predicted.worker_link.total),
         "ps_bytes_per_step_predicted": float(sum(link.total for link in predicted.ps_links) / W),
@@ -93,7 +101,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         "pull_predicted_s": trainer.pull_choice.predicted_s if trainer.pull_choice else None,
         **traced,
         **sync_figures(history),
-        **link_figures(window.links_before, window.links_after, steps),
+        **link_figures(window.links_before, window.links_after, window.link_steps or steps),
         **cpu_window(window.cpu_before, window.cpu_after),
     }
 
@@ -137,6 +145,60 @@ class _Window:
     links_after: dict | None
     cpu_before: object
     cpu_after: object
+    link_steps: int | None = None  # steps the link counters' edges span (None: the window's)
+
+
+def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkReader | None,
+                         read_cpu, clock: SetupClock) -> _Window:
+    """The warm-up, the measured steps and one more step per worker in one epoch; the window
+    runs from the last warm-up step seen finished to the last measured one.
+
+    An epoch starts every worker at once, and with fair shares of the PS's link they keep
+    in step for the first cycles (all pull, then all compute, then all push:
+    ``benchmarks/step_timeline.py`` saw a worker's first steps take 1.3-1.6x its later ones
+    on resnet50 at N = 8, 500 Mbit/s), and it ends with the workers running out of steps
+    one by one. A user's epoch of hundreds of steps sees neither, so the window leaves both
+    out. The link counters are read at the epoch's edges instead, where no step is in
+    flight: bytes per step are exact over all of its steps (every step moves the same)."""
+    from ralp.cluster.fresh_process import report_progress
+
+    W, warm, steps = run.workers, run.warmup_steps, run.measured_steps
+    edges = _WindowEdges(warm, warm + steps, read_cpu, clock, report_progress)
+    before = dict(read_links()) if read_links else None
+    history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=warm + steps + W,
+                          batch_size=run.batch_size, verbose=0, callbacks=[edges])
+    after = dict(read_links()) if read_links else None
+    ends = history.step_end_times
+    start = ends[warm - 1]
+    history.step_end_times = ends[warm:warm + steps]
+    return _Window(history, start, ends[warm + steps - 1] - start, before, after,
+                   edges.cpu[0], edges.cpu[1], link_steps=warm + steps + W)
+
+
+class _WindowEdges:
+    """Marks the measured window inside the epoch: reads the CPU counters when the last
+    warm-up step and the last measured step are seen finished, and reports measured steps."""
+
+    def __init__(self, first: int, last: int, read_cpu, clock: SetupClock,
+                 send: Callable[[object], None]):
+        self.first, self.last, self.read_cpu = first, last, read_cpu
+        self.clock, self.send = clock, send
+        self.cpu: list = [None, None]
+
+    def on_train_batch_end(self, batch: int, logs=None) -> None:
+        done = batch + 1
+        if done in (self.first, self.last):
+            self.cpu[done == self.last] = self.read_cpu() if self.read_cpu else None
+        if done == self.first:
+            self.clock.lap("warmup")
+            self.send(("phase", "measuring"))
+        elif self.first < done <= self.last and (done - self.first) % PROGRESS_EVERY == 0:
+            self.send(("step", done - self.first))
+
+    def __getattr__(self, name: str):
+        if name.startswith("on_") or name == "set_model":  # every other Keras hook
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
 
 
 def _measured_window(trainer, dataset_fn, run: RunSpec, barrier: Barrier | None,

@@ -35,7 +35,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
-    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round",
+    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window",
 )
 
 BASELINE_MODE = "ps"
