@@ -140,17 +140,15 @@ def summary(series: list[list[float]]) -> dict[str, float]:
 
 
 def cycles(ends: list[float], workers: int) -> dict:
-    """A worker's step time per cycle (each ``workers`` steps seen finished), and over the
-    window's first third and the rest: the measured window starts with every worker at
-    once (a new epoch), and the first cycles carry that synchronized start."""
+    """A worker's step time per cycle (each ``workers`` steps seen finished), the first cycle
+    and the mean of the later ones: the window starts with every worker at once (an epoch of
+    its own, as the sweep's records were measured), and the first cycles carry that start.
+    Whole cycles only: where the workers keep in step, their steps finish in bunches."""
     marks = [0.0] + ends[workers - 1::workers]
-    third = len(ends) // 3
-    return {
-        "cycle_s": [round(b - a, 3) for a, b in zip(marks, marks[1:], strict=False)],
-        "first_third_worker_step_s": round(workers * ends[third - 1] / third, 3),
-        "rest_worker_step_s": round(workers * (ends[-1] - ends[third - 1])
-                                    / (len(ends) - third), 3),
-    }
+    spans = [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    later = (marks[-1] - marks[1]) / (len(spans) - 1) if len(spans) > 1 else None
+    return {"cycle_s": [round(x, 3) for x in spans], "first_cycle_s": round(spans[0], 3),
+            "later_cycle_s": None if later is None else round(later, 3)}
 
 
 def plot(per_task: dict, end_times: list[float], seconds: float, path: str, title: str) -> None:
@@ -178,21 +176,8 @@ def plot(per_task: dict, end_times: list[float], seconds: float, path: str, titl
     fig.savefig(path, dpi=110)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="resnet50")
-    p.add_argument("--mode", default="ralp-n", choices=["ps", "ralp-h", "ralp-n"])
-    p.add_argument("--devices", type=int, default=8)
-    p.add_argument("--bandwidth", default="500mbit")
-    p.add_argument("--image-size", type=int, default=75)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--steps", type=int, default=4, help="measured steps per worker")
-    p.add_argument("--interval", type=float, default=0.02, help="sampling interval, seconds")
-    p.add_argument("--plot-seconds", type=float, default=40.0)
-    p.add_argument("--out", required=True)
-    p.add_argument("--plot")
-    args = p.parse_args()
-
+def measure(args) -> dict:
+    """Run the setting on a fresh budgeted cluster, sampling while its steps run."""
     from ralp._cli import quiet_tensorflow
     from ralp.bench.launcher import Launcher
     from ralp.bench.runspec import RunSpec
@@ -217,27 +202,55 @@ def main() -> int:
     start, end = job["start"], job["end_times"][-1]
     per_task = rates(sampler.samples, start, end, float(parse_bandwidth(args.bandwidth)),
                      budget.cpus)
-    ends = [e - start for e in job["end_times"]]
-    result = {
+    return {
         "command": " ".join(["benchmarks/step_timeline.py", *sys.argv[1:]]),
-        "run": run.label, "budget_cpus": budget.cpus, "interval_s": args.interval,
-        "window_s": round(end - start, 3), "step_ends_s": [round(e, 3) for e in ends],
+        "run": run.label, "workers": run.workers, "bandwidth": args.bandwidth,
+        "budget_cpus": budget.cpus, "interval_s": args.interval,
+        "window_s": round(end - start, 3),
+        "step_ends_s": [round(e - start, 3) for e in job["end_times"]],
         "worker_step_s": round(run.workers * (end - start) / run.measured_steps, 3),
-        **cycles(ends, run.workers),
-        "tasks": {task: summary(series) for task, series in sorted(per_task.items())},
         "series": {task: [[round(x, 4) for x in r] for r in series]
                    for task, series in per_task.items()},
     }
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"{run.label}: window {result['window_s']} s, a worker's step "
-          f"{result['worker_step_s']} s (first third {result['first_third_worker_step_s']} s, "
-          f"the rest {result['rest_worker_step_s']} s); shares of the window:")
+
+
+def summarize(result: dict) -> dict:
+    """The figures read off the samples and step ends (recomputed by ``--show``)."""
+    return {**result, **cycles(result["step_ends_s"], result["workers"]),
+            "tasks": {task: summary(series) for task, series in sorted(result["series"].items())}}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--mode", default="ralp-n", choices=["ps", "ralp-h", "ralp-n"])
+    p.add_argument("--devices", type=int, default=8)
+    p.add_argument("--bandwidth", default="500mbit")
+    p.add_argument("--image-size", type=int, default=75)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--steps", type=int, default=4, help="measured steps per worker")
+    p.add_argument("--interval", type=float, default=0.02, help="sampling interval, seconds")
+    p.add_argument("--plot-seconds", type=float, default=40.0)
+    p.add_argument("--out", help="write the samples and figures here (JSON)")
+    p.add_argument("--show", help="read a saved JSON instead of running: print it, --plot it")
+    p.add_argument("--plot")
+    args = p.parse_args()
+    if not (args.out or args.show):
+        p.error("give --out (run and save) or --show (read a saved run)")
+    result = summarize(json.loads(Path(args.show).read_text()) if args.show else measure(args))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"{result['run']}: window {result['window_s']} s, a worker's step "
+          f"{result['worker_step_s']} s (first cycle {result['first_cycle_s']} s, later ones "
+          f"{result['later_cycle_s']} s); shares of the window:")
     for task, s in result["tasks"].items():
         print(f"  {task:9s} " + ", ".join(f"{k} {v:.2f}" for k, v in s.items()))
     if args.plot:
-        plot(per_task, ends, args.plot_seconds, args.plot,
-             f"{run.label} at {args.bandwidth}, {budget.cpus:.3f} CPU per device: per task, "
-             f"its link each way (share of the rate) and its CPU (share of the budget)")
+        ends = result["step_ends_s"]
+        plot(result["series"], ends, args.plot_seconds, args.plot,
+             f"{result['run']} at {result['bandwidth']}, {result['budget_cpus']:.3f} CPU per "
+             "device: per task, its link each way (share of the rate) and its CPU (share of "
+             "the budget)")
     return 0
 
 
