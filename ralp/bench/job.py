@@ -71,10 +71,8 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     if barrier is None:
         window = _window_after_warmup(trainer, dataset_fn, run, read_links, read_cpu, clock)
     else:
-        trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps, batch_size=B,
-                    verbose=0)
-        clock.lap("warmup")
-        window = _measured_window(trainer, dataset_fn, run, barrier, read_links, read_cpu)
+        window = _window_at_barrier(trainer, dataset_fn, run, barrier, read_links, read_cpu,
+                                    clock)
     traced = {}
     if run.trace_pulls:
         report_progress(("phase", "tracing worker 0"))
@@ -175,42 +173,19 @@ def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkRead
                    edges.cpu[0], edges.cpu[1], link_steps=warm + steps + W)
 
 
-class _WindowEdges:
-    """Marks the measured window inside the epoch: reads the CPU counters when the last
-    warm-up step and the last measured step are seen finished, and reports measured steps."""
-
-    def __init__(self, first: int, last: int, read_cpu, clock: SetupClock,
-                 send: Callable[[object], None]):
-        self.first, self.last, self.read_cpu = first, last, read_cpu
-        self.clock, self.send = clock, send
-        self.cpu: list = [None, None]
-
-    def on_train_batch_end(self, batch: int, logs=None) -> None:
-        done = batch + 1
-        if done in (self.first, self.last):
-            self.cpu[done == self.last] = self.read_cpu() if self.read_cpu else None
-        if done == self.first:
-            self.clock.lap("warmup")
-            self.send(("phase", "measuring"))
-        elif self.first < done <= self.last and (done - self.first) % PROGRESS_EVERY == 0:
-            self.send(("step", done - self.first))
-
-    def __getattr__(self, name: str):
-        if name.startswith("on_") or name == "set_model":  # every other Keras hook
-            return lambda *args, **kwargs: None
-        raise AttributeError(name)
-
-
-def _measured_window(trainer, dataset_fn, run: RunSpec, barrier: Barrier | None,
-                     read_links: LinkReader | None, read_cpu) -> _Window:
-    """Run the measured steps, the link and CPU counters read at their edges. With a
-    ``barrier``, start when every job is ready and keep the load on until every job is done."""
+def _window_at_barrier(trainer, dataset_fn, run: RunSpec, barrier: Barrier,
+                       read_links: LinkReader | None, read_cpu, clock: SetupClock) -> _Window:
+    """Jobs sharing a network: a warm-up epoch, then the measured steps as an epoch of their
+    own, started when every job is ready, the link and CPU counters read at their edges;
+    the load stays on until every job is done."""
     from ralp.cluster.fresh_process import report_progress
 
-    if barrier is not None:
-        report_progress(("phase", "waiting for the other jobs"))
-        barrier.arrive("ready")
-        barrier.wait("go")
+    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps,
+                batch_size=run.batch_size, verbose=0)
+    clock.lap("warmup")
+    report_progress(("phase", "waiting for the other jobs"))
+    barrier.arrive("ready")
+    barrier.wait("go")
     report_progress(("phase", "measuring"))
     before = dict(read_links()) if read_links else None
     cpu_before = read_cpu() if read_cpu else None
@@ -225,12 +200,11 @@ def _measured_window(trainer, dataset_fn, run: RunSpec, barrier: Barrier | None,
     wall = time.perf_counter() - start
     cpu_after = read_cpu() if read_cpu else None
     after = dict(read_links()) if read_links else None
-    if barrier is not None:
-        barrier.arrive("done")
-        report_progress(("phase", "keeping the load on"))
-        while not barrier.passed("stop"):
-            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.workers,
-                        batch_size=run.batch_size, verbose=0)
+    barrier.arrive("done")
+    report_progress(("phase", "keeping the load on"))
+    while not barrier.passed("stop"):
+        trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.workers,
+                    batch_size=run.batch_size, verbose=0)
     return _Window(history, start, wall, before, after, cpu_before, cpu_after)
 
 
@@ -308,3 +282,24 @@ class _ProgressCallback:
         if name.startswith("on_"):  # every other Keras hook: nothing to do
             return lambda *args, **kwargs: None
         raise AttributeError(name)
+
+
+class _WindowEdges(_ProgressCallback):
+    """Marks the measured window inside the epoch: reads the CPU counters when the last
+    warm-up step and the last measured step are seen finished, and reports measured steps."""
+
+    def __init__(self, first: int, last: int, read_cpu, clock: SetupClock,
+                 send: Callable[[object], None]):
+        super().__init__(send)
+        self.first, self.last, self.read_cpu, self.clock = first, last, read_cpu, clock
+        self.cpu: list = [None, None]
+
+    def on_train_batch_end(self, batch: int, logs=None) -> None:
+        done = batch + 1
+        if done in (self.first, self.last):
+            self.cpu[done == self.last] = self.read_cpu() if self.read_cpu else None
+        if done == self.first:
+            self.clock.lap("warmup")
+            self.send(("phase", "measuring"))
+        elif self.first < done <= self.last and (done - self.first) % PROGRESS_EVERY == 0:
+            self.send(("step", done - self.first))
