@@ -31,6 +31,9 @@
 #                                          fabric-transfer|fabric-concurrency|
 #                                          step-timeline|
 #                                          devices-zoo-n8-500mbit-in-epoch|
+#                                          devices-zoo-n4-1gbit-in-epoch|
+#                                          devices-zoo-n4-500mbit-in-epoch|
+#                                          devices-zoo-n8-1gbit-in-epoch|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -90,6 +93,16 @@ calibrated_zoo() {
   $PY -m ralp.bench --backend netns --bandwidth $2 \
     --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
     --modes ps ralp-h ralp-n horovod stanza --devices $1 --steps 6 --warmup 1 \
+    --repeat 3 --calibrate --quiet --out $R/$3.json --plot $R/$3.png || true
+  $PY -m ralp.planner --validate $R/$3.json > $R/$3_validation.txt
+}
+
+# The PS modes of that zoo again, each window inside its warm-up's epoch (3 warm-up steps
+# per worker, one more after): ps_zoo_in_epoch N RATE NAME
+ps_zoo_in_epoch() {
+  $PY -m ralp.bench --backend netns --bandwidth $2 \
+    --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
+    --modes ps ralp-h ralp-n --devices $1 --steps 6 --warmup 3 \
     --repeat 3 --calibrate --quiet --out $R/$3.json --plot $R/$3.png || true
   $PY -m ralp.planner --validate $R/$3.json > $R/$3_validation.txt
 }
@@ -428,14 +441,13 @@ for part in "${parts[@]}"; do
         --bandwidth "$rate" --steps "$steps" --out "$name.json" --plot "$name.png"
     done > $R/step_timeline.txt ;;
   devices-zoo-n8-500mbit-in-epoch)  # issue 26: the PS modes of devices-zoo-n8-500mbit again,
-    # each window inside its warm-up's epoch (3 warm-up steps per worker, one more after)
-    $PY -m ralp.bench --backend netns --bandwidth 500mbit \
-      --models vgg11 alexnet overfeat resnet50 inception3 --image-size 75 --batch-size 8 \
-      --modes ps ralp-h ralp-n --devices 8 --steps 6 --warmup 3 \
-      --repeat 3 --calibrate --quiet --out $R/devices_zoo_n8_500mbit_in_epoch.json \
-      --plot $R/devices_zoo_n8_500mbit_in_epoch.png || true
-    $PY -m ralp.planner --validate $R/devices_zoo_n8_500mbit_in_epoch.json \
-      > $R/devices_zoo_n8_500mbit_in_epoch_validation.txt ;;
+    # each window inside its warm-up's epoch
+    ps_zoo_in_epoch 8 500mbit devices_zoo_n8_500mbit_in_epoch ;;
+  devices-zoo-n4-1gbit-in-epoch|devices-zoo-n4-500mbit-in-epoch|devices-zoo-n8-1gbit-in-epoch)
+    # issue 26: the rest of the sweep's PS modes (devices-zoo-1gbit-again, -500mbit,
+    # -n8-1gbit) measured the same way
+    nb=${part#devices-zoo-}; nb=${nb%-in-epoch}; n=${nb%%-*}; bw=${nb#*-}
+    ps_zoo_in_epoch ${n#n} $bw devices_zoo_${n}_${bw}_in_epoch ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
