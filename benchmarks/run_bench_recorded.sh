@@ -73,6 +73,15 @@ budgeted_validations() {
     > $R/devices_sweep_validation_fabric.txt
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" --format json \
     > $R/devices_sweep_validation_fabric.json
+  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
+    --step-model pipeline > $R/devices_sweep_validation_fabric_pipeline.txt
+  # the PS modes measured inside the epoch, and the layer pipeline's step beside the model's
+  for name in devices_zoo_n8_500mbit_in_epoch devices_zoo_n4_1gbit_in_epoch \
+              devices_zoo_n4_500mbit_in_epoch; do
+    $PY -m ralp.planner --validate $R/$name.json > $R/${name}_validation.txt
+    $PY -m ralp.planner --validate $R/$name.json --step-model pipeline \
+      > $R/${name}_validation_pipeline.txt
+  done
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt

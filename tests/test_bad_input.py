@@ -118,7 +118,8 @@ def test_a_cli_refuses_bad_input_cleanly(case, tmp_path):
     (tmp_path / "list.json").write_text("[1, 2, 3]")
     (tmp_path / "empty.json").write_text("[]")
     (tmp_path / "format-only.json").write_text('{"format": 1}')
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    # TMPDIR: a cluster that fails to start keeps its tasks' logs for the user; here in tmp_path
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path), **(env or {})}
     holder = None
     if env.get("TF_CONFIG") == "busy":
         holder = socket.socket()

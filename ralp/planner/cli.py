@@ -74,6 +74,10 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="--calibrate --device-cpus --model: measure gRPC's CPU per byte on "
                    "the simulated fabric at these link rates too (tc style; the bench's "
                    "--calibrate gives its --bandwidth)")
+    p.add_argument("--step-model", choices=("queue", "pipeline"), default="queue",
+                   help="--validate: the PS modes' step from the queueing network (default) "
+                        "or, as an experiment beside it, from the layer pipeline with plain "
+                        "PS's workers in step (docs/planner.md)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -90,6 +94,16 @@ def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int
     from ralp.profiler.api import profile
 
     return Workload(profile(build_model(model, num_classes, image_size), batch_size))
+
+
+def _pipeline_workload(model: str, batch_size: int, image_size: int, num_classes: int):
+    from dataclasses import replace
+
+    return replace(_zoo_workload(model, batch_size, image_size, num_classes), pipeline=True)
+
+
+def _workload_for(args):
+    return _pipeline_workload if args.step_model == "pipeline" else _zoo_workload
 
 
 def _calibrate(args) -> str:
@@ -223,7 +237,7 @@ def _validate(args) -> str:
         extra.update(shared_host=cal.host.shared, cpu_s_per_byte=cal.host.cpu_s_per_byte)
     if args.fit_half:
         value, fitted, held_out = validate.split_half_fit(
-            records, cal, _zoo_workload, validate.CAPACITY_GRID
+            records, cal, _workload_for(args), validate.CAPACITY_GRID
         )
         rows = held_out
         extra.update(capacity=value, fit_half=validate.errors(fitted),
@@ -232,7 +246,7 @@ def _validate(args) -> str:
                 f"|error| {extra['fit_half']['median_abs_error']:.1%} there); the held-out "
                 f"{len(held_out)} records:")
     else:
-        rows = validate.predict_records(records, cal, _zoo_workload)
+        rows = validate.predict_records(records, cal, _workload_for(args))
         # each workload's measured capacity (the host's where a workload has none)
         if cal is not None:
             extra["capacity"] = {f"{e.model} b{e.batch_size} {e.image_size}px":
@@ -260,7 +274,8 @@ def _validate_repeats(args, records: list[dict]) -> str:
 
     def predicted(setting) -> float:
         own = next((r for r in setting.records if r.get("calibration")), setting.records[0])
-        return validate.predict_record(own, cal, _zoo_workload, validate.lent_for(own, lent))
+        return validate.predict_record(own, cal, _workload_for(args),
+                                       validate.lent_for(own, lent))
 
     report = repeats.validate(repeats.settings_of(records), predicted)
     report["excluded_flagged"] = sum(1 for r in records if repeats.flagged(r))

@@ -23,9 +23,10 @@ overlap). Horovod steps in lockstep (a collective), so its terms add.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ralp.planner.host import Host
+from ralp.planner.pipeline import Layer, convoy_step_s
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class Links:
     messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
     # stanza only: (head ring bytes each CONV rank sends, tail ring bytes each FC rank sends)
     rings: tuple[int, int] = (0, 0)
+    # plain PS only: a worker's layers in forward order, each its FLOPs share and variables
+    # (ralp.planner.pipeline); empty: not known, the queueing network alone serves
+    layers: tuple[Layer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,11 +211,20 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     runs the whole model, and pushes every gradient. Stations per batch: the worker's compute
     (one shared CPU queue on a shared host, else a per-worker delay) and the busiest PS
     link, its two directions a queue each (in turn on a shared host: :func:`_link_stations`).
-    Assumption: the PS's own update work is part of ``compute.full_s``."""
+    Assumption: the PS's own update work is part of ``compute.full_s``.
+
+    On devices, where the worker's layers are known (``links.layers``), the workers move in
+    step and each one's transfers overlap its compute (:mod:`ralp.planner.pipeline`): the step
+    is that pipeline's, or a worker device's CPU or the busiest PS device's CPU for all
+    workers' batches, whichever is longest."""
     if host.shared:
         cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
         cpu = _ps_device_stations(links, workers, host, compute.full_s, bandwidth)
+        if links.layers:
+            worker, ps = cpu
+            return max(convoy_step_s(links.layers, compute.full_s, workers, bandwidth),
+                       worker.demand_s, workers * ps.demand_s)
     stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
@@ -229,9 +242,27 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
     else:  # the PS's device runs every tail (its critical section) and its end of the bytes
-        stations += _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
-                                        compute.tail_s)
+        worker, ps = _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
+                                         compute.tail_s)
+        hidden = _ralp_overlap_s(compute, links, workers, bandwidth)
+        stations += [replace(worker, demand_s=max(0.0, worker.demand_s - hidden)), ps]
     return mva_cycle_time(stations, workers)
+
+
+def _ralp_overlap_s(compute: Compute, links: Links, workers: int, bandwidth: float) -> float:
+    """Seconds of a RALP worker's step alone that its transfers hide behind its compute: the
+    sum of its demands (head, tail, its bytes both ways) less its head's pipeline with the
+    exchange with the tail between forward and backward (:func:`convoy_step_s` for one
+    worker). 0 where the worker's layers are not known."""
+    if not links.layers:
+        return 0.0
+    kept = sum(nbytes for layer in links.layers for _, nbytes in layer.variables)
+    bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
+    exchange_s = (max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept)) / bandwidth
+    alone = convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
+                          between_s=exchange_s + compute.tail_s)
+    demands = compute.head_s + compute.tail_s + (bytes_in + bytes_out) / bandwidth
+    return max(0.0, demands - alone)
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from ralp.planner.model import Links
 from ralp.planner.modes import PlannerError, resources
+from ralp.planner.pipeline import Layer
 from ralp.profiler.api import Profile
 from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes
 from ralp.profiler.layer_table import LayerTable
+from ralp.profiler.ps_assignment import round_robin
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,10 @@ class Workload:
     """What the planner knows of one model at one per-worker batch, without running it."""
 
     profile: Profile  # skewness verdict and candidate split
+    # The PS modes' links carry the worker's layers, so their step on devices is the layer
+    # pipeline's (ralp.planner.pipeline), not the queueing network's: an experiment beside
+    # the model (python -m ralp.planner --validate ... --step-model pipeline)
+    pipeline: bool = False
 
     @property
     def table(self) -> LayerTable:
@@ -49,7 +55,20 @@ class Workload:
         kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
-                     t.worker_link.tx, t.total, messages)
+                     t.worker_link.tx, t.total, messages,
+                     layers=self.layers_on(ps, moved) if self.pipeline else ())
+
+    def layers_on(self, ps: int, moved: set[str] | frozenset[str] = frozenset()) -> tuple[Layer, ...]:
+        """A worker's layers in forward order, less the ``moved`` ones (RALP's tail)
+        (:mod:`ralp.planner.pipeline`): each one's share of the worker's forward FLOPs and its
+        variables, round-robin over ``ps`` tasks as the byte model places them."""
+        kept = [v for v in self.table.variables if v[0] not in moved]
+        owned: dict[str, list[tuple[int, int]]] = {}
+        for (row, _, nbytes), home in zip(kept, round_robin(len(kept), ps), strict=True):
+            owned.setdefault(row, []).append((home, nbytes))
+        rows = [r for r in self.table.rows if r.name not in moved]
+        total = sum(max(0, r.flops) for r in rows) or 1
+        return tuple(Layer(max(0, r.flops) / total, tuple(owned.get(r.name, ()))) for r in rows)
 
     @property
     def tail_trainable_bytes(self) -> int:

@@ -59,14 +59,17 @@ def test_stops_when_the_body_fails_and_when_a_task_crashed():
     assert all(gone(pid) for pid in pids.values())
 
 
-def test_busy_port_is_a_clear_error():
+def test_busy_port_is_a_clear_error(tmp_path):
     with socket.socket() as holder:
         holder.bind(("0.0.0.0", 0))
         holder.listen()
         port = holder.getsockname()[1]
         spec = ClusterSpec("127.0.0.1:1", (f"127.0.0.1:{port}",), ("127.0.0.1:2",))
-        with pytest.raises(ClusterError, match="port is probably in use"):
-            LocalCluster(spec=spec).start()
+        with pytest.raises(ClusterError, match="port is probably in use") as failed:
+            LocalCluster(spec=spec, log_dir=tmp_path).start()
+    # the tasks' logs are kept where the error says, for the user to read
+    assert str(tmp_path) in str(failed.value)
+    assert "Could not start gRPC server" in (tmp_path / "worker0.log").read_text()
 
 
 def test_a_port_of_its_own_choosing_taken_meanwhile_is_chosen_again():

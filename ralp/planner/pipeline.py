@@ -1,0 +1,131 @@
+"""Plain PS's step on a cluster of devices as a pipeline of its layers, its workers in step.
+
+Two things the queueing network (:func:`ralp.planner.model.mva_cycle_time`) cannot see, both
+in every task's link and CPU traces (``benchmarks/step_timeline.py``):
+
+- **The workers move in step.** An epoch hands every worker a step at once and nothing in
+  plain PS serializes them (RALP's critical section does), so they pull together, compute
+  together and push together; on the sweep's worst setting (overfeat, N = 8, 500 Mbit/s) the
+  four workers ended each of 16 steps within half a second of one another. Each PS link's
+  bytes then cross in turns: all the pulls, then all the pushes, every worker getting a
+  W-th of the link.
+- **A worker's transfers overlap its compute.** A step reads every variable at once; a layer's
+  forward waits only for its own variables, and a layer's gradient is pushed as soon as its
+  backward is done. On that setting a worker's CPU was busy with nothing in flight for 4% of
+  the step.
+
+So one worker of W in step is simulated: its pulls start together and share links max-min
+fairly (each PS link at a W-th of its rate, the worker's own link at all of it), each layer's
+forward starts when the previous one is done and its variables have arrived, the backward
+runs the layers in reverse and releases each layer's pushes. A layer's compute is its share
+of the model's forward FLOPs times the measured step; the backward costs twice the forward
+(about 2N of a network's 6N FLOPs per example are forward, 4N backward: Kaplan et al.,
+"Scaling Laws for Neural Language Models", 2020, section 2.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a worker's step: its share of the model's forward FLOPs and the
+    variables it reads, each as (PS task, bytes)."""
+
+    flops_share: float
+    variables: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Transfer:
+    key: Hashable
+    links: tuple[Hashable, ...]  # every link it crosses, each a capacity in bytes/s
+    nbytes: float
+    start_s: float = 0.0
+
+
+def max_min_rates(flows: Mapping[Hashable, Sequence[Hashable]],
+                  capacity: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    """Max-min fair rates of ``flows`` (each the links it crosses) over links of
+    ``capacity``: progressive filling, the most contended link fixing its flows' rates first
+    (Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2)."""
+    rate: dict[Hashable, float] = {}
+    left = dict(capacity)
+    active = set(flows)
+    while active:
+        users: dict[Hashable, list[Hashable]] = {}
+        for flow in active:
+            for link in flows[flow]:
+                users.setdefault(link, []).append(flow)
+        link = min(users, key=lambda name: left[name] / len(users[name]))
+        share = max(0.0, left[link] / len(users[link]))
+        for flow in users[link]:
+            rate[flow] = share
+            for crossed in flows[flow]:
+                left[crossed] -= share
+            active.discard(flow)
+    return rate
+
+
+def finish_times(transfers: Sequence[Transfer], capacity: Mapping[Hashable, float]) -> dict:
+    """When each transfer is done, all of them sharing the links max-min fairly as a fluid
+    from their start times on."""
+    pending = sorted(transfers, key=lambda tr: tr.start_s)
+    live: dict[Hashable, list] = {}  # key -> [links, bytes left]
+    done: dict[Hashable, float] = {}
+    now = 0.0
+    while pending or live:
+        while pending and pending[0].start_s <= now:
+            tr = pending.pop(0)
+            if tr.nbytes > 0:
+                live[tr.key] = [tr.links, float(tr.nbytes)]
+            else:
+                done[tr.key] = now
+        if not live:
+            now = pending[0].start_s
+            continue
+        rates = max_min_rates({key: v[0] for key, v in live.items()}, capacity)
+        step = min(v[1] / rates[key] if rates[key] > 0 else float("inf")
+                   for key, v in live.items())
+        if pending:
+            step = min(step, pending[0].start_s - now)
+        now += step
+        for key in list(live):
+            live[key][1] -= rates[key] * step
+            if live[key][1] <= 1e-9 * max(1.0, rates[key]):
+                done[key] = now
+                del live[key]
+    return done
+
+
+def convoy_step_s(layers: Sequence[Layer], compute_s: float, workers: int,
+                  bandwidth: float, between_s: float = 0.0,
+                  backward_ratio: float = BACKWARD_RATIO) -> float:
+    """Seconds of one step of ``workers`` plain PS workers in step: the last of a worker's
+    pushes done, or its backward, whichever is later (module docstring). ``compute_s``: a
+    worker batch's forward, backward and update of ``layers``; ``bandwidth``: every link's
+    rate, bytes/s; ``between_s``: time between the forward and the backward (RALP's
+    exchange with its tail on the PS)."""
+    capacity: dict[Hashable, float] = {("own", "in"): bandwidth, ("own", "out"): bandwidth}
+    for layer in layers:
+        for ps, _ in layer.variables:
+            capacity[("ps", ps, "out")] = capacity[("ps", ps, "in")] = bandwidth / workers
+    pulls = [Transfer((i, j), (("ps", ps, "out"), ("own", "in")), nbytes)
+             for i, layer in enumerate(layers) for j, (ps, nbytes) in enumerate(layer.variables)]
+    arrived = finish_times(pulls, capacity)
+    forward = [compute_s * layer.flops_share / (1 + backward_ratio) for layer in layers]
+    now = 0.0
+    for i, layer in enumerate(layers):
+        ready = max((arrived[(i, j)] for j in range(len(layer.variables))), default=0.0)
+        now = max(now, ready) + forward[i]
+    now += between_s
+    pushes = []
+    for i in reversed(range(len(layers))):
+        now += backward_ratio * forward[i]
+        pushes += [Transfer((i, j), (("ps", ps, "in"), ("own", "out")), nbytes, now)
+                   for j, (ps, nbytes) in enumerate(layers[i].variables)]
+    return max(now, *finish_times(pushes, capacity).values()) if pushes else now

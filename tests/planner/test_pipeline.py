@@ -1,0 +1,88 @@
+"""The layer pipeline of a PS-mode worker (ralp.planner.pipeline), against steps worked out by
+hand, and its place in the step-time model."""
+
+import pytest
+
+from ralp.planner.model import Compute, Host, Links, ps_step_time, ralp_step_time
+from ralp.planner.pipeline import Layer, Transfer, convoy_step_s, finish_times, max_min_rates
+
+
+def test_max_min_rates_fill_the_most_contended_link_first():
+    # Bertsekas and Gallager's example shape: a, b cross link x (1.0), b, c cross y (3.0)
+    rates = max_min_rates({"a": ["x"], "b": ["x", "y"], "c": ["y"]}, {"x": 1.0, "y": 3.0})
+    assert rates == pytest.approx({"a": 0.5, "b": 0.5, "c": 2.5})
+
+
+def test_finish_times_share_a_link_then_speed_up():
+    # 1 byte and 9 bytes on a 1 byte/s link from t = 0: the first done at 2 (half the link),
+    # the second has 8 left then, alone: done at 10; a third from t = 20 alone: 20 + 3
+    done = finish_times([Transfer("a", ("l",), 1), Transfer("b", ("l",), 9),
+                         Transfer("c", ("l",), 3, start_s=20)], {"l": 1.0})
+    assert done == pytest.approx({"a": 2.0, "b": 10.0, "c": 23.0})
+
+
+def test_a_step_without_bytes_is_its_compute():
+    layers = (Layer(0.25), Layer(0.75))
+    assert convoy_step_s(layers, 3.0, workers=4, bandwidth=1.0) == pytest.approx(3.0)
+
+
+def test_workers_in_step_take_turns_on_the_ps_link():
+    # one variable of 10 bytes on ps:0, no compute: every worker pulls it at a W-th of the
+    # link, then pushes it the same way: 2 x W x 10 / bandwidth
+    layers = (Layer(1.0, ((0, 10),)),)
+    assert convoy_step_s(layers, 0.0, workers=1, bandwidth=5.0) == pytest.approx(4.0)
+    assert convoy_step_s(layers, 0.0, workers=3, bandwidth=5.0) == pytest.approx(12.0)
+
+
+def test_a_layer_computes_while_the_next_ones_variables_arrive():
+    # bandwidth 1 byte/s, one worker, one PS. Layer 1 reads 1 byte, layer 2 reads 9; compute
+    # 3 s (forward 1 s, 0.5 s each; backward 2 s, 1 s each).
+    # pulls: 1 byte done at 2 (half the link), 9 bytes at 10. Forward: layer 1 from 2 to 2.5,
+    # layer 2 from 10 to 10.5. Backward: layer 2 to 11.5 (push 9 bytes), layer 1 to 12.5
+    # (push 1 byte). Pushes: 9 bytes alone from 11.5 (1 byte by 12.5), then both at half the
+    # link: the 1 byte done at 14.5, 7 bytes left then, alone: done at 21.5.
+    layers = (Layer(0.5, ((0, 1),)), Layer(0.5, ((0, 9),)))
+    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) == pytest.approx(21.5)
+    # nothing overlapping would take 10 + 3 + 10
+    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) < 23.0
+
+
+def test_the_worker_link_bounds_pulls_from_several_ps_tasks():
+    # two variables of 10 bytes on two PS tasks, 2 workers: each PS link gives a worker half
+    # of 10 bytes/s, but its own link carries both: 10 bytes/s for 20 bytes each way
+    layers = (Layer(1.0, ((0, 10), (1, 10))),)
+    assert convoy_step_s(layers, 0.0, workers=2, bandwidth=10.0) == pytest.approx(4.0)
+
+
+def test_between_s_waits_between_forward_and_backward():
+    layers = (Layer(1.0),)
+    assert convoy_step_s(layers, 3.0, 1, 1.0, between_s=2.0) == pytest.approx(5.0)
+
+
+DEVICES = Host(False, 0.0, 0.0, device_cpus=0.5)
+
+
+def test_plain_ps_on_devices_steps_as_its_pipeline_or_its_busiest_cpu():
+    layers = (Layer(0.5, ((0, 100),)), Layer(0.5, ((1, 100),)))
+    links = Links((200, 200), (200, 200), 200, 800, 4, layers=layers)
+    compute = Compute(full_s=1.0, tail_s=0.0)
+    pipeline = convoy_step_s(layers, 1.0, 2, 100.0)
+    assert ps_step_time(compute, links, 2, 100.0, DEVICES) == pytest.approx(pipeline)
+    slow = Compute(full_s=50.0, tail_s=0.0)  # compute-bound: the worker's device sets it
+    assert ps_step_time(slow, links, 2, 100.0, DEVICES) == pytest.approx(
+        max(50.0, convoy_step_s(layers, 50.0, 2, 100.0)))
+
+
+def test_ralp_hides_what_its_pipeline_overlaps_and_no_more():
+    head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
+    # per worker batch: 200 B of kept variables and 50 B of activations each way
+    known = Links((2 * 250,), (2 * 250,), 250, 1000, 6, layers=head)
+    unknown = Links((2 * 250,), (2 * 250,), 250, 1000, 6)
+    compute = Compute(full_s=3.0, tail_s=1.0)
+    faster = ralp_step_time(compute, known, 2, 100.0, DEVICES)
+    queued = ralp_step_time(compute, unknown, 2, 100.0, DEVICES)
+    assert faster < queued
+    # one worker: exactly its pipeline (head 2 s, exchange 1 s, tail 1 s between)
+    alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
+    one = Links((250,), (250,), 250, 500, 6, layers=head)
+    assert ralp_step_time(compute, one, 1, 100.0, DEVICES) == pytest.approx(alone)
