@@ -29,7 +29,7 @@
 #                                          ring-overlap-curve|link-duplex|
 #                                          budgeted-validations|transfer-cpu|
 #                                          fabric-transfer|fabric-concurrency|
-#                                          step-timeline|
+#                                          step-timeline|step-timeline-alexnet|
 #                                          devices-zoo-n8-500mbit-in-epoch|
 #                                          devices-zoo-n4-1gbit-in-epoch|
 #                                          devices-zoo-n4-500mbit-in-epoch|
@@ -449,6 +449,10 @@ for part in "${parts[@]}"; do
       $PY benchmarks/step_timeline.py --model "$model" --mode "$mode" --devices "$n" \
         --bandwidth "$rate" --steps "$steps" --out "$name.json" --plot "$name.png"
     done > $R/step_timeline.txt ;;
+  step-timeline-alexnet)  # issue 26: plain PS on alexnet, N = 8, 500 Mbit/s: in step or not?
+    name=$R/step_timeline_alexnet_ps_n8_500mbit
+    $PY benchmarks/step_timeline.py --model alexnet --mode ps --devices 8 --bandwidth 500mbit \
+      --steps 16 --out "$name.json" --plot "$name.png" > $R/step_timeline_alexnet.txt ;;
   devices-zoo-n8-500mbit-in-epoch)  # issue 26: the PS modes of devices-zoo-n8-500mbit again,
     # each window inside its warm-up's epoch
     ps_zoo_in_epoch 8 500mbit devices_zoo_n8_500mbit_in_epoch ;;
