@@ -73,8 +73,8 @@ class Links:
     messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
     # stanza only: (head ring bytes each CONV rank sends, tail ring bytes each FC rank sends)
     rings: tuple[int, int] = (0, 0)
-    # plain PS only: a worker's layers in forward order, each its FLOPs share and variables
-    # (ralp.planner.pipeline); empty: not known, the queueing network alone serves
+    # PS modes: a worker's layers in forward order (RALP's: the head), each its FLOPs share
+    # and variables (ralp.planner.pipeline); empty: not known, the queueing network alone serves
     layers: tuple[Layer, ...] = ()
 
 

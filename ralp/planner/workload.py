@@ -3,15 +3,15 @@ and cluster, the byte model's :class:`~ralp.planner.model.Links`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ralp.planner.model import Links
 from ralp.planner.modes import PlannerError, resources
 from ralp.planner.pipeline import Layer
 from ralp.profiler.api import Profile
-from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes
+from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes, variable_homes
 from ralp.profiler.layer_table import LayerTable
-from ralp.profiler.ps_assignment import round_robin
 
 
 @dataclass(frozen=True)
@@ -56,17 +56,18 @@ class Workload:
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
                      t.worker_link.tx, t.total, messages,
-                     layers=self.layers_on(ps, moved) if self.pipeline else ())
+                     layers=self.layers_on(ps, offloaded) if self.pipeline else ())
 
-    def layers_on(self, ps: int, moved: set[str] | frozenset[str] = frozenset()) -> tuple[Layer, ...]:
-        """A worker's layers in forward order, less the ``moved`` ones (RALP's tail)
-        (:mod:`ralp.planner.pipeline`): each one's share of the worker's forward FLOPs and its
-        variables, round-robin over ``ps`` tasks as the byte model places them."""
-        kept = [v for v in self.table.variables if v[0] not in moved]
+    def layers_on(self, ps: int, offloaded: Mapping[str, int] | None = None) -> tuple[Layer, ...]:
+        """A worker's layers in forward order, less the ``offloaded`` ones (RALP's tail, each
+        on its PS task) (:mod:`ralp.planner.pipeline`): each one's share of the worker's
+        forward FLOPs and its variables, on the PS tasks the byte model places them."""
+        offloaded = offloaded or {}
         owned: dict[str, list[tuple[int, int]]] = {}
-        for (row, _, nbytes), home in zip(kept, round_robin(len(kept), ps), strict=True):
+        homes = variable_homes(self.table, offloaded, ps)
+        for (row, _, nbytes), home in zip(self.table.variables, homes, strict=True):
             owned.setdefault(row, []).append((home, nbytes))
-        rows = [r for r in self.table.rows if r.name not in moved]
+        rows = [r for r in self.table.rows if r.name not in offloaded]
         total = sum(max(0, r.flops) for r in rows) or 1
         return tuple(Layer(max(0, r.flops) / total, tuple(owned.get(r.name, ()))) for r in rows)
 

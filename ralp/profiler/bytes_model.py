@@ -162,13 +162,18 @@ def ralp_traffic(
     """RALP: ``offloaded`` maps each offloaded row to its PS task; the variables of the other
     rows go round-robin over the PS tasks, those of an offloaded row live on its task."""
     _check_cluster(workers, ps)
+    homes = variable_homes(table, offloaded, ps)
+    return placed_traffic(table, offloaded, homes, workers, ps, mode="ralp")
+
+
+def variable_homes(table: LayerTable, offloaded: Mapping[str, int], ps: int) -> list[int]:
+    """The PS task of each variable of ``table.variables`` when ``offloaded`` maps rows to
+    their PS tasks (none: plain PS): the other rows' variables round-robin over the ``ps``
+    tasks in creation order, an offloaded row's on its task."""
     kept = [k for k, (row, _, _) in enumerate(table.variables) if row not in offloaded]
     kept_home = dict(zip(kept, round_robin(len(kept), ps), strict=True))
-    homes = [
-        kept_home[k] if k in kept_home else offloaded[row]
-        for k, (row, _, _) in enumerate(table.variables)
-    ]
-    return placed_traffic(table, offloaded, homes, workers, ps, mode="ralp")
+    return [kept_home[k] if k in kept_home else offloaded[row]
+            for k, (row, _, _) in enumerate(table.variables)]
 
 
 def horovod_traffic(gradient_bytes: int, workers: int) -> StepTraffic:

@@ -98,3 +98,4 @@ def test_the_pipelines_layers_carry_the_byte_models_variables(vgg11, mode):
         assert [workers * b for b in per_task] == list(links.ps_tx)
     else:  # the kept variables, on the one PS, beside the activations
         assert 0 < workers * per_task[0] < links.ps_tx[0]
+        assert per_task == [sum(b for row, _, b in vgg11.table.variables if row not in moved)]
