@@ -136,7 +136,7 @@ def _add_measuring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")
     g.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run, calibrate it here (on budgeted devices inside one device's budget, as "
+                   "run in each round (--repeat), calibrate it here (on budgeted devices inside one device's budget, as "
                    "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
                    "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
                    "predicts each record from the calibration taken beside it)")

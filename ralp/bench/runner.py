@@ -100,8 +100,8 @@ def run_all(
     repeat: int = 1,
 ) -> list[dict]:
     """Measure every run in order, with a progress bar over all measured steps.
-    ``calibrations``: calibrate each workload before its first run (:mod:`ralp.bench.calibrated`)
-    and keep it in the workload's records. ``repeat``: the whole matrix that many rounds, the
+    ``calibrations``: calibrate each workload before its first run in each round
+    (:mod:`ralp.bench.calibrated`) and keep it in that round's records. ``repeat``: the whole matrix that many rounds, the
     order rotated by one each round (:func:`rounds`); each record keeps its ``round``."""
     from tqdm import tqdm
 
@@ -129,7 +129,7 @@ def run_all(
             calibration = None
             if calibrations is not None and where is launcher:
                 bar.set_postfix_str("calibrating the workload")
-                calibration = calibrations.for_run(run)
+                calibration = calibrations.for_run(run, round_index)
             record = measure(run, where, on_progress)
             record["round"] = round_index
             bar.update(done_before + run.measured_steps - bar.n)

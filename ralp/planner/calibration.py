@@ -164,15 +164,21 @@ def this_machine() -> str:
     return f"{os.uname().nodename}, {os.cpu_count()} cores"
 
 
-def _median_step_time(step, args, steps: int) -> float:
-    for _ in range(CALIBRATION_WARMUP):
-        step(*args)
-    times = []
+def _median_step_times(timed: list[tuple], steps: int) -> list[float]:
+    """The median step time of each ``(step, args)`` of ``timed``, their steps interleaved
+    (one of each in turn, ``steps`` turns, after the warm-up): this host's pace drifts by
+    10-25% over minutes, and timing one step function's block after another's put that drift
+    between them (a head once measured slower than its whole model)."""
+    for step, args in timed:
+        for _ in range(CALIBRATION_WARMUP):
+            step(*args)
+    times: list[list[float]] = [[] for _ in timed]
     for _ in range(steps):
-        start = time.perf_counter()
-        step(*args)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for (step, args), taken in zip(timed, times, strict=True):
+            start = time.perf_counter()
+            step(*args)
+            taken.append(time.perf_counter() - start)
+    return [statistics.median(taken) for taken in times]
 
 
 def train_step(net, boundary_gradient: bool):
@@ -247,21 +253,19 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
 
     rng = np.random.default_rng(0)
     labels = tf.constant(rng.integers(0, num_classes, batch_size), tf.int32)
-    full_step = train_step(model, boundary_gradient=False)
-    full_s = _median_step_time(full_step, (random_inputs(model, batch_size, rng), labels), steps)
-    tail_s, stacked_s, head_s = 0.0, None, None
+    timed = [(train_step(model, boundary_gradient=False),
+              (random_inputs(model, batch_size, rng), labels))]
     if offloaded:
         plan = Plan.offloading(layers, list(offloaded), 1)
         split = split_model(PlacedModel(model, plan, {}))
-        tail = split.tail
-        tail_step = train_step(tail, boundary_gradient=True)
-        tail_s = _median_step_time(tail_step, (random_inputs(tail, batch_size, rng), labels),
-                                   steps)
-        stacked_labels = tf.concat([labels] * STACKED, 0)
-        stacked_s = _median_step_time(tail_step, (random_inputs(tail, STACKED * batch_size, rng),
-                                                  stacked_labels), steps)
-        head_s = _median_step_time(head_step(split.head, batch_size, rng),
-                                   (random_inputs(model, batch_size, rng),), steps)
+        tail_step = train_step(split.tail, boundary_gradient=True)
+        timed += [(tail_step, (random_inputs(split.tail, batch_size, rng), labels)),
+                  (tail_step, (random_inputs(split.tail, STACKED * batch_size, rng),
+                               tf.concat([labels] * STACKED, 0))),
+                  (head_step(split.head, batch_size, rng),
+                   (random_inputs(model, batch_size, rng),))]
+    medians = _median_step_times(timed, steps)
+    full_s, tail_s, stacked_s, head_s = medians if offloaded else (medians[0], 0.0, None, None)
     return Entry(model_name, batch_size, image_size, num_classes, split_after, full_s,
                  min(tail_s, full_s), steps, tail_stacked_s=stacked_s,
                  stacked=STACKED if offloaded else 1, head_s=head_s)

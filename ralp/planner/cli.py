@@ -260,6 +260,7 @@ def _validate(args) -> str:
 def _validate_repeats(args, records: list[dict]) -> str:
     """Budgeted records: each setting's median and noise band (ralp.planner.repeats)."""
     import json
+    import statistics
 
     from ralp.planner import repeats, validate
     from ralp.planner.calibration import Calibration
@@ -273,9 +274,12 @@ def _validate_repeats(args, records: list[dict]) -> str:
     lent = [Calibration.load(path).host for path in args.overlap_from or ()]
 
     def predicted(setting) -> float:
-        own = next((r for r in setting.records if r.get("calibration")), setting.records[0])
-        return validate.predict_record(own, cal, _workload_for(args),
-                                       validate.lent_for(own, lent))
+        """The median of its rounds' predictions, each from the calibration taken beside
+        that round (the bench calibrates each round; older files carry one for all)."""
+        own = [r for r in setting.records if r.get("calibration")] or setting.records[:1]
+        return statistics.median(validate.predict_record(r, cal, _workload_for(args),
+                                                         validate.lent_for(r, lent))
+                                 for r in own)
 
     report = repeats.validate(repeats.settings_of(records), predicted)
     report["excluded_flagged"] = sum(1 for r in records if repeats.flagged(r))

@@ -1,4 +1,4 @@
-"""``--calibrate``'s bookkeeping: one calibration per workload, and the rings' overlaps (a
+"""``--calibrate``'s bookkeeping: one calibration per workload and round, and the rings' overlaps (a
 budget's, not a model's) probed once per budget and handed to its later workloads."""
 
 from ralp.bench import calibrated
@@ -64,3 +64,22 @@ def test_a_calibration_without_overlaps_lends_none(monkeypatch):
     taken.for_run(_run("lenet"))
     taken.for_run(_run("alexnet"))
     assert asked == [None, None]
+
+
+def test_each_round_calibrates_its_workloads_again_and_still_borrows_the_overlaps(monkeypatch):
+    asked = []
+
+    def calibrate_workload(run, overlaps=None, transfer_rate=None):
+        asked.append((run.model, overlaps and overlaps["id"]))
+        return {"id": f"{run.model} #{len(asked)}", "host": {"ring_overlap": 0.5}}
+
+    monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
+    taken = Calibrations(announce=lambda _: None)
+    got = [taken.for_run(_run(model), round_index)["id"]
+           for round_index, model in ((0, "lenet"), (0, "alexnet"), (0, "lenet"),
+                                      (1, "alexnet"), (1, "lenet"), (1, "alexnet"))]
+    # one calibration per workload and round, beside that round's runs
+    assert got == ["lenet #1", "alexnet #2", "lenet #1", "alexnet #3", "lenet #4", "alexnet #3"]
+    # the budget's rings were probed once, by the first calibration
+    assert asked == [("lenet", None), ("alexnet", "lenet #1"), ("alexnet", "lenet #1"),
+                     ("lenet", "lenet #1")]

@@ -97,3 +97,22 @@ def test_measured_capacities_per_process_count_round_trip_into_the_host(tmp_path
     assert back.host == host
     on = back.entries[0].host_for(Host(True, capacity=1.0))
     assert [on.capacity_at(n) for n in (1, 2, 3, 4, 6)] == [1.0, 1.2, 1.2, 0.9, 0.9]
+
+
+def test_the_step_functions_are_timed_in_turn_so_the_hosts_drift_falls_on_all(monkeypatch):
+    from ralp.planner import calibration
+
+    clock, calls = [0.0], []
+
+    def step(name, cost):  # a host slowing down by 10% of a step's cost with every call
+        def run():
+            clock[0] += cost * (1 + 0.1 * len(calls))
+            calls.append(name)
+        return run
+
+    monkeypatch.setattr(calibration.time, "perf_counter", lambda: clock[0])
+    medians = calibration._median_step_times([(step("a", 1.0), ()), (step("b", 2.0), ())], 3)
+    warm = calibration.CALIBRATION_WARMUP
+    assert calls == ["a"] * warm + ["b"] * warm + ["a", "b"] * 3
+    k = 2 * warm  # the first timed call's index: a at k, k + 2, k + 4; b one call after each
+    assert medians == pytest.approx([1.0 * (1 + 0.1 * (k + 2)), 2.0 * (1 + 0.1 * (k + 3))])
