@@ -34,6 +34,7 @@
 #                                          devices-zoo-n4-1gbit-in-epoch|
 #                                          devices-zoo-n4-500mbit-in-epoch|
 #                                          devices-zoo-n8-1gbit-in-epoch|
+#                                          step-timeline-ralp|devices-n4-1gbit-steady|
 #                                          chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
@@ -461,6 +462,21 @@ for part in "${parts[@]}"; do
     # -n8-1gbit) measured the same way
     nb=${part#devices-zoo-}; nb=${nb%-in-epoch}; n=${nb%%-*}; bw=${nb#*-}
     ps_zoo_in_epoch ${n#n} $bw devices_zoo_${n}_${bw}_in_epoch ;;
+  step-timeline-ralp)  # issue 26: RALP-H on resnet50, N = 4, 1 Gbit/s, and plain PS beside it:
+    # how long do the epoch's first cycles (workers in step) last?
+    for mode in ralp-h ps; do
+      name=$R/step_timeline_resnet50_${mode/-/}_n4_1gbit
+      $PY benchmarks/step_timeline.py --model resnet50 --mode $mode --devices 4 --bandwidth 1gbit \
+        --steps 12 --out "$name.json" --plot "$name.png"
+    done > $R/step_timeline_ralp.txt ;;
+  devices-n4-1gbit-steady)  # issue 26: the in-epoch setting of devices-zoo-n4-1gbit-in-epoch
+    # with the window past the epoch's first cycles (16 steps of warm-up, 12 measured)
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models vgg11 resnet50 inception3 \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n --devices 4 --steps 12 \
+      --warmup 16 --repeat 3 --calibrate --quiet --out $R/devices_n4_1gbit_steady.json \
+      --plot $R/devices_n4_1gbit_steady.png || true
+    $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
+      > $R/devices_n4_1gbit_steady_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
