@@ -83,6 +83,14 @@ budgeted_validations() {
     $PY -m ralp.planner --validate $R/$name.json --step-model pipeline \
       > $R/${name}_validation_pipeline.txt
   done
+  # each round from its own calibration against every round from the first (issue 26)
+  $PY benchmarks/calibration_rounds.py $R/devices_zoo_n4_1gbit_in_epoch.json \
+    > $R/devices_zoo_n4_1gbit_in_epoch_calibration_rounds.txt
+  # the window past the epoch's first cycles
+  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
+    > $R/devices_n4_1gbit_steady_validation.txt
+  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json --step-model pipeline \
+    > $R/devices_n4_1gbit_steady_validation_pipeline.txt
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt
