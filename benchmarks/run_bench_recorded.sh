@@ -91,6 +91,12 @@ budgeted_validations() {
     > $R/devices_n4_1gbit_steady_validation.txt
   $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json --step-model pipeline \
     > $R/devices_n4_1gbit_steady_validation_pipeline.txt
+  # every worker's pipeline at once, links shared fairly or first come first served
+  wf=$R/workers_fluid_n4_1gbit_steady
+  $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json > $wf.txt
+  $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json --offset 1 > ${wf}_offset1.txt
+  $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json --offset 1 --compute-scale 1.6 \
+    > ${wf}_offset1_compute1.6.txt
   $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt
