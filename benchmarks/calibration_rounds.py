@@ -47,6 +47,7 @@ def report(records: list[dict]) -> list[str]:
     from ralp.planner.cli import _pipeline_workload, _zoo_workload
 
     first = first_calibrations(records)
+    kept = [r for r in records if not repeats.flagged(r) and not r.get("error")]
     lines = ["calibrations, each round's compute:", *("  " + x for x in compute_by_round(records)),
              "", "images/s |error|, median / max: each round from the first calibration -> "
              "from its own"]
@@ -58,12 +59,13 @@ def report(records: list[dict]) -> list[str]:
 
         figures = []
         for own in (False, True):
-            def setting_prediction(setting, own=own):
-                return statistics.median(predict(r, own) for r in setting.records)
+            predicted = {id(r): predict(r, own) for r in kept}  # each record once
 
-            errors = repeats.validate(repeats.settings_of(records), setting_prediction)["errors"]
-            rounds = [abs(predict(r, own) / r["images_per_sec"] - 1) for r in records
-                      if not repeats.flagged(r) and not r.get("error")]
+            def setting_prediction(setting, predicted=predicted):
+                return statistics.median(predicted[id(r)] for r in setting.records)
+
+            errors = repeats.validate(repeats.settings_of(kept), setting_prediction)["errors"]
+            rounds = [abs(predicted[id(r)] / r["images_per_sec"] - 1) for r in kept]
             figures.append((errors["overall"], rounds))
         (a, ra), (b, rb) = figures
         lines.append(f"  {name}: settings {a['median_abs_error']:.1%} / {a['max_abs_error']:.1%}"

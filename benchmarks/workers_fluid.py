@@ -248,11 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     for modes in repeats.settings_of(records).values():
         for mode, s in modes.items():
             one = next(r for r in s.records if r.get("calibration"))
+            setting = setting_of(one)
+            setting.compute_s *= args.compute_scale
+            setting.tail_s *= args.compute_scale
             figures = []
             for first_come in (False, True):
-                setting = setting_of(one)
-                setting.compute_s *= args.compute_scale
-                setting.tail_s *= args.compute_scale
                 cycle = steady_cycle_s(setting, first_come, offset_s=args.offset)
                 rate = setting.workers * one["batch_size"] / cycle
                 figures.append(f"{rate:5.2f} ({rate / s.median - 1:+4.0%})")

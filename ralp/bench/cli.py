@@ -136,10 +136,11 @@ def _add_measuring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")
     g.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run in each round (--repeat), calibrate it here (on budgeted devices inside one device's budget, as "
-                   "python -m ralp.planner --calibrate --device-cpus CPUS --devices N does; with "
-                   "--device-cpus shared as --calibrate --shared-host does) and keep that in its records (python -m ralp.planner --validate then "
-                   "predicts each record from the calibration taken beside it)")
+                   "run in each round (--repeat), calibrate it here (on budgeted devices inside "
+                   "one device's budget, as python -m ralp.planner --calibrate --device-cpus "
+                   "CPUS --devices N does; with --device-cpus shared as --calibrate "
+                   "--shared-host does) and keep that in its records (python -m ralp.planner "
+                   "--validate then predicts each record from the calibration taken beside it)")
     g.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "
                    "setting's median and min-max over the rounds (default 1)")

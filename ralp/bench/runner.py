@@ -101,8 +101,9 @@ def run_all(
 ) -> list[dict]:
     """Measure every run in order, with a progress bar over all measured steps.
     ``calibrations``: calibrate each workload before its first run in each round
-    (:mod:`ralp.bench.calibrated`) and keep it in that round's records. ``repeat``: the whole matrix that many rounds, the
-    order rotated by one each round (:func:`rounds`); each record keeps its ``round``."""
+    (:mod:`ralp.bench.calibrated`) and keep it in that round's records. ``repeat``: the whole
+    matrix that many rounds, the order rotated by one each round (:func:`rounds`); each record
+    keeps its ``round``."""
     from tqdm import tqdm
 
     plan = [(run, launcher) for run in runs]

@@ -1,5 +1,6 @@
-"""``--calibrate``'s bookkeeping: one calibration per workload and round, and the rings' overlaps (a
-budget's, not a model's) probed once per budget and handed to its later workloads."""
+"""``--calibrate``'s bookkeeping: one calibration per workload and round, and the rings'
+overlaps (a budget's, not a model's) probed once per budget and handed to its later
+workloads."""
 
 from ralp.bench import calibrated
 from ralp.bench.calibrated import Calibrations, calibration_command

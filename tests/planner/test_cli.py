@@ -249,3 +249,21 @@ def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
     by_rule = predict(work, entry.compute, host, "ps", 4, 10**9).images_per_sec
     assert validate.predict_record(record, None, _zoo_workload) == pytest.approx(on_shape)
     assert on_shape != pytest.approx(by_rule)  # 3 workers on one PS link, not 2 on two
+
+
+def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_path, capsys):
+    import statistics
+
+    from ralp.planner import validate
+    from ralp.planner.cli import _zoo_workload
+
+    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_n4_1gbit_in_epoch.json").read_text())
+    rounds = [r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ralp-h"]
+    records = tmp_path / "alexnet.json"
+    records.write_text(json.dumps(rounds))
+    assert run(["--validate", str(records), "--format", "json"]) == 0
+    [setting] = json.loads(capsys.readouterr().out)["settings"]
+    each = [validate.predict_record(r, None, _zoo_workload) for r in rounds]
+    assert len({r["calibration"]["measured_at"] for r in rounds}) == 3  # one per round
+    assert len(set(each)) == 3  # and they differ
+    assert setting["predicted"] == pytest.approx(statistics.median(each))
