@@ -44,15 +44,15 @@ def compute_by_round(records: list[dict]) -> list[str]:
 
 def report(records: list[dict]) -> list[str]:
     from ralp.planner import repeats, validate
-    from ralp.planner.cli import _pipeline_workload, _zoo_workload
+    from ralp.planner.cli import _queue_workload, _zoo_workload
 
     first = first_calibrations(records)
     kept = [r for r in records if not repeats.flagged(r) and not r.get("error")]
     lines = ["calibrations, each round's compute:", *("  " + x for x in compute_by_round(records)),
              "", "images/s |error|, median / max: each round from the first calibration -> "
              "from its own"]
-    for name, workload in (("queueing network", _zoo_workload),
-                           ("layer pipeline", _pipeline_workload)):
+    for name, workload in (("queueing network", _queue_workload),
+                           ("layer pipeline", _zoo_workload)):
         def predict(record: dict, own: bool, workload=workload) -> float:
             chosen = record if own else dict(record, calibration=first[record["model"]])
             return validate.predict_record(chosen, None, workload)

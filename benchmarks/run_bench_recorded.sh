@@ -35,7 +35,8 @@
 #                                          devices-zoo-n4-500mbit-in-epoch|
 #                                          devices-zoo-n8-1gbit-in-epoch|
 #                                          step-timeline-ralp|devices-n4-1gbit-steady|
-#                                          chaos-all]...
+#                                          devices-n2-alone-1gbit|
+#                                          devices-n4-1gbit-steady-rest|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,13 +76,14 @@ budgeted_validations() {
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" --format json \
     > $R/devices_sweep_validation_fabric.json
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
-    --step-model pipeline > $R/devices_sweep_validation_fabric_pipeline.txt
-  # the PS modes measured inside the epoch, and the layer pipeline's step beside the model's
+    --step-model queue > $R/devices_sweep_validation_fabric_queue.txt
+  # the PS modes measured inside the epoch, and the queueing network alone (the planner's PS
+  # modes before the layer pipeline) beside the default
   for name in devices_zoo_n8_500mbit_in_epoch devices_zoo_n4_1gbit_in_epoch \
               devices_zoo_n4_500mbit_in_epoch; do
     $PY -m ralp.planner --validate $R/$name.json > $R/${name}_validation.txt
-    $PY -m ralp.planner --validate $R/$name.json --step-model pipeline \
-      > $R/${name}_validation_pipeline.txt
+    $PY -m ralp.planner --validate $R/$name.json --step-model queue \
+      > $R/${name}_validation_queue.txt
   done
   # each round from its own calibration against every round from the first (issue 26)
   $PY benchmarks/calibration_rounds.py $R/devices_zoo_n4_1gbit_in_epoch.json \
@@ -89,8 +91,19 @@ budgeted_validations() {
   # the window past the epoch's first cycles
   $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
     > $R/devices_n4_1gbit_steady_validation.txt
-  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json --step-model pipeline \
-    > $R/devices_n4_1gbit_steady_validation_pipeline.txt
+  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json --step-model queue \
+    > $R/devices_n4_1gbit_steady_validation_queue.txt
+  # the zoo past the first cycles (the other two models measured after the pipeline's
+  # change), and one worker and one PS task alone
+  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
+    $R/devices_n4_1gbit_steady_rest.json > $R/devices_n4_1gbit_steady_zoo_validation.txt
+  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
+    $R/devices_n4_1gbit_steady_rest.json --step-model queue \
+    > $R/devices_n4_1gbit_steady_zoo_validation_queue.txt
+  $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json \
+    > $R/devices_n2_alone_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json --step-model queue \
+    > $R/devices_n2_alone_1gbit_validation_queue.txt
   # every worker's pipeline at once, links shared fairly or first come first served
   wf=$R/workers_fluid_n4_1gbit_steady
   $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json > $wf.txt
@@ -491,6 +504,23 @@ for part in "${parts[@]}"; do
       --plot $R/devices_n4_1gbit_steady.png || true
     $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
       > $R/devices_n4_1gbit_steady_validation.txt ;;
+  devices-n2-alone-1gbit)  # issue 26: one worker and one PS task, each on a device of the
+    # N = 4 budget (0.425 CPU), past the first cycles: a worker's step alone on the fabric,
+    # against the layer pipeline's step for one worker
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models vgg11 resnet50 \
+      --image-size 75 --batch-size 8 --modes ps ralp-n --devices 2 --device-cpus 0.425 \
+      --steps 8 --warmup 8 --repeat 3 --calibrate --quiet \
+      --out $R/devices_n2_alone_1gbit.json || true
+    $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json \
+      > $R/devices_n2_alone_1gbit_validation.txt ;;
+  devices-n4-1gbit-steady-rest)  # issue 26: the other two zoo models past the first cycles,
+    # as devices-n4-1gbit-steady (measured after the pipeline's change, out of its sample)
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models alexnet overfeat \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n --devices 4 --steps 12 \
+      --warmup 16 --repeat 3 --calibrate --quiet --out $R/devices_n4_1gbit_steady_rest.json \
+      --plot $R/devices_n4_1gbit_steady_rest.png || true
+    $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
+      $R/devices_n4_1gbit_steady_rest.json > $R/devices_n4_1gbit_steady_zoo_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

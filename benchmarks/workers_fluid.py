@@ -215,13 +215,13 @@ def steady_cycle_s(setting: Setting, first_come: bool, steps: int = 14, skip: in
 def setting_of(record: dict) -> Setting:
     """A budgeted bench record's setting, from the calibration it carries."""
     from ralp.planner import validate
-    from ralp.planner.cli import _pipeline_workload
+    from ralp.planner.cli import _zoo_workload
     from ralp.units import parse_bandwidth
 
     key = (record["model"], record["batch_size"], record["image_size"], record["num_classes"])
     compute = validate.own_calibration(record).find(*key).compute
     W = record["workers"]
-    links = _pipeline_workload(*key).links_on(record["mode"], W, record["ps"])
+    links = _zoo_workload(*key).links_on(record["mode"], W, record["ps"])
     bandwidth = parse_bandwidth(record["bandwidth"]) / 8
     if record["mode"] == "ps":
         return Setting(list(links.layers), compute.full_s, W, bandwidth)

@@ -74,10 +74,11 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="--calibrate --device-cpus --model: measure gRPC's CPU per byte on "
                    "the simulated fabric at these link rates too (tc style; the bench's "
                    "--calibrate gives its --bandwidth)")
-    p.add_argument("--step-model", choices=("queue", "pipeline"), default="queue",
-                   help="--validate: the PS modes' step from the queueing network (default) "
-                        "or, as an experiment beside it, from the layer pipeline with plain "
-                        "PS's workers in step (docs/planner.md)")
+    p.add_argument("--step-model", choices=("queue", "pipeline"), default="pipeline",
+                   help="--validate: the PS modes' step on devices from the layer pipeline "
+                        "(default: plain PS's workers in step, a RALP worker's step alone "
+                        "inside the queueing network) or from the queueing network alone, "
+                        "as before (docs/planner.md)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -96,14 +97,14 @@ def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int
     return Workload(profile(build_model(model, num_classes, image_size), batch_size))
 
 
-def _pipeline_workload(model: str, batch_size: int, image_size: int, num_classes: int):
+def _queue_workload(model: str, batch_size: int, image_size: int, num_classes: int):
     from dataclasses import replace
 
-    return replace(_zoo_workload(model, batch_size, image_size, num_classes), pipeline=True)
+    return replace(_zoo_workload(model, batch_size, image_size, num_classes), pipeline=False)
 
 
 def _workload_for(args):
-    return _pipeline_workload if args.step_model == "pipeline" else _zoo_workload
+    return _queue_workload if args.step_model == "queue" else _zoo_workload
 
 
 def _calibrate(args) -> str:

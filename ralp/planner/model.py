@@ -244,25 +244,30 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     else:  # the PS's device runs every tail (its critical section) and its end of the bytes
         worker, ps = _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
                                          compute.tail_s)
-        hidden = _ralp_overlap_s(compute, links, workers, bandwidth)
-        stations += [replace(worker, demand_s=max(0.0, worker.demand_s - hidden)), ps]
+        if links.layers:  # the worker's delay: the rest of its step alone
+            alone = max(_ralp_alone_s(compute, links, workers, bandwidth), worker.demand_s)
+            shared = sum(station.demand_s for station in stations) + ps.demand_s
+            worker = replace(worker, demand_s=max(0.0, alone - shared))
+        stations += [worker, ps]
     return mva_cycle_time(stations, workers)
 
 
-def _ralp_overlap_s(compute: Compute, links: Links, workers: int, bandwidth: float) -> float:
-    """Seconds of a RALP worker's step alone that its transfers hide behind its compute: the
-    sum of its demands (head, tail, its bytes both ways) less its head's pipeline with the
-    exchange with the tail between forward and backward (:func:`convoy_step_s` for one
-    worker). 0 where the worker's layers are not known."""
-    if not links.layers:
-        return 0.0
+def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float) -> float:
+    """A RALP worker's step alone: its head's pipeline with the exchange with the tail (the
+    boundary's bytes both ways at the link's rate, and the tail) between its forward and its
+    backward (:func:`convoy_step_s` for one worker).
+
+    With the worker's delay set to what this leaves beyond the shared stations (the PS
+    link's two directions and the PS device), the queueing network at one worker gives this
+    step; the gRPC CPU of both ends overlaps the wire in it, as measured: one worker and one
+    PS task alone (``results/devices_n2_alone_1gbit.json``, vgg11 and resnet50 at 1 Gbit/s)
+    stepped within their rounds' spread of it, where adding both ends' gRPC CPU to it
+    predicted 13-26% too slow."""
     kept = sum(nbytes for layer in links.layers for _, nbytes in layer.variables)
     bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
     exchange_s = (max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept)) / bandwidth
-    alone = convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
-                          between_s=exchange_s + compute.tail_s)
-    demands = compute.head_s + compute.tail_s + (bytes_in + bytes_out) / bandwidth
-    return max(0.0, demands - alone)
+    return convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
+                         between_s=exchange_s + compute.tail_s)
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,

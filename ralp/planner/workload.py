@@ -19,10 +19,10 @@ class Workload:
     """What the planner knows of one model at one per-worker batch, without running it."""
 
     profile: Profile  # skewness verdict and candidate split
-    # The PS modes' links carry the worker's layers, so their step on devices is the layer
-    # pipeline's (ralp.planner.pipeline), not the queueing network's: an experiment beside
-    # the model (python -m ralp.planner --validate ... --step-model pipeline)
-    pipeline: bool = False
+    # The PS modes' links carry the worker's layers, so their step on devices comes from the
+    # layer pipeline (ralp.planner.pipeline); False: from the queueing network alone, as the
+    # planner did before (python -m ralp.planner --validate ... --step-model queue)
+    pipeline: bool = True
 
     @property
     def table(self) -> LayerTable:

@@ -34,15 +34,16 @@ def test_workers_in_step_take_turns_on_the_ps_link():
     assert convoy_step_s(layers, 0.0, workers=3, bandwidth=5.0) == pytest.approx(12.0)
 
 
-def test_a_layer_computes_while_the_next_ones_variables_arrive():
+def test_the_forward_waits_for_every_read_and_the_backward_overlaps_the_pushes():
     # bandwidth 1 byte/s, one worker, one PS. Layer 1 reads 1 byte, layer 2 reads 9; compute
     # 3 s (forward 1 s, 0.5 s each; backward 2 s, 1 s each).
-    # pulls: 1 byte done at 2 (half the link), 9 bytes at 10. Forward: layer 1 from 2 to 2.5,
-    # layer 2 from 10 to 10.5. Backward: layer 2 to 11.5 (push 9 bytes), layer 1 to 12.5
-    # (push 1 byte). Pushes: 9 bytes alone from 11.5 (1 byte by 12.5), then both at half the
-    # link: the 1 byte done at 14.5, 7 bytes left then, alone: done at 21.5.
+    # pulls: 1 byte done at 2 (half the link), 9 bytes at 10. Forward: both layers from 10 to
+    # 11 (the step reads every variable before its forward; layer 1 does not start at 2).
+    # Backward: layer 2 to 12 (push 9 bytes), layer 1 to 13 (push 1 byte). Pushes: 9 bytes
+    # alone from 12 (1 byte by 13), then both at half the link: the 1 byte done at 15, 7 bytes
+    # left then, alone: done at 22.
     layers = (Layer(0.5, ((0, 1),)), Layer(0.5, ((0, 9),)))
-    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) == pytest.approx(21.5)
+    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) == pytest.approx(22.0)
     # nothing overlapping would take 10 + 3 + 10
     assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) < 23.0
 
@@ -86,3 +87,15 @@ def test_ralp_hides_what_its_pipeline_overlaps_and_no_more():
     alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
     one = Links((250,), (250,), 250, 500, 6, layers=head)
     assert ralp_step_time(compute, one, 1, 100.0, DEVICES) == pytest.approx(alone)
+
+
+def test_one_ralp_worker_steps_as_its_pipeline_its_bytes_cpu_overlapping_the_wire():
+    # gRPC's CPU (both ends 1 ms a byte: 0.5 s per 500 B at each end on a 0.5 CPU device)
+    # runs while the bytes cross; it does not add to the step alone (measured on one worker
+    # and one PS task: results/devices_n2_alone_1gbit.json)
+    head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
+    one = Links((250,), (250,), 250, 500, 6, layers=head)
+    costly = Host(False, 1e-3, 0.0, device_cpus=0.5)
+    alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
+    assert ralp_step_time(Compute(full_s=3.0, tail_s=1.0), one, 1, 100.0, costly) == \
+        pytest.approx(alone)

@@ -83,8 +83,9 @@ def test_the_pipelines_layers_carry_the_byte_models_variables(vgg11, mode):
     from dataclasses import replace
 
     workers, ps = resources(mode, 4)
-    assert vgg11.links_on(mode, workers, ps).layers == ()  # the queueing network's
-    links = replace(vgg11, pipeline=True).links_on(mode, workers, ps)
+    queue = replace(vgg11, pipeline=False)  # the queueing network's
+    assert queue.links_on(mode, workers, ps).layers == ()
+    links = vgg11.links_on(mode, workers, ps)  # the pipeline's, by default
     per_task = [0] * ps
     for layer in links.layers:
         for task, nbytes in layer.variables:
