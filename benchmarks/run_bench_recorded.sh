@@ -64,6 +64,9 @@ budgeted_validations() {
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
   $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
     > $R/devices_zoo_n8_1gbit_validation.txt
+  for name in devices_zoo_1gbit_again devices_zoo_500mbit devices_zoo_n8_500mbit; do
+    $PY -m ralp.planner --validate $R/$name.json > $R/${name}_validation.txt
+  done
   # issue 25 (b)'s sweep (N = 4 and 8 at 1 Gbit/s and 500 Mbit/s), own calibrations; and
   # with gRPC's CPU on the fabric lent (fabric-transfer), which the first three's
   # calibrations predate

@@ -223,8 +223,9 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
         cpu = _ps_device_stations(links, workers, host, compute.full_s, bandwidth)
         if links.layers:
             worker, ps = cpu
-            return max(convoy_step_s(links.layers, compute.full_s, workers, bandwidth),
-                       worker.demand_s, workers * ps.demand_s)
+            pipeline = convoy_step_s(links.layers, compute.full_s, workers, bandwidth,
+                                     cpu_rates=_grpc_rates(host, bandwidth))
+            return max(pipeline, worker.demand_s, workers * ps.demand_s)
     stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
@@ -245,14 +246,15 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
         worker, ps = _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
                                          compute.tail_s)
         if links.layers:  # the worker's delay: the rest of its step alone
-            alone = max(_ralp_alone_s(compute, links, workers, bandwidth), worker.demand_s)
+            alone = max(_ralp_alone_s(compute, links, workers, bandwidth, host), worker.demand_s)
             shared = sum(station.demand_s for station in stations) + ps.demand_s
             worker = replace(worker, demand_s=max(0.0, alone - shared))
         stations += [worker, ps]
     return mva_cycle_time(stations, workers)
 
 
-def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float) -> float:
+def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float,
+                  host: Host) -> float:
     """A RALP worker's step alone: its head's pipeline with the exchange with the tail (the
     boundary's bytes both ways at the link's rate, and the tail) between its forward and its
     backward (:func:`convoy_step_s` for one worker).
@@ -267,7 +269,17 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
     bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
     exchange_s = (max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept)) / bandwidth
     return convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
-                         between_s=exchange_s + compute.tail_s)
+                         between_s=exchange_s + compute.tail_s,
+                         cpu_rates=_grpc_rates(host, bandwidth))
+
+
+def _grpc_rates(host: Host, bandwidth: float) -> tuple[float, float]:
+    """The bytes/s gRPC moves with all of a worker's device and of a PS task's (each end
+    pays half of :meth:`Host.grpc_cost`, at its device's pace); unbounded where the devices'
+    CPUs are not known."""
+    per_byte = _grpc_end_s(host, 1.0, 0, bandwidth)
+    rate = 1.0 / per_byte if per_byte > 0 else float("inf")
+    return rate, rate
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,

@@ -108,16 +108,21 @@ def finish_times(transfers: Sequence[Transfer], capacity: Mapping[Hashable, floa
 
 def convoy_step_s(layers: Sequence[Layer], compute_s: float, workers: int,
                   bandwidth: float, between_s: float = 0.0,
-                  backward_ratio: float = BACKWARD_RATIO) -> float:
+                  backward_ratio: float = BACKWARD_RATIO,
+                  cpu_rates: tuple[float, float] = (float("inf"), float("inf"))) -> float:
     """Seconds of one step of ``workers`` plain PS workers in step: the last of a worker's
     pushes done, or its backward, whichever is later (module docstring). ``compute_s``: a
     worker batch's forward, backward and update of ``layers``; ``bandwidth``: every link's
     rate, bytes/s; ``between_s``: time between the forward and the backward (RALP's
-    exchange with its tail on the PS)."""
-    capacity: dict[Hashable, float] = {("own", "in"): bandwidth, ("own", "out"): bandwidth}
+    exchange with its tail on the PS); ``cpu_rates``: the bytes/s gRPC moves with all of a
+    worker's device and of a PS task's (a link carries no faster than its end's CPU serves
+    it: at 10 Gbit/s on a fifth of a core, about a quarter of the wire's rate)."""
+    own = min(bandwidth, cpu_rates[0])
+    capacity: dict[Hashable, float] = {("own", "in"): own, ("own", "out"): own}
     for layer in layers:
         for ps, _ in layer.variables:
-            capacity[("ps", ps, "out")] = capacity[("ps", ps, "in")] = bandwidth / workers
+            capacity[("ps", ps, "out")] = capacity[("ps", ps, "in")] = \
+                min(bandwidth, cpu_rates[1]) / workers
     pulls = [Transfer((i, j), (("ps", ps, "out"), ("own", "in")), nbytes)
              for i, layer in enumerate(layers) for j, (ps, nbytes) in enumerate(layer.variables)]
     arrived = finish_times(pulls, capacity)

@@ -99,3 +99,12 @@ def test_one_ralp_worker_steps_as_its_pipeline_its_bytes_cpu_overlapping_the_wir
     alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
     assert ralp_step_time(Compute(full_s=3.0, tail_s=1.0), one, 1, 100.0, costly) == \
         pytest.approx(alone)
+
+
+def test_a_link_carries_no_faster_than_its_ends_cpu_serves_it():
+    # 100 B pulled and pushed over a 100 B/s link whose worker end's CPU moves 50 B/s: 2 s
+    # each way, not 1; the PS end's CPU (25 B/s) shared by 2 workers in step: 8 s each way
+    layer = (Layer(1.0, ((0, 100),)),)
+    assert convoy_step_s(layer, 0.0, 1, 100.0) == pytest.approx(2.0)
+    assert convoy_step_s(layer, 0.0, 1, 100.0, cpu_rates=(50.0, 1e9)) == pytest.approx(4.0)
+    assert convoy_step_s(layer, 0.0, 2, 100.0, cpu_rates=(1e9, 25.0)) == pytest.approx(16.0)
