@@ -107,6 +107,8 @@ budgeted_validations() {
     > $R/devices_n2_alone_1gbit_validation.txt
   $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json --step-model queue \
     > $R/devices_n2_alone_1gbit_validation_queue.txt
+  # a worker's CPU while its link receives and while it sends, from the step timelines
+  $PY benchmarks/step_phases.py $R/step_timeline_*.json > $R/step_phases.txt
   # every worker's pipeline at once, links shared fairly or first come first served
   wf=$R/workers_fluid_n4_1gbit_steady
   $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json > $wf.txt
