@@ -510,7 +510,7 @@ for part in "${parts[@]}"; do
     $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
       > $R/devices_n4_1gbit_steady_validation.txt ;;
   devices-n2-alone-1gbit)  # issue 26: one worker and one PS task, each on a device of the
-    # N = 4 budget (0.425 CPU), past the first cycles: a worker's step alone on the fabric,
+    # N = 4 budget (0.425 CPU), after 8 warm-up steps: a worker's step alone on the fabric,
     # against the layer pipeline's step for one worker
     $PY -m ralp.bench --backend netns --bandwidth 1gbit --models vgg11 resnet50 \
       --image-size 75 --batch-size 8 --modes ps ralp-n --devices 2 --device-cpus 0.425 \

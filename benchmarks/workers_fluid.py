@@ -1,5 +1,7 @@
 """Several PS-mode workers' layer pipelines against shared PS links: in step or staggered?
-(issue 26; an experiment, not the planner's model)
+(issue 26; an experiment, not the planner's model; it predates the finding that a worker's
+forward waits for every read, and still starts each layer's forward when its own variables
+are in, without the links' CPU cap: the planner's pipeline does both)
 
 The planner's layer pipeline (:mod:`ralp.planner.pipeline`) simulates one worker, alone or with
 the others in step. The step timelines show both states: RALP-H's two workers on resnet50 at

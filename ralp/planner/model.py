@@ -18,7 +18,10 @@ PS modes run asynchronously (ClusterCoordinator hands a step to whichever worker
 their step time comes from a closed queueing network solved exactly by mean-value analysis
 (:func:`mva_cycle_time`): each worker cycles through the stations once per batch. At one worker
 the terms add (no overlap); with many workers the busiest station bounds the step (full
-overlap). Horovod steps in lockstep (a collective), so its terms add.
+overlap). On devices, where the worker's layers are known, the layer pipeline
+(:mod:`ralp.planner.pipeline`) gives plain PS's step and a RALP worker's step alone instead
+(:func:`ps_step_time`, :func:`ralp_step_time`). Horovod steps in lockstep (a collective), so
+its terms add.
 """
 
 from __future__ import annotations
@@ -214,9 +217,9 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     Assumption: the PS's own update work is part of ``compute.full_s``.
 
     On devices, where the worker's layers are known (``links.layers``), the workers move in
-    step and each one's transfers overlap its compute (:mod:`ralp.planner.pipeline`): the step
-    is that pipeline's, or a worker device's CPU or the busiest PS device's CPU for all
-    workers' batches, whichever is longest."""
+    step, each one's forward waits for all its reads and its backward overlaps its pushes
+    (:mod:`ralp.planner.pipeline`): the step is that pipeline's, or a worker device's CPU or
+    the busiest PS device's CPU for all workers' batches, whichever is longest."""
     if host.shared:
         cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
@@ -238,7 +241,9 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     (a delay; on a shared host it queues for the one CPU together with the tail), the PS's
     critical section (a queue of ``tail_s``: the tail is serialised), and the PS link's two
     directions, a queue each (activations in, boundary gradients out, plus the kept
-    variables: :func:`_link_stations`)."""
+    variables: :func:`_link_stations`). On devices with the worker's layers known, the
+    worker's delay is what its step alone (:func:`_ralp_alone_s`, or its device's CPU if
+    longer) leaves beyond the shared stations, so one worker steps as its pipeline."""
     stations = _link_stations(links, workers, bandwidth, duplex=True)
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
@@ -263,14 +268,16 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
     link's two directions and the PS device), the queueing network at one worker gives this
     step; the gRPC CPU of both ends overlaps the wire in it, as measured: one worker and one
     PS task alone (``results/devices_n2_alone_1gbit.json``, vgg11 and resnet50 at 1 Gbit/s)
-    stepped within their rounds' spread of it, where adding both ends' gRPC CPU to it
-    predicted 13-26% too slow."""
+    stepped within their rounds' spread of it (the rule was chosen on those records), where
+    adding both ends' gRPC CPU to it had predicted them 13-26% too slow. The exchange's
+    bytes cross no faster than the ends' CPU serves them, as the variables' do."""
     kept = sum(nbytes for layer in links.layers for _, nbytes in layer.variables)
     bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
-    exchange_s = (max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept)) / bandwidth
+    rates = _grpc_rates(host, bandwidth)
+    exchange_s = ((max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept))
+                  / min(bandwidth, *rates))
     return convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
-                         between_s=exchange_s + compute.tail_s,
-                         cpu_rates=_grpc_rates(host, bandwidth))
+                         between_s=exchange_s + compute.tail_s, cpu_rates=rates)
 
 
 def _grpc_rates(host: Host, bandwidth: float) -> tuple[float, float]:

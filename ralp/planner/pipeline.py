@@ -12,7 +12,7 @@ in every task's link and CPU traces (``benchmarks/step_timeline.py``):
 - **A worker's pushes overlap its backward, its pulls nothing.** A step reads every variable
   at once, and its forward starts when the last read is in: while a worker's link received,
   its CPU used 0.3-0.5 of its budget (gRPC's receive alone), and 0.75-0.99 while it sent
-  (every worker of the three timelines at N = 4; at N = 8, 0.2-0.3 while it received:
+  (every worker of the three timelines at N = 4; at N = 8, 0.21-0.33 while it received:
   ``benchmarks/step_phases.py``). A layer's gradient is pushed as soon as its backward is
   done. One worker and one PS task alone (``results/devices_n2_alone_1gbit.json``:
   vgg11, resnet50 at 1 Gbit/s) stepped 2.90 s and 2.16 s, which this pipeline predicts within

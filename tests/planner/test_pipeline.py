@@ -74,7 +74,7 @@ def test_plain_ps_on_devices_steps_as_its_pipeline_or_its_busiest_cpu():
         max(50.0, convoy_step_s(layers, 50.0, 2, 100.0)))
 
 
-def test_ralp_hides_what_its_pipeline_overlaps_and_no_more():
+def test_ralp_workers_step_alone_as_their_pipeline_and_queue_beyond_it():
     head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
     # per worker batch: 200 B of kept variables and 50 B of activations each way
     known = Links((2 * 250,), (2 * 250,), 250, 1000, 6, layers=head)
@@ -108,3 +108,16 @@ def test_a_link_carries_no_faster_than_its_ends_cpu_serves_it():
     assert convoy_step_s(layer, 0.0, 1, 100.0) == pytest.approx(2.0)
     assert convoy_step_s(layer, 0.0, 1, 100.0, cpu_rates=(50.0, 1e9)) == pytest.approx(4.0)
     assert convoy_step_s(layer, 0.0, 2, 100.0, cpu_rates=(1e9, 25.0)) == pytest.approx(16.0)
+
+
+def test_plain_ps_on_devices_moves_bytes_no_faster_than_the_ps_cpu_serves_them():
+    # 100 B on ps:0, 2 workers in step, links of 1000 B/s; gRPC's CPU 0.02 s a byte at each
+    # end of a 0.5 CPU device: 50 B/s with all of it, 25 B/s a worker on the shared PS. Pull
+    # 4 s, forward 1 s, backward 2 s, push 4 s: 11 s. Uncapped the pipeline would take 3.4 s
+    # and the step 8 s (the PS device's CPU for both workers' bytes, which leaves the
+    # compute between them out).
+    layer = (Layer(1.0, ((0, 100),)),)
+    links = Links((200,), (200,), 100, 400, 2, layers=layer)
+    costly = Host(False, 0.02, 0.0, device_cpus=0.5)
+    assert ps_step_time(Compute(full_s=3.0, tail_s=0.0), links, 2, 1000.0, costly) == \
+        pytest.approx(11.0)
