@@ -269,8 +269,9 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
     step; the gRPC CPU of both ends overlaps the wire in it, as measured: one worker and one
     PS task alone (``results/devices_n2_alone_1gbit.json``, vgg11 and resnet50 at 1 Gbit/s)
     stepped within their rounds' spread of it (the rule was chosen on those records), where
-    adding both ends' gRPC CPU to it had predicted them 13-26% too slow. The exchange's
-    bytes cross no faster than the ends' CPU serves them, as the variables' do."""
+    the previous rule, which added both ends' gRPC CPU, predicted resnet50's 16.5% too slow
+    (commit 2413180, ``--step-model pipeline``). The exchange's bytes cross no faster than
+    the ends' CPU serves them, as the variables' do."""
     kept = sum(nbytes for layer in links.layers for _, nbytes in layer.variables)
     bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
     rates = _grpc_rates(host, bandwidth)
