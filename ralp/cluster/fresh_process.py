@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ralp.cluster.zygote import context
+from ralp.cluster.zygote import context, start_process
 from ralp.errors import RalpError
 
 _progress_conn = None  # in a child: the pipe to the parent, for report_progress
@@ -99,10 +99,10 @@ def run_in_fresh_process(
     parent, child = ctx.Pipe(duplex=False)
     call = pickle.dumps((fn, args, kwargs))
     process = ctx.Process(target=_child, args=(child, call, env, netns, group), daemon=True)
-    process.start()
-    child.close()
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
+        start_process(process)
+        child.close()
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not parent.poll(left):
@@ -121,13 +121,16 @@ def run_in_fresh_process(
             if on_progress is not None:
                 on_progress(message[1])
     except BaseException:
-        process.kill()  # interrupted or failed: the child's work is not wanted any more
+        if process.pid is not None:  # interrupted or failed: the child's work is not wanted
+            process.kill()
         raise
     finally:
-        process.join(EXIT_GRACE_S)  # let it exit by itself; a TF process tied to a cluster may hang
-        if process.is_alive():
-            process.kill()
-            process.join()
+        if process.pid is not None:
+            process.join(EXIT_GRACE_S)  # let it exit by itself; a TF process tied to a cluster may hang
+            if process.is_alive():
+                process.kill()
+                process.join()
+        child.close()
         parent.close()
     if message[0] == "ok":
         return message[1]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ralp.cluster.server import EXIT_PORT_BUSY, serve_task
 from ralp.cluster.spec import ClusterError, ClusterSpec, local_spec
-from ralp.cluster.zygote import context
+from ralp.cluster.zygote import context, start_process
 
 PORT_ATTEMPTS = 3  # starts of a cluster on loopback ports of its own choosing
 
@@ -108,7 +108,7 @@ class LocalCluster:
         try:
             for attempt in range(1, PORT_ATTEMPTS + 1):
                 for job, index, _ in self.spec.tasks():
-                    self._tasks.append(self._launch(job, index))
+                    self._launch(job, index)
                 try:
                     self._wait_ready(self._tasks)
                     break
@@ -116,8 +116,9 @@ class LocalCluster:
                     if not (self._own_spec and attempt < PORT_ATTEMPTS and self._port_taken()):
                         raise
                     self._start_over_on_new_ports()
-        except BaseException:
-            self._own_log_dir = False  # the error may point at the tasks' logs: kept
+        except BaseException as e:
+            if isinstance(e, Exception):  # the error may point at the tasks' logs: kept
+                self._own_log_dir = False
             self.stop()
             raise
         if self.restart_lost:
@@ -153,7 +154,8 @@ class LocalCluster:
             log.unlink()
         self.spec = local_spec(len(self.spec.workers), len(self.spec.ps))
 
-    def _launch(self, job: str, index: int) -> _Task:
+    def _launch(self, job: str, index: int, slot: int | None = None) -> _Task:
+        """Start ``job:index`` and put it in ``self._tasks`` (at ``slot``, else at the end)."""
         task = f"{job}:{index}"
         env = {"TF_CPP_MIN_LOG_LEVEL": "2", **self.env, **self.task_env.get(task, {})}
         log = self.log_dir / f"{job}{index}.log"
@@ -163,9 +165,17 @@ class LocalCluster:
             args=(self.spec, job, index, self.device_type, os.getpid(), str(log), env,
                   self.task_netns.get(task), self.task_groups.get(task)),
         )
-        process.start()
-        self.started_pids.append(process.pid)
-        return _Task(job, index, process, log)
+        launched = _Task(job, index, process, log)
+        try:
+            start_process(process)  # an interrupt waits until its pid is known...
+        finally:
+            if process.pid is not None:  # ...and the task is listed first, so stop() finds it
+                self.started_pids.append(process.pid)
+                if slot is None:
+                    self._tasks.append(launched)
+                else:
+                    self._tasks[slot] = launched
+        return launched
 
     def _wait_ready(self, tasks: list[_Task], timeout: float | None = None) -> None:
         timeout = self.start_timeout if timeout is None else timeout
@@ -248,7 +258,7 @@ class LocalCluster:
                     n = self.restarts[f"{job}:{index}"] = self.restarts.get(f"{job}:{index}", 0) + 1
                     if task.log.exists():
                         task.log.rename(task.log.with_name(f"{job}{index}.lost{n}.log"))
-                    self._tasks[k] = self._launch(job, index)
+                    self._launch(job, index, slot=k)
                     self._wait_ready([self._tasks[k]], timeout)
                     return
         raise ClusterError(f"no task {job}:{index} in this cluster")

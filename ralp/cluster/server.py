@@ -31,14 +31,28 @@ PROFILER_PORT_ENV = "RALP_PROFILER_PORT"  # set: the task serves tf.profiler on 
 
 
 def _watch_parent(pid: int) -> None:
-    while True:
+    while not parent_gone(pid):
+        time.sleep(0.5)
+    os._exit(0)  # the run that started us is gone: do not linger
+
+
+def parent_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited, a zombie included: a parent that has exited stays
+    a zombie until its own parent reaps it, and that one may be waiting for our output pipes
+    to close (a CLI run by ``subprocess.run``), so waiting for the pid to vanish can deadlock."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc here: ask the kernel whether the pid exists
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            os._exit(0)  # the run that started us is gone: do not linger
+            return True
         except PermissionError:
             pass
-        time.sleep(0.5)
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

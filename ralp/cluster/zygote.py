@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Mapping
 
 PRELOAD = "ralp.cluster._preload"
@@ -48,3 +50,35 @@ def context(env: Mapping[str, str] | None = None):
     if wanted != _zygote_env:
         return multiprocessing.get_context("spawn")
     return multiprocessing.get_context("forkserver")
+
+
+def start_process(process) -> None:
+    """``process.start()`` with Ctrl-C and SIGTERM held until it returns.
+
+    An interrupt that lands inside ``start()`` after the fork, before the child's id is read
+    back, leaves a child nobody knows to stop (a cluster task then outlives the run that
+    started it). Held, the interrupt is raised once ``process.pid`` is known, so the caller's
+    clean-up finds it. Outside the main thread (where no signal handler runs) it only starts.
+    """
+    held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    # Handlers run in the main thread only; one set outside Python (None) cannot be restored.
+    if threading.current_thread() is not threading.main_thread() or None in held.values():
+        process.start()
+        return
+    caught: list[int] = []
+    for signum in held:
+        signal.signal(signum, lambda signum, _frame: caught.append(signum))
+    try:
+        process.start()
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        for signum in caught[:1]:  # the first one, to the handler that was in place
+            _deliver(signum, held[signum])
+
+
+def _deliver(signum: int, handler) -> None:
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)

@@ -86,7 +86,7 @@ def run_together(model: str, batch_size: int, image_size: int, num_classes: int,
     """``processes`` zygote-forked processes train ``model`` (a zoo name or a saved
     ``.keras`` path: :func:`ralp.planner.calibration.load_source`) in one shared timed
     window."""
-    from ralp.cluster.zygote import context
+    from ralp.cluster.zygote import context, start_process
 
     ctx = context({"TF_CPP_MIN_LOG_LEVEL": "2"})
     barrier, results = ctx.Barrier(processes), ctx.Queue()
@@ -94,7 +94,7 @@ def run_together(model: str, batch_size: int, image_size: int, num_classes: int,
     started = [ctx.Process(target=_timed_window, args=args, daemon=True) for _ in range(processes)]
     try:
         for p in started:
-            p.start()
+            start_process(p)
         answers = [results.get(timeout=900) for _ in started]
     finally:
         for p in started:  # stop only what this function started, by its handle (pid)

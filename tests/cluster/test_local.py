@@ -88,15 +88,16 @@ def test_a_port_of_its_own_choosing_taken_meanwhile_is_chosen_again():
 LAUNCHER = """
 import json, sys, time
 from ralp.cluster.local import LocalCluster
-cluster = LocalCluster(workers=1, ps=1)
+cluster = LocalCluster(workers=1, ps=1, log_dir=sys.argv[1])  # the test's: removed with it
 cluster.start()
 print(json.dumps(list(cluster.pids.values())), flush=True)
 time.sleep(600)
 """
 
 
-def test_tasks_exit_when_the_launching_process_is_killed():
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True)
+def test_tasks_exit_when_the_launching_process_is_killed(tmp_path):
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)],
+                                stdout=subprocess.PIPE, text=True)
     try:
         pids = json.loads(launcher.stdout.readline())
         assert len(pids) == 2
@@ -104,6 +105,38 @@ def test_tasks_exit_when_the_launching_process_is_killed():
         launcher.send_signal(signal.SIGKILL)  # no chance to clean up
         launcher.wait()
     assert all(gone(pid) for pid in pids)
+
+
+LAUNCHER_THAT_EXITS = """
+import json, os, sys
+from ralp.cluster.local import LocalCluster
+cluster = LocalCluster(workers=1, ps=1, log_dir=sys.argv[1])  # the test's: removed with it
+cluster.start()
+print(json.dumps(list(cluster.pids.values())), flush=True)
+os._exit(0)  # gone without stopping its tasks
+"""
+
+
+def test_tasks_exit_when_the_launcher_has_exited_but_is_not_reaped_yet(tmp_path):
+    """A launcher that has exited stays a zombie until its parent reaps it, and a parent
+    reading the launcher's output (subprocess.run) reaps it only once the pipes close: the
+    tasks must not wait for the pid to vanish."""
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER_THAT_EXITS, str(tmp_path)],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        pids = json.loads(launcher.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not zombie(launcher.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert zombie(launcher.pid)
+        assert all(gone(pid) for pid in pids)  # while the launcher is still unreaped
+    finally:
+        launcher.wait()
+
+
+def zombie(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 @pytest.mark.parametrize(
