@@ -29,10 +29,12 @@ and the lost worker may have applied the update before it died (measured: 3 work
 kills in 400 steps counted 402 updates). So every scheduled step carries a unique ``token``,
 and each group of updates (plain PS: the model; RALP: the head, and the tail inside the PS
 critical section) is applied only if its :class:`StepLedger` on the PS has not seen the token,
-then records it. The rerun of an applied step computes, but changes nothing. Not closed: a
-worker lost while its gradients are still crossing can leave part of an update applied and
-the token unrecorded (each variable's update runs as its gradient arrives); the rerun then
-applies all of it (seen once: 61 updates for 60 steps under ASP).
+then records it. The rerun of an applied step computes, but changes nothing. No write of a
+group starts before all its gradients have landed on their variables' tasks: a worker lost
+while they cross leaves the group untouched (without that gate each variable's update, and
+the optimizer's count, ran as its own gradient arrived, and the rerun applied them again:
+61 updates for 60 steps under ASP, in CI). Still open: a PS task's executor stopped between
+the group's writes and the token's record.
 """
 
 from __future__ import annotations
@@ -83,7 +85,11 @@ class StepLedger:
             fresh = tf.not_equal(tf.gather(self.ring, slot), token)
 
         def apply():
-            update.run()
+            landed = update.landed()
+            # no write starts before every gradient has landed: a worker lost while its
+            # gradients cross then leaves the group untouched, and the rerun applies it once
+            with tf.control_dependencies(landed.arrivals()):
+                landed.run()
             reads = []
             for v in update.written():
                 with tf.device(v.device):
@@ -114,11 +120,35 @@ class GroupUpdate:
         else:
             accumulate(self.accumulators, self.grads)
 
+    def landed(self) -> GroupUpdate:
+        """The same update on a copy of each gradient made on its variable's task (where the
+        update reads it: the copy is the one crossing, not a second)."""
+        targets = self.accumulators if self.accumulators is not None else self.variables
+        grads = []
+        for target, grad in zip(targets, self.grads, strict=True):
+            with tf.device(variable_device(target)):
+                grads.append(_copy(grad))
+        return GroupUpdate(self.optimizer, self.variables, grads, self.accumulators)
+
+    def arrivals(self) -> list:
+        """The tensors whose being computed means every gradient is there."""
+        return [t for g in self.grads if g is not None
+                for t in ((g.values, g.indices) if isinstance(g, tf.IndexedSlices) else (g,))]
+
     def written(self) -> list:
         if self.accumulators is not None:
             return list(self.accumulators)
         # the variables, their slots and the update counter (Keras variables: their tf.Variable)
         return [v.value for v in [*self.variables, *self.optimizer.variables]]
+
+
+def _copy(grad):
+    if grad is None:
+        return None
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.identity(grad.values), tf.identity(grad.indices),
+                                grad.dense_shape)
+    return tf.identity(grad)
 
 
 def group_update(optimizer, variables, grads, accumulators=None) -> GroupUpdate:
