@@ -85,3 +85,16 @@ def words(values: list[str]) -> list[str]:
 def fail(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM (a scheduler's or ``kill``'s stop) ends this CLI as Ctrl-C does: as a
+    KeyboardInterrupt, so that everything it started is stopped and removed on the way out.
+    From the main thread, at the start of a CLI's run."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt

@@ -583,3 +583,13 @@ def autograph_sources() -> list[str]:
     branchy(tf.constant(1.0))
     return [module.__file__ for name, module in list(sys.modules.items())
             if name.startswith(AUTOGRAPH_MODULE_PREFIX)]
+
+
+def write_pid_and_sleep(path: str, seconds: float) -> None:
+    """A child that says who it is, then outlives any test unless stopped."""
+    import os
+    import time
+
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(seconds)

@@ -184,12 +184,16 @@ def test_labels_and_images_are_checked_before_training():
         check_training_arrays(x, y[:3], model)
 
 
+CALIBRATE = ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"]
+
+
 @pytest.mark.slow  # 12 s into each run before the interrupt
-@pytest.mark.parametrize("command", [
-    ["-m", "ralp.audit", "--model", "vgg11", "--workers", "1", "--ps", "1"],  # minutes at 224 px
-    ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"],
-])
-def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):
+@pytest.mark.parametrize("command, signum", [
+    (["-m", "ralp.audit", "--model", "vgg11", "--workers", "1", "--ps", "1"], "SIGINT"),
+    (CALIBRATE, "SIGINT"),
+    (CALIBRATE, "SIGTERM"),  # a scheduler's stop, or the bench stopping its calibration
+], ids=["audit", "calibrate", "calibrate-sigterm"])
+def test_ctrl_c_ends_a_cli_cleanly(command, signum, tmp_path):
     import signal
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -198,7 +202,7 @@ def test_ctrl_c_ends_a_cli_cleanly(command, tmp_path):
                             start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(12)  # well into its work (TensorFlow imported, measuring or starting a cluster)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signum))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in err and "Traceback" not in err

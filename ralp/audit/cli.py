@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from ralp._cli import fail, positive_int, quiet_tensorflow
+from ralp._cli import fail, interrupt_on_sigterm, positive_int, quiet_tensorflow
 
 PROG = "python -m ralp.audit"
 
@@ -51,6 +51,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         )
     settings = AuditSettings(args.model, args.mode, args.workers, args.ps, args.image_size,
                              args.batch_size, args.num_classes)
+    interrupt_on_sigterm()
     try:
         report = audit(settings, timeout=args.timeout)
     except (ClusterError, ChildError) as e:

@@ -38,6 +38,7 @@ from ralp.planner.host import OVERLAP_FIELDS
 
 CALIBRATION_STEPS = 10  # timed steps of each of the whole model and its tail
 CALIBRATION_TIMEOUT_S = 1800.0
+CALIBRATION_STOP_S = 30.0  # a stopped calibration's time to clean up before it is killed
 
 
 class CalibrationFailed(RalpError, RuntimeError):
@@ -83,18 +84,34 @@ def calibrate_workload(run: RunSpec, overlaps: dict | None = None,
             overlaps_from = str(Path(tmp) / "overlaps.json")
             Path(overlaps_from).write_text(json.dumps(overlaps))
         started = time.time()
-        try:
-            done = subprocess.run(calibration_command(run, output, overlaps_from, transfer_rate),
-                                  capture_output=True,
-                                  text=True, timeout=CALIBRATION_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise CalibrationFailed(f"calibrating {run.model} took over "
-                                    f"{CALIBRATION_TIMEOUT_S:.0f} s") from None
-        if done.returncode != 0:
-            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        returncode, stderr = _run_calibration(
+            calibration_command(run, output, overlaps_from, transfer_rate), run.model)
+        if returncode != 0:
+            said = (stderr.strip().splitlines() or ["no message"])[-1]
             raise CalibrationFailed(f"calibrating {run.model} failed: {said}")
         calibration = json.loads(Path(output).read_text())
     return {**calibration, "measured_at": started, "seconds": round(time.time() - started, 1)}
+
+
+def _run_calibration(command: list[str], model: str) -> tuple[int, str]:
+    """Run the calibration command; (exit code, stderr). Interrupted, or past its time, it is
+    stopped as Ctrl-C stops it (SIGTERM: it removes its devices' groups and stops its
+    processes), and killed only if that takes over :data:`CALIBRATION_STOP_S`."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = process.communicate(timeout=CALIBRATION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CalibrationFailed(f"calibrating {model} took over "
+                                f"{CALIBRATION_TIMEOUT_S:.0f} s") from None
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.communicate(timeout=CALIBRATION_STOP_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+    return process.returncode, stderr
 
 
 class Calibrations:

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow, words
+from ralp._cli import (
+    UsageError,
+    fail,
+    interrupt_on_sigterm,
+    positive_int,
+    quiet_tensorflow,
+    words,
+)
 from ralp.bench.config import AUTO, DEFAULT_COMPARISON, NO_PS_MODES, SCENARIOS, BenchRequest
 from ralp.bench.runspec import (
     BACKENDS,
@@ -182,8 +188,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    # SIGTERM ends the run like Ctrl-C: every cluster, namespace and process is cleaned up.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupt_on_sigterm()  # every cluster, namespace and process is cleaned up then too
     try:
         if args.show:
             return _show(args)
@@ -373,10 +378,6 @@ def _show(args) -> int:
     for path in report.write_outputs(records, args.out, args.csv, args.plot):
         print(f"wrote {path}")
     return 0
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def main() -> None:

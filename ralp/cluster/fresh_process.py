@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ralp.cluster.zygote import context, start_process
+from ralp.cluster.zygote import context, exit_with, start_process
 from ralp.errors import RalpError
 
 _progress_conn = None  # in a child: the pipe to the parent, for report_progress
@@ -41,9 +41,12 @@ class ChildError(RalpError, RuntimeError):
         self.child_type = child_type
 
 
-def _child(conn, call: bytes, env: dict[str, str], netns: str | None, group) -> None:
+def _child(conn, call: bytes, env: dict[str, str], netns: str | None, group,
+           launcher_pid: int) -> None:
     global _progress_conn
     _progress_conn = conn
+    # A launcher killed outright (SIGKILL) cannot stop this child: it stops itself then.
+    exit_with(launcher_pid)
     faulthandler.enable()  # a crash in TensorFlow's C++ leaves the Python stack on stderr
     if group is not None:  # first: everything the child does is counted in its group
         group.join()
@@ -98,7 +101,8 @@ def run_in_fresh_process(
     ctx = context(env)
     parent, child = ctx.Pipe(duplex=False)
     call = pickle.dumps((fn, args, kwargs))
-    process = ctx.Process(target=_child, args=(child, call, env, netns, group), daemon=True)
+    process = ctx.Process(target=_child, args=(child, call, env, netns, group, os.getpid()),
+                          daemon=True)
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         start_process(process)

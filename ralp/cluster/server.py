@@ -18,41 +18,16 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 
 from ralp._cli import fail, quiet_tensorflow
+from ralp.cluster.zygote import exit_with
 from ralp.defaults import GRPC_FAIL_FAST
 
 PROG = "python -m ralp.server"
 READY = "RALP_SERVER_READY"  # the launcher waits for this line on stdout
 EXIT_PORT_BUSY = 2  # bad input, as every CLI: the port TF_CONFIG names is taken
 PROFILER_PORT_ENV = "RALP_PROFILER_PORT"  # set: the task serves tf.profiler on this port
-
-
-def _watch_parent(pid: int) -> None:
-    while not parent_gone(pid):
-        time.sleep(0.5)
-    os._exit(0)  # the run that started us is gone: do not linger
-
-
-def parent_gone(pid: int) -> bool:
-    """Whether process ``pid`` has exited, a zombie included: a parent that has exited stays
-    a zombie until its own parent reaps it, and that one may be waiting for our output pipes
-    to close (a CLI run by ``subprocess.run``), so waiting for the pid to vanish can deadlock."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:  # no /proc here: ask the kernel whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +92,7 @@ def serve(spec, task_type: str, task_index: int, device_type: str = "cpu",
     # once instead of waiting for it (so a lost worker's step is rerun elsewhere).
     os.environ["GRPC_FAIL_FAST"] = GRPC_FAIL_FAST
     if parent_pid:
-        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+        exit_with(parent_pid)
 
     quiet_tensorflow()
     import tensorflow as tf

@@ -82,3 +82,37 @@ def _deliver(signum: int, handler) -> None:
         handler(signum, None)
     elif handler == signal.SIG_DFL:
         os.kill(os.getpid(), signum)
+
+
+def exit_with(launcher_pid: int) -> None:
+    """End this process (at once, ``os._exit``) when process ``launcher_pid`` has exited, as
+    seen from a thread that looks twice a second: a child forked from the zygote is not the
+    launcher's child, so the kernel's parent-death signal cannot do this."""
+    import time
+
+    def watch() -> None:
+        while not parent_gone(launcher_pid):
+            time.sleep(0.5)
+        os._exit(0)  # the run that started us is gone: do not linger
+
+    threading.Thread(target=watch, daemon=True, name="ralp-launcher-watch").start()
+
+
+def parent_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited, a zombie included: a parent that has exited stays
+    a zombie until its own parent reaps it, and that one may be waiting for output pipes that
+    the zygote holds open while any child of it lives (a CLI run by ``subprocess.run``), so
+    waiting for the pid to vanish can deadlock."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc here: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False

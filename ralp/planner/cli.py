@@ -12,6 +12,7 @@ from ralp._cli import (
     UsageError,
     fail,
     finite_float,
+    interrupt_on_sigterm,
     positive_float,
     positive_int,
     quiet_tensorflow,
@@ -294,7 +295,7 @@ def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     same command)."""
     args = _parser(prog).parse_args(argv)
     quiet_tensorflow()
-
+    interrupt_on_sigterm()  # as Ctrl-C: a calibration's devices and processes are removed
     try:
         if args.calibrate:
             output = _calibrate(args)

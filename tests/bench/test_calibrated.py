@@ -84,3 +84,40 @@ def test_each_round_calibrates_its_workloads_again_and_still_borrows_the_overlap
     # the budget's rings were probed once, by the first calibration
     assert asked == [("lenet", None), ("alexnet", "lenet #1"), ("alexnet", "lenet #1"),
                      ("lenet", "lenet #1")]
+
+
+STOPPABLE = """
+import signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "w").write("cleaned up")
+    sys.exit(130)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1], "w").write("started")
+time.sleep(60)
+"""
+
+
+def test_an_interrupted_bench_stops_its_calibration_as_ctrl_c_would(tmp_path):
+    """SIGTERM first (the calibration removes its devices' groups and processes), not a kill."""
+    import signal
+    import sys
+    import time
+
+    import pytest
+
+    said = tmp_path / "said"
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            calibrated._run_calibration([sys.executable, "-c", STOPPABLE, str(said)], "lenet")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert said.read_text() == "cleaned up"
+    assert time.monotonic() - started < 20
