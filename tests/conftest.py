@@ -1,9 +1,21 @@
 """Fixtures shared by the test packages."""
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
+
+
+def pytest_sessionstart(session):
+    """The tests keep ralp's per-host cache (the FLOP-rate probe's rates) in a directory of
+    their own, removed at the end, never in the user's home."""
+    os.environ["RALP_CACHE_DIR"] = tempfile.mkdtemp(prefix="ralp-test-cache-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(os.environ.pop("RALP_CACHE_DIR", ""), ignore_errors=True)
 
 
 @pytest.fixture

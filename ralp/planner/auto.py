@@ -159,14 +159,24 @@ def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DE
     """``ralp.wrap``'s default decision, with no calibration and no cluster run: the model's
     compute estimated from its FLOPs at rates a probe of this device measures in about a
     second (:mod:`ralp.planner.estimate`), its bytes and links from the profiler."""
-    from ralp.planner.estimate import estimate_compute, probe
+    from ralp.planner.estimate import estimate_compute
+    from ralp.planner.rates_cache import device_rates
     from ralp.profiler.api import profile
 
     workload = Workload(profile(model, batch_size, threshold=threshold))
-    rates = probe()
+    rates = device_rates()
     compute = estimate_compute(workload.table, workload.offloaded, rates)
-    source = f"estimated from the model's FLOPs at this host's rates ({rates.probe_s:.1f} s probe)"
+    probed = (f"{rates.probe_s:.1f} s probe, kept from {_age(rates.measured_at)} ago"
+              if rates.cached else f"{rates.probe_s:.1f} s probe")
+    source = f"estimated from the model's FLOPs at this host's rates ({probed})"
     return decide(workload, compute, Host(False), cluster, bandwidth, source)
+
+
+def _age(measured_at: float) -> str:
+    import time
+
+    minutes = max(0.0, time.time() - measured_at) / 60
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.0f} h"
 
 
 WRAP_MODES = ("auto", "skewness", "ralp", "ps")

@@ -35,6 +35,8 @@ class DeviceRates:
     other_flops_per_s: float  # element-wise layers (activations, pools, norms): memory-bound
     per_layer_s: float
     probe_s: float = 0.0  # how long the probe took
+    measured_at: float = 0.0  # when (time.time()); 0: not recorded
+    cached: bool = False  # kept from an earlier probe (ralp.planner.rates_cache)
 
     def layer_s(self, kind: str, flops: float) -> float:
         rate = {"conv": self.conv_flops_per_s, "fc": self.fc_flops_per_s}.get(
