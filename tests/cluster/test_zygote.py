@@ -21,6 +21,14 @@ class InterruptedWhileStarting(FORK.Process):
         super().start()
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C as in a terminal (a run started in the background inherits SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_an_interrupt_during_start_is_raised_once_the_pid_is_known():
     process = InterruptedWhileStarting(target=time.sleep, args=(60,), daemon=True)
     try:
