@@ -8,9 +8,11 @@ PS, N - 1 workers), at the given link rate. The target is 3 s per model, build a
 included. Each model is decided twice: with the rates this device's probe measured once at the
 start and kept (``ralp.planner.rates_cache``, as every decision after a device's first), and
 with a probe of its own (``RALP_PROBE_CACHE=off``, as a device's first decision; it runs
-second, so its profile is a little warmer). Needs a quiet machine (it times a probe):
+second, so its profile is a little warmer). Each round
+(``--repeat``) starts with a cache of its own; the summary gives each time's median [min-max]
+over the rounds. Needs a quiet machine (it times a probe):
 
-    .venv/bin/python benchmarks/decide_timing.py --devices 4 --bandwidth 1gbit \
+    .venv/bin/python benchmarks/decide_timing.py --devices 4 --bandwidth 1gbit --repeat 3 \
         --out benchmarks/results/decide_timing.json
 """
 
@@ -30,21 +32,37 @@ def main() -> None:
     p.add_argument("--bandwidth", default="1gbit")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--image-size", type=int, default=75)
+    p.add_argument("--repeat", type=int, default=3, help="rounds, each with a first probe")
     p.add_argument("--out")
     args = p.parse_args()
-    import os
-    import tempfile
-
     import tensorflow  # noqa: F401  - imported before timing: start-up is not planning
 
     from ralp.cluster.spec import ClusterSpec
-    from ralp.models import build_model
-    from ralp.planner.auto import estimate_for_cluster
-    from ralp.planner.rates_cache import device_rates
 
     # addresses only: nothing connects
     hosts = [f"127.0.0.1:{20000 + k}" for k in range(args.devices + 1)]
     cluster = ClusterSpec(hosts[0], tuple(hosts[1:args.devices]), (hosts[args.devices],))
+    rounds = [_round(args, cluster) for _ in range(args.repeat)]
+    summary = _summary(args.models, rounds)
+    if args.out:
+        command = "benchmarks/decide_timing.py " + " ".join(
+            f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
+            for k, v in vars(args).items() if v is not None)
+        with open(args.out, "w") as f:
+            json.dump({"command": command, "summary": summary, "rounds": rounds}, f, indent=1)
+        print(f"wrote {args.out}")
+
+
+def _round(args, cluster) -> dict:
+    """Every model built and decided once with kept rates and once with a probe of its own,
+    after a first probe in a cache of this round's own."""
+    import os
+    import tempfile
+
+    from ralp.models import build_model
+    from ralp.planner.auto import estimate_for_cluster
+    from ralp.planner.rates_cache import device_rates
+
     rows = []
     with tempfile.TemporaryDirectory(prefix="ralp-decide-timing-") as cache:
         os.environ["RALP_CACHE_DIR"] = cache  # a first probe on this device, kept for the rest
@@ -71,14 +89,31 @@ def main() -> None:
                          "total_s": done - start, "decide_probing_s": probed,
                          "total_probing_s": built - start + probed, "chosen": choice.mode,
                          "why": choice.why})
-    if args.out:
-        command = "benchmarks/decide_timing.py " + " ".join(
-            f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
-            for k, v in vars(args).items() if v is not None)
-        with open(args.out, "w") as f:
-            json.dump({"command": command, "first_probe_s": first.probe_s, "rows": rows}, f,
-                      indent=1)
-        print(f"wrote {args.out}")
+    return {"first_probe_s": first.probe_s, "rows": rows}
+
+
+def _summary(models: list[str], rounds: list[dict]) -> list[dict]:
+    """Per model, the median [min-max] over rounds of each time, printed and returned."""
+    import statistics
+
+    keys = ("build_s", "decide_s", "total_s", "decide_probing_s", "total_probing_s")
+    print(f"\nmedian [min-max] over {len(rounds)} rounds")
+    print(f"{'model':<11} {'build s':>17} {'total, kept rates s':>20} {'total, probing s':>20}")
+    out = []
+    for name in models:
+        rows = [row for r in rounds for row in r["rows"] if row["model"] == name]
+        spread = {key: [statistics.median(v := [row[key] for row in rows]), min(v), max(v)]
+                  for key in keys}
+        out.append({"model": name, **spread, "chosen": sorted({row["chosen"] for row in rows})})
+        cells = [(_band(spread[key]), w) for key, w in
+                 (("build_s", 17), ("total_s", 20), ("total_probing_s", 20))]
+        print(f"{name:<11}" + "".join(f" {cell:>{w}}" for cell, w in cells))
+    return out
+
+
+def _band(values: list[float]) -> str:
+    median, low, high = values
+    return f"{median:.2f} [{low:.2f}-{high:.2f}]"
 
 
 if __name__ == "__main__":

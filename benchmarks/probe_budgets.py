@@ -13,7 +13,7 @@ import statistics
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--settings", nargs="+", default=["1.5:10", "0.6:5"],
+    p.add_argument("--settings", nargs="+", default=["0.6:5", "0.3:4"],
                    help="BUDGET_S:STACK pairs")
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()

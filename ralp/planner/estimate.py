@@ -20,10 +20,11 @@ from ralp.planner.model import Compute
 from ralp.profiler.layer_table import LayerTable
 
 TRAIN_FLOPS_PER_FORWARD = 3  # forward + backward (input and weight gradients)
-# the probe's timing loops stop after this long in all (its tracing adds 0.3-0.5 s): 0.6 s
-# gave the rates 1.5 s gave, inside their spread (benchmarks/probe_budgets.py)
-PROBE_BUDGET_S = 0.6
-STACK = 5  # tiny layers in the stack that times a layer's fixed cost (each one adds tracing)
+# the probe's timing loops stop after this long in all (its tracing adds 0.3-0.5 s): 0.3 s
+# with a stack of 4 gave the rates 0.6 s with 5 gave, inside their spread, 0.22 s sooner
+# (benchmarks/probe_budgets.py, 10 interleaved rounds)
+PROBE_BUDGET_S = 0.3
+STACK = 4  # tiny layers in the stack that times a layer's fixed cost (each one adds tracing)
 
 
 @dataclass(frozen=True)

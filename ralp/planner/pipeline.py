@@ -30,6 +30,7 @@ of the model's forward FLOPs times the measured step; the backward costs twice t
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,10 +55,13 @@ class Transfer:
 
 
 def max_min_rates(flows: Mapping[Hashable, Sequence[Hashable]],
-                  capacity: Mapping[Hashable, float]) -> dict[Hashable, float]:
+                  capacity: Mapping[Hashable, float],
+                  counts: Mapping[Hashable, int] | None = None) -> dict[Hashable, float]:
     """Max-min fair rates of ``flows`` (each the links it crosses) over links of
     ``capacity``: progressive filling, the most contended link fixing its flows' rates first
-    (Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2)."""
+    (Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2). ``counts``: how many
+    identical flows each entry stands for (1 where not given); the rate is each one's."""
+    count = {flow: (counts or {}).get(flow, 1) for flow in flows}
     rate: dict[Hashable, float] = {}
     left = dict(capacity)
     active = set(flows)
@@ -66,44 +70,58 @@ def max_min_rates(flows: Mapping[Hashable, Sequence[Hashable]],
         for flow in active:
             for link in flows[flow]:
                 users.setdefault(link, []).append(flow)
-        link = min(users, key=lambda name: left[name] / len(users[name]))
-        share = max(0.0, left[link] / len(users[link]))
+        load = {link: sum(count[flow] for flow in on) for link, on in users.items()}
+        link = min(users, key=lambda name: left[name] / load[name])
+        share = max(0.0, left[link] / load[link])
         for flow in users[link]:
             rate[flow] = share
             for crossed in flows[flow]:
-                left[crossed] -= share
+                left[crossed] -= share * count[flow]
             active.discard(flow)
     return rate
 
 
 def finish_times(transfers: Sequence[Transfer], capacity: Mapping[Hashable, float]) -> dict:
     """When each transfer is done, all of them sharing the links max-min fairly as a fluid
-    from their start times on."""
+    from their start times on.
+
+    Transfers crossing the same links get the same rate, so they are kept as one class per
+    path: a class counts the bytes each of its transfers has received since the start
+    (``served``), and a transfer is done when that count reaches its bytes plus the count at
+    its start. The events then cost the number of paths, not of transfers (inception3's
+    190 variables: 0.26 s of the decision before)."""
     pending = sorted(transfers, key=lambda tr: tr.start_s)
-    live: dict[Hashable, list] = {}  # key -> [links, bytes left]
+    waiting: dict[tuple, list] = {}  # path -> heap of (served count when done, order, key)
+    served: dict[tuple, float] = {}
     done: dict[Hashable, float] = {}
-    now = 0.0
-    while pending or live:
-        while pending and pending[0].start_s <= now:
-            tr = pending.pop(0)
-            if tr.nbytes > 0:
-                live[tr.key] = [tr.links, float(tr.nbytes)]
-            else:
+    now, order, k = 0.0, 0, 0
+    while k < len(pending) or waiting:
+        while k < len(pending) and pending[k].start_s <= now:
+            tr, k = pending[k], k + 1
+            if tr.nbytes <= 0:
                 done[tr.key] = now
-        if not live:
-            now = pending[0].start_s
+                continue
+            served.setdefault(tr.links, 0.0)
+            heapq.heappush(waiting.setdefault(tr.links, []),
+                           (served[tr.links] + float(tr.nbytes), order, tr.key))
+            order += 1
+        if not waiting:
+            now = pending[k].start_s
             continue
-        rates = max_min_rates({key: v[0] for key, v in live.items()}, capacity)
-        step = min(v[1] / rates[key] if rates[key] > 0 else float("inf")
-                   for key, v in live.items())
-        if pending:
-            step = min(step, pending[0].start_s - now)
+        rates = max_min_rates({path: path for path in waiting}, capacity,
+                              {path: len(heap) for path, heap in waiting.items()})
+        step = min((heap[0][0] - served[path]) / rates[path] if rates[path] > 0
+                   else float("inf") for path, heap in waiting.items())
+        if k < len(pending):
+            step = min(step, pending[k].start_s - now)
         now += step
-        for key in list(live):
-            live[key][1] -= rates[key] * step
-            if live[key][1] <= 1e-9 * max(1.0, rates[key]):
-                done[key] = now
-                del live[key]
+        for path in list(waiting):
+            served[path] += rates[path] * step
+            heap = waiting[path]
+            while heap and heap[0][0] - served[path] <= 1e-9 * max(1.0, rates[path]):
+                done[heapq.heappop(heap)[2]] = now
+            if not heap:
+                del waiting[path]
     return done
 
 

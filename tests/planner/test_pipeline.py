@@ -121,3 +121,48 @@ def test_plain_ps_on_devices_moves_bytes_no_faster_than_the_ps_cpu_serves_them()
     costly = Host(False, 0.02, 0.0, device_cpus=0.5)
     assert ps_step_time(Compute(full_s=3.0, tail_s=0.0), links, 2, 1000.0, costly) == \
         pytest.approx(11.0)
+
+
+def _finish_times_one_by_one(transfers, capacity):
+    """Reference: every transfer its own flow, rates recomputed at every event."""
+    pending = sorted(transfers, key=lambda tr: tr.start_s)
+    live, done, now = {}, {}, 0.0
+    while pending or live:
+        while pending and pending[0].start_s <= now:
+            tr = pending.pop(0)
+            live[tr.key] = [tr.links, float(tr.nbytes)]
+        if not live:
+            now = pending[0].start_s
+            continue
+        rates = max_min_rates({key: v[0] for key, v in live.items()}, capacity)
+        step = min(v[1] / rates[key] for key, v in live.items())
+        if pending:
+            step = min(step, pending[0].start_s - now)
+        now += step
+        for key in list(live):
+            live[key][1] -= rates[key] * step
+            if live[key][1] <= 1e-9 * max(1.0, rates[key]):
+                done[key] = now
+                del live[key]
+    return done
+
+
+def test_max_min_rates_count_identical_flows():
+    # three flows on x stand for one entry of count 3 beside a: x (1.0) split four ways
+    rates = max_min_rates({"a": ["x"], "three": ["x", "y"]}, {"x": 1.0, "y": 3.0},
+                          {"three": 3})
+    assert rates == pytest.approx({"a": 0.25, "three": 0.25})
+
+
+def test_finish_times_by_path_match_one_flow_per_transfer():
+    import random
+
+    rng = random.Random(7)
+    paths = [("p0", "own"), ("p1", "own"), ("p0",), ("p1", "other")]
+    capacity = {"p0": 3.0, "p1": 5.0, "own": 4.0, "other": 1.5}
+    for _ in range(20):
+        transfers = [Transfer(i, rng.choice(paths), rng.uniform(0.1, 20.0),
+                              rng.choice([0.0, 0.0, rng.uniform(0.0, 10.0)]))
+                     for i in range(rng.randint(1, 40))]
+        expected = _finish_times_one_by_one(transfers, capacity)
+        assert finish_times(transfers, capacity) == pytest.approx(expected, rel=1e-9)
