@@ -22,6 +22,8 @@ import signal
 import threading
 from collections.abc import Mapping
 
+from ralp._process import process_gone
+
 PRELOAD = "ralp.cluster._preload"
 IMPORT_TIME_ENV = ("TF_ENABLE_ONEDNN_OPTS",)  # read by TensorFlow at import
 _zygote_env: dict[str, str | None] | None = None  # the import-time settings the zygote has
@@ -91,28 +93,8 @@ def exit_with(launcher_pid: int) -> None:
     import time
 
     def watch() -> None:
-        while not parent_gone(launcher_pid):
+        while not process_gone(launcher_pid):
             time.sleep(0.5)
         os._exit(0)  # the run that started us is gone: do not linger
 
     threading.Thread(target=watch, daemon=True, name="ralp-launcher-watch").start()
-
-
-def parent_gone(pid: int) -> bool:
-    """Whether process ``pid`` has exited, a zombie included: a parent that has exited stays
-    a zombie until its own parent reaps it, and that one may be waiting for output pipes that
-    the zygote holds open while any child of it lives (a CLI run by ``subprocess.run``), so
-    waiting for the pid to vanish can deadlock."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:  # no /proc here: ask the kernel whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        return False

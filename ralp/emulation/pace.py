@@ -35,6 +35,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ralp._process import process_gone
+
 KINDS = ("interpreter", "compute", "memory")
 INTERVAL_S = 0.1  # one burst of each kind per CPU this often
 _LAYOUT = struct.Struct("<Q6d")  # sequence number, then (work, CPU seconds) per kind
@@ -191,7 +193,7 @@ def sweep_stale_files() -> list[str]:
         return removed
     for name in names:
         m = _STALE_DIR.match(name)
-        if m is None or int(m[1]) == os.getpid() or _alive(int(m[1])):
+        if m is None or int(m[1]) == os.getpid() or not process_gone(int(m[1])):
             continue
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         removed.append(name)
@@ -244,20 +246,10 @@ def probe(cpu: int, path: str, interval_s: float, parent: int | None,
             totals[2 * k] += work
             totals[2 * k + 1] += time.thread_time() - start
         counters.write(*totals)
-        if parent is not None and os.getppid() != parent and not _alive(parent):
+        if parent is not None and os.getppid() != parent and process_gone(parent):
             return
         next_at += interval_s
         time.sleep(max(0.0, next_at - time.monotonic()))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def watch(seconds: int, interval_s: float = INTERVAL_S, on_second=None) -> list[dict]:

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ralp._process import process_gone
+
 LOCKSTEP_MODES = ("horovod", "stanza", "collective")
 DEFAULT_KILLS = {  # the issue's schedule: Stanza loses an FC rank, then a CONV rank
     "horovod": ("rank:1@150",), "collective": ("rank:1@150",),
@@ -135,15 +137,7 @@ def run_lockstep(mode: str, args, kills, backend: str, bandwidth: str | None) ->
 
 def left_running_pids(pids) -> list[str]:
     """Which of ``pids`` are still running (a zombie is not)."""
-    return [f"pid {pid}" for pid in sorted(pids) if _alive(pid)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return [f"pid {pid}" for pid in sorted(pids) if not process_gone(pid)]
 
 
 def _namespaces_left() -> list[str]:
