@@ -1,10 +1,16 @@
-"""Whether a process has exited, as the kernel reports it: one answer for every watch and
-sweep in ralp (a task watching its launcher, the pace probes watching theirs, the sweeps of
-namespaces and control groups named for a run's pid)."""
+"""Processes ralp started or watches: whether one has exited, as the kernel reports it (one
+answer for every watch and sweep: a task watching its launcher, the pace probes watching
+theirs, the sweeps of namespaces and control groups named for a run's pid), and stopping the
+ones it started, by their ids."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
 
 # the largest pid Linux hands out on 64-bit hosts (PID_MAX_LIMIT, include/linux/threads.h):
 # a number above it in a name is not a process of ours
@@ -31,3 +37,29 @@ def process_gone(pid: int) -> bool:
         except PermissionError:
             pass
         return False
+
+
+def stop_processes(processes: Sequence[subprocess.Popen], grace_s: float, *,
+                   session: bool = False) -> None:
+    """Stop each of ``processes`` still running: SIGTERM, then SIGKILL to those still there
+    ``grace_s`` after (one deadline for all), and reap them. ``session``: signal each one's
+    process group (it was started with ``start_new_session=True``), so that what it started
+    goes too."""
+    def send(process: subprocess.Popen, signum: int) -> None:
+        if process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if session:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
+
+    for process in processes:
+        send(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        if process.poll() is None:
+            send(process, signal.SIGKILL)
+            process.wait()

@@ -30,3 +30,38 @@ def test_a_zombie_is_gone_and_so_is_a_reaped_pid():
     finally:
         child.wait()
     assert process_gone(child.pid)
+
+
+def _python(code: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], **kwargs)
+
+
+def test_stop_processes_ends_the_polite_at_once_and_kills_one_that_ignores_sigterm():
+    from ralp._process import stop_processes
+
+    polite = _python("import time; time.sleep(60)")
+    stubborn = _python("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+                       " print('ready', flush=True); time.sleep(60)", stdout=subprocess.PIPE)
+    assert stubborn.stdout.readline().strip() == b"ready"  # its handler is in place
+    start = time.monotonic()
+    stop_processes([polite, stubborn], grace_s=1.0)
+    took = time.monotonic() - start
+    assert polite.returncode == -15 and stubborn.returncode == -9
+    assert took < 30  # the grace, not the children's minute
+    stubborn.stdout.close()
+
+
+def test_stop_processes_with_session_ends_what_the_process_started():
+    from ralp._process import stop_processes
+
+    # a shell that starts a sleeper, prints its pid and waits: SIGTERM to the shell alone
+    # would leave the sleeper
+    leader = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $!; wait"],
+                              stdout=subprocess.PIPE, start_new_session=True)
+    sleeper = int(leader.stdout.readline())
+    stop_processes([leader], grace_s=5.0, session=True)
+    leader.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not process_gone(sleeper):
+        time.sleep(0.05)
+    assert process_gone(sleeper)

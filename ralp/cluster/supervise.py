@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from ralp._process import stop_processes
 from ralp.errors import InvalidArgumentError
 from ralp.models.lockstep_fit import RESTART_FAILURE_ENV, SUPERVISED_ENV
 
@@ -113,28 +114,10 @@ def run_command_once(command: list[str], env: dict[str, str], progress) -> int:
                 progress(("step", message["step"]))
         code = process.wait()
     finally:
-        _stop(process)
+        stop_processes([process], 10.0, session=True)  # the command's whole session
     if code:
         raise CommandFailed(code)
     return code
-
-
-def _stop(process) -> None:
-    """The command's whole session, if it is still there (Ctrl-C, an error here)."""
-    import contextlib
-    import os
-    import signal
-    import subprocess
-
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

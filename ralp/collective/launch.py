@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ralp._process import stop_processes
 from ralp.cluster.spec import free_ports
 from ralp.collective.trainer import CollectiveError
 
@@ -87,7 +88,8 @@ def run_job(commands: list[list[str]], addresses: list[str], *, timeout: float =
                     reader.start()
             failed = _wait(processes, timeout)
         finally:
-            _stop(processes)
+            # each worker's whole session: TensorFlow starts no children, but a user's script may
+            stop_processes(processes, STOP_GRACE_S, session=True)
             if reader is not None:
                 reader.join(timeout=STOP_GRACE_S)
         outputs = []
@@ -138,26 +140,6 @@ def _wait(processes: list[subprocess.Popen], timeout: float) -> int | None:
             return -1
         time.sleep(POLL_S)
     return None
-
-
-def _stop(processes: list[subprocess.Popen]) -> None:
-    """Stop every worker still running (its whole session: TensorFlow starts no children, but a
-    user's script may), SIGTERM then SIGKILL."""
-    for p in processes:
-        _signal_group(p, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_S
-    for p in processes:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=max(0.0, deadline - time.monotonic()))
-        if p.poll() is None:
-            _signal_group(p, signal.SIGKILL)
-            p.wait()
-
-
-def _signal_group(process: subprocess.Popen, signum: int) -> None:
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signum)
 
 
 def last_error_line(output: str) -> str:

@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ralp._process import process_gone
+from ralp._process import process_gone, stop_processes
 
 KINDS = ("interpreter", "compute", "memory")
 INTERVAL_S = 0.1  # one burst of each kind per CPU this often
@@ -162,15 +162,7 @@ class PaceProbes:
     def stop(self) -> None:
         processes, self._processes = self._processes, []
         try:
-            for p in processes:
-                if p.poll() is None:
-                    p.terminate()
-            for p in processes:
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            stop_processes(processes, 5.0)
         finally:  # the files go even when a second Ctrl-C cuts the wait short
             directory, self.directory = self.directory, None
             if directory is not None:
