@@ -37,7 +37,8 @@
 #                                          step-timeline-ralp|devices-n4-1gbit-steady|
 #                                          devices-n2-alone-1gbit|
 #                                          devices-n4-1gbit-steady-rest|
-#                                          devices-n8-500mbit-steady|chaos-all]...
+#                                          devices-n8-500mbit-steady|
+#                                          devices-n4-500mbit-steady|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -535,6 +536,14 @@ for part in "${parts[@]}"; do
       --plot $R/devices_n8_500mbit_steady.png || true
     $PY -m ralp.planner --validate $R/devices_n8_500mbit_steady.json \
       > $R/devices_n8_500mbit_steady_validation.txt ;;
+  devices-n4-500mbit-steady)  # issue 26: the in-epoch sweep's worst N = 4 settings (500 Mbit/s:
+    # overfeat RALP-H +29%, resnet50 RALP-N +26%) past the epoch's first cycles
+    $PY -m ralp.bench --backend netns --bandwidth 500mbit --models resnet50 overfeat \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n --devices 4 --steps 12 \
+      --warmup 16 --repeat 3 --calibrate --quiet --out $R/devices_n4_500mbit_steady.json \
+      --plot $R/devices_n4_500mbit_steady.png || true
+    $PY -m ralp.planner --validate $R/devices_n4_500mbit_steady.json \
+      > $R/devices_n4_500mbit_steady_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
