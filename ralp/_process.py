@@ -39,6 +39,15 @@ def process_gone(pid: int) -> bool:
         return False
 
 
+def owner_gone(pid: int) -> bool:
+    """Whether the run that owns a resource named for its pid (a namespace, a control group, a
+    directory) has ended, so that the resource is stale: never for this process, nor for a
+    number that is no pid (0 would name our own process group)."""
+    if pid <= 0 or pid > PID_MAX_LIMIT or pid == os.getpid():
+        return False
+    return process_gone(pid)
+
+
 def stop_processes(processes: Sequence[subprocess.Popen], grace_s: float, *,
                    session: bool = False) -> None:
     """Stop each of ``processes`` still running: SIGTERM, then SIGKILL to those still there

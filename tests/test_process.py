@@ -65,3 +65,14 @@ def test_stop_processes_with_session_ends_what_the_process_started():
     while time.monotonic() < deadline and not process_gone(sleeper):
         time.sleep(0.05)
     assert process_gone(sleeper)
+
+
+def test_owner_gone_is_never_this_process_nor_a_number_that_is_no_pid():
+    from ralp._process import PID_MAX_LIMIT, owner_gone
+
+    assert not owner_gone(os.getpid())
+    assert not owner_gone(0)  # would name our own process group
+    assert not owner_gone(PID_MAX_LIMIT + 1)  # no such pid: not a run of ours
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert owner_gone(child.pid)

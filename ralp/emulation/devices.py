@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ralp._process import PID_MAX_LIMIT, process_gone
+from ralp._process import owner_gone
 from ralp.emulation.cpu_meter import (  # noqa: F401  (re-exported: where callers find them)
     CGROUP_ROOT_ENV,
     DEFAULT_CGROUP_ROOT,
@@ -279,10 +279,7 @@ def sweep_stale(hierarchy: Hierarchy) -> list[str]:
         for name in names:
             m = _STALE.match(name)
             pid = int(m[1]) if m else 0
-            if (pid <= 0 or pid > PID_MAX_LIMIT or pid == os.getpid()
-                    or not os.path.isdir(os.path.join(root, name))):
-                continue  # not a pid of a run of ours
-            if process_gone(pid):
+            if os.path.isdir(os.path.join(root, name)) and owner_gone(pid):
                 parent = os.path.join(root, name)
                 stale += [os.path.join(parent, c) for c in os.listdir(parent)
                           if os.path.isdir(os.path.join(parent, c))] + [parent]

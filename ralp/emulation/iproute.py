@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 
-from ralp._process import PID_MAX_LIMIT, process_gone
+from ralp._process import owner_gone
 from ralp.errors import ClusterError
 
 CLONE_NEWNET = 0x40000000
@@ -80,9 +80,7 @@ def sweep_stale() -> list[str]:
     for name in names:
         m = _STALE.match(name)
         pid = int(m[1]) if m else 0
-        if pid <= 0 or pid > PID_MAX_LIMIT or pid == os.getpid():
-            continue  # not a pid at all: not ours to judge
-        if process_gone(pid):  # a zombie owner has ended too
+        if owner_gone(pid):  # a zombie owner has ended too
             stale.append(name)
     # switch namespaces last, like close(): hosts first
     stale.sort(key=lambda name: name.endswith("-sw"))

@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ralp._process import process_gone, stop_processes
+from ralp._process import owner_gone, process_gone, stop_processes
 
 KINDS = ("interpreter", "compute", "memory")
 INTERVAL_S = 0.1  # one burst of each kind per CPU this often
@@ -185,7 +185,7 @@ def sweep_stale_files() -> list[str]:
         return removed
     for name in names:
         m = _STALE_DIR.match(name)
-        if m is None or int(m[1]) == os.getpid() or not process_gone(int(m[1])):
+        if m is None or not owner_gone(int(m[1])):
             continue
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         removed.append(name)
