@@ -146,6 +146,7 @@ class StanzaTrainer:
         # What this rank sends where it sends nothing: a function argument, not a constant in
         # the graph (see _alltoall).
         empty_rows = tf.zeros([0, D], dtype)
+        alltoall, grouped_allreduce = _unconverted(tf, hvd)
 
         @tf.function
         def step(x, y, empty_rows):
@@ -156,15 +157,15 @@ class StanzaTrainer:
                 flat = tf.concat([tf.reshape(t, [K, w]) for t, w in
                                   zip(outputs, widths, strict=True)], axis=1)
             labels = tf.reshape(tf.cast(y, self.label_dtype), [K, *self.label_shape])
-            sent = _alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
-            sent_labels = _alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
+            sent = alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
+            sent_labels = alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
             with tf.control_dependencies([sent, sent_labels]):  # receive after sending
                 empty = tf.identity(empty_rows)
-            grad = _alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
+            grad = alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
             grads = tape.gradient(flat, self.variables, output_gradients=grad)
             if self.conv_set is not None:
-                grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
-                                              name=HEAD_GRADS, ignore_name_scope=True)
+                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
+                                          name=HEAD_GRADS, ignore_name_scope=True)
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # Horovod's ops are not stateful: one whose result feeds nothing the function
             # returns may be pruned. The sends' (empty) results feed the output.
@@ -186,12 +187,13 @@ class StanzaTrainer:
 
         empty_rows = tf.zeros([0, D], dtype)  # arguments, not constants: see _alltoall
         empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
+        alltoall, grouped_allreduce = _unconverted(tf, hvd)
 
         @tf.function
         def step(empty_rows, empty_labels):
-            stacked = _alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
-            labels = _alltoall(hvd, empty_labels, nothing, LABELS,
-                               [rows, *self.label_shape])
+            stacked = alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
+            labels = alltoall(hvd, empty_labels, nothing, LABELS,
+                              [rows, *self.label_shape])
             with tf.GradientTape() as tape:
                 tape.watch(stacked)
                 parts = tf.split(stacked, widths, axis=1) if len(widths) > 1 else [stacked]
@@ -200,10 +202,10 @@ class StanzaTrainer:
                 loss = self.loss_fn(labels, logits)
                 scaled = loss * share
             *grads, grad_stacked = tape.gradient(scaled, [*self.variables, stacked])
-            back = _alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
+            back = alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
             if self.fc_set is not None:
-                grads = hvd.grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
-                                              name=TAIL_GRADS, ignore_name_scope=True)
+                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
+                                          name=TAIL_GRADS, ignore_name_scope=True)
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # The send's (empty) result feeds the output, or the unstateful op may be pruned.
             return loss + tf.cast(tf.reduce_sum(back), loss.dtype)
@@ -367,6 +369,14 @@ def _split(model, plan, batch_size: int):
     except PlanError as e:
         raise StanzaError(str(e)) from None
     return split, choice.plan
+
+
+def _unconverted(tf, hvd) -> tuple:
+    """``_alltoall`` and Horovod's grouped allreduce, left alone by AutoGraph: they have no
+    tensor-dependent control flow, and converting Horovod's wrappers was 2/3 of tracing a
+    step."""
+    skip = tf.autograph.experimental.do_not_convert
+    return skip(_alltoall), skip(hvd.grouped_allreduce)
 
 
 def _alltoall(hvd, tensor, splits: list[int], name: str, received_shape: list[int]):
