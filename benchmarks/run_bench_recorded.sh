@@ -38,7 +38,8 @@
 #                                          devices-n2-alone-1gbit|
 #                                          devices-n4-1gbit-steady-rest|
 #                                          devices-n8-500mbit-steady|
-#                                          devices-n4-500mbit-steady|chaos-all]...
+#                                          devices-n4-500mbit-steady|
+#                                          devices-n8-500mbit-inception3-steady|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -548,6 +549,15 @@ for part in "${parts[@]}"; do
       --plot $R/devices_n4_500mbit_steady.png || true
     $PY -m ralp.planner --validate $R/devices_n4_500mbit_steady.json \
       > $R/devices_n4_500mbit_steady_validation.txt ;;
+  devices-n8-500mbit-inception3-steady)  # issue 26: the in-epoch sweep's worst N = 8 inception3
+    # settings (500 Mbit/s: RALP-N +29%, RALP-H +25%) past the epoch's first cycles
+    $PY -m ralp.bench --backend netns --bandwidth 500mbit --models inception3 \
+      --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n --devices 8 --steps 12 \
+      --warmup 16 --repeat 2 --calibrate --quiet \
+      --out $R/devices_n8_500mbit_inception3_steady.json \
+      --plot $R/devices_n8_500mbit_inception3_steady.png || true
+    $PY -m ralp.planner --validate $R/devices_n8_500mbit_inception3_steady.json \
+      > $R/devices_n8_500mbit_inception3_steady_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
