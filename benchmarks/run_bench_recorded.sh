@@ -111,7 +111,8 @@ budgeted_validations() {
   # every window past the epoch's first cycles, one validation
   $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
     $R/devices_n4_1gbit_steady_rest.json $R/devices_n4_500mbit_steady.json \
-    $R/devices_n8_500mbit_steady.json > $R/devices_steady_validation.txt
+    $R/devices_n8_500mbit_steady.json $R/devices_n8_500mbit_inception3_steady.json \
+    > $R/devices_steady_validation.txt
   $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json --step-model queue \
     > $R/devices_n2_alone_1gbit_validation_queue.txt
   # a worker's CPU while its link receives and while it sends, from the step timelines
