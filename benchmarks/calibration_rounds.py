@@ -4,7 +4,7 @@ Reads budgeted bench records whose rounds each carry a calibration of their own 
 ralp.bench --repeat R --calibrate``) and predicts them twice: each round from its own
 calibration, and every round from the workload's first calibration, as the bench did before it
 calibrated every round. Prints, for each step model (the queueing network, the layer
-pipeline), the repeats validation's images/s errors (``python -m ralp.planner --validate``: a
+pipeline of the epoch's first cycles, in which these windows lie), the repeats validation's images/s errors (``python -m ralp.planner --validate``: a
 setting's prediction is the median of its rounds' predictions, inside the noise band counts as
 0) and each round's own |error| against its own run; and every calibration's compute. Runs
 nothing.
@@ -44,7 +44,7 @@ def compute_by_round(records: list[dict]) -> list[str]:
 
 def report(records: list[dict]) -> list[str]:
     from ralp.planner import repeats, validate
-    from ralp.planner.cli import _queue_workload, _zoo_workload
+    from ralp.planner.cli import _in_step_workload, _queue_workload
 
     first = first_calibrations(records)
     kept = [r for r in records if not repeats.flagged(r) and not r.get("error")]
@@ -52,7 +52,7 @@ def report(records: list[dict]) -> list[str]:
              "", "images/s |error|, median / max: each round from the first calibration -> "
              "from its own"]
     for name, workload in (("queueing network", _queue_workload),
-                           ("layer pipeline", _zoo_workload)):
+                           ("layer pipeline", _in_step_workload)):
         def predict(record: dict, own: bool, workload=workload) -> float:
             chosen = record if own else dict(record, calibration=first[record["model"]])
             return validate.predict_record(chosen, None, workload)

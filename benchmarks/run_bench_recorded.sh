@@ -39,7 +39,8 @@
 #                                          devices-n4-1gbit-steady-rest|
 #                                          devices-n8-500mbit-steady|
 #                                          devices-n4-500mbit-steady|
-#                                          devices-n8-500mbit-inception3-steady|chaos-all]...
+#                                          devices-n8-500mbit-inception3-steady|
+#                                          devices-two-workers-1gbit|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,23 +53,27 @@ parts=("$@")
 # Every budgeted validation, from the committed records and calibrations (no run): after a
 # change to the planner's model, part budgeted-validations brings them up to date.
 budgeted_validations() {
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json > $R/devices_zoo_1gbit_validation.txt
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --format json \
+  # Windows inside an epoch's first cycles (a few warm-up steps) are validated with the model
+  # of that regime (plain PS's workers in step); windows past them (16 warm-up steps: the
+  # *_steady files) and one worker alone with the default, which auto and wrap use
+  local FIRST=(--step-model in-step)
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit.json > $R/devices_zoo_1gbit_validation.txt
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit.json --format json \
     > $R/devices_zoo_1gbit_validation.json
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit.json --overlap-from \
     $R/ring_overlap_curve_n4.json > $R/devices_zoo_1gbit_validation_curve.txt
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit.json --overlap-from \
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_validation_wire.txt
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit.json --overlap-from \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit.json --overlap-from \
     $R/ring_wire_n4.json --format json > $R/devices_zoo_1gbit_validation_wire.json
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit_one_ps.json \
     > $R/devices_zoo_1gbit_one_ps_validation.txt
-  $PY -m ralp.planner --validate $R/devices_zoo_1gbit_one_ps.json --overlap-from \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_1gbit_one_ps.json --overlap-from \
     $R/ring_wire_n4.json > $R/devices_zoo_1gbit_one_ps_validation_wire.txt
-  $PY -m ralp.planner --validate $R/devices_zoo_n8_1gbit.json \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/devices_zoo_n8_1gbit.json \
     > $R/devices_zoo_n8_1gbit_validation.txt
   for name in devices_zoo_1gbit_again devices_zoo_500mbit devices_zoo_n8_500mbit; do
-    $PY -m ralp.planner --validate $R/$name.json > $R/${name}_validation.txt
+    $PY -m ralp.planner "${FIRST[@]}" --validate $R/$name.json > $R/${name}_validation.txt
   done
   # issue 25 (b)'s sweep (N = 4 and 8 at 1 Gbit/s and 500 Mbit/s), own calibrations; and
   # with gRPC's CPU on the fabric lent (fabric-transfer), which the first three's
@@ -76,10 +81,10 @@ budgeted_validations() {
   sweep=($R/devices_zoo_1gbit_again.json $R/devices_zoo_n8_1gbit.json $R/devices_zoo_500mbit.json
          $R/devices_zoo_n8_500mbit.json)
   fabric=($R/fabric_transfer_n4_calibration.json $R/fabric_transfer_n8_calibration.json)
-  $PY -m ralp.planner --validate "${sweep[@]}" > $R/devices_sweep_validation.txt
-  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
+  $PY -m ralp.planner "${FIRST[@]}" --validate "${sweep[@]}" > $R/devices_sweep_validation.txt
+  $PY -m ralp.planner "${FIRST[@]}" --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
     > $R/devices_sweep_validation_fabric.txt
-  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" --format json \
+  $PY -m ralp.planner "${FIRST[@]}" --validate "${sweep[@]}" --overlap-from "${fabric[@]}" --format json \
     > $R/devices_sweep_validation_fabric.json
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
     --step-model queue > $R/devices_sweep_validation_fabric_queue.txt
@@ -87,7 +92,7 @@ budgeted_validations() {
   # modes before the layer pipeline) beside the default
   for name in devices_zoo_n8_500mbit_in_epoch devices_zoo_n4_1gbit_in_epoch \
               devices_zoo_n4_500mbit_in_epoch; do
-    $PY -m ralp.planner --validate $R/$name.json > $R/${name}_validation.txt
+    $PY -m ralp.planner "${FIRST[@]}" --validate $R/$name.json > $R/${name}_validation.txt
     $PY -m ralp.planner --validate $R/$name.json --step-model queue \
       > $R/${name}_validation_queue.txt
   done
@@ -108,11 +113,19 @@ budgeted_validations() {
     > $R/devices_n4_1gbit_steady_zoo_validation_queue.txt
   $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json \
     > $R/devices_n2_alone_1gbit_validation.txt
-  # every window past the epoch's first cycles, one validation
-  $PY -m ralp.planner --validate $R/devices_n4_1gbit_steady.json \
-    $R/devices_n4_1gbit_steady_rest.json $R/devices_n4_500mbit_steady.json \
-    $R/devices_n8_500mbit_steady.json $R/devices_n8_500mbit_inception3_steady.json \
-    > $R/devices_steady_validation.txt
+  # every window past the epoch's first cycles, one validation; and with the first cycles'
+  # model (the default before workers past them took turns or met at random)
+  steady=($R/devices_n4_1gbit_steady.json $R/devices_n4_1gbit_steady_rest.json
+          $R/devices_n4_500mbit_steady.json $R/devices_n8_500mbit_steady.json
+          $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json)
+  $PY -m ralp.planner --validate "${steady[@]}" > $R/devices_steady_validation.txt
+  $PY -m ralp.planner "${FIRST[@]}" --validate "${steady[@]}" \
+    > $R/devices_steady_validation_in_step.txt
+  $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
+    > $R/devices_two_workers_1gbit_validation.txt
+  # the sweep's windows inside the epoch with the default model past it
+  $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
+    > $R/devices_sweep_validation_fabric_steady.txt
   $PY -m ralp.planner --validate $R/devices_n2_alone_1gbit.json --step-model queue \
     > $R/devices_n2_alone_1gbit_validation_queue.txt
   # a worker's CPU while its link receives and while it sends, from the step timelines
@@ -123,15 +136,15 @@ budgeted_validations() {
   $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json --offset 1 > ${wf}_offset1.txt
   $PY benchmarks/workers_fluid.py $R/devices_n4_1gbit_steady.json --offset 1 --compute-scale 1.6 \
     > ${wf}_offset1_compute1.6.txt
-  $PY -m ralp.planner --validate $R/heldout_alexnet_n6.json --compute-profile \
+  $PY -m ralp.planner "${FIRST[@]}" --validate $R/heldout_alexnet_n6.json --compute-profile \
     $R/heldout_alexnet_n6_calibration.json --overlap-from $R/ring_wire_n6.json \
     > $R/heldout_alexnet_n6_validation_wire.txt
   for bw in 1gbit 10gbit; do
-    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+    $PY -m ralp.planner "${FIRST[@]}" --validate $R/collective_n8_$bw.json --overlap-from \
       $R/ring_overlap_n8.json > $R/collective_n8_${bw}_validation.txt
-    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+    $PY -m ralp.planner "${FIRST[@]}" --validate $R/collective_n8_$bw.json --overlap-from \
       $R/ring_overlap_curve_n8.json > $R/collective_n8_${bw}_validation_curve.txt
-    $PY -m ralp.planner --validate $R/collective_n8_$bw.json --overlap-from \
+    $PY -m ralp.planner "${FIRST[@]}" --validate $R/collective_n8_$bw.json --overlap-from \
       $R/ring_wire_n8.json > $R/collective_n8_${bw}_validation_wire.txt
   done
 }
@@ -559,6 +572,15 @@ for part in "${parts[@]}"; do
       --plot $R/devices_n8_500mbit_inception3_steady.png || true
     $PY -m ralp.planner --validate $R/devices_n8_500mbit_inception3_steady.json \
       > $R/devices_n8_500mbit_inception3_steady_validation.txt ;;
+  devices-two-workers-1gbit)  # issue 26: RALP's workers alone (N = 2: 1 + 1) beside two (RALP-H,
+    # 2 + 1) and three (RALP-N, 3 + 1) on one PS, every device of the N = 4 budget (0.425 CPU),
+    # interleaved: do two workers on one PS task take turns, each stepping as alone?
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 overfeat \
+      --image-size 75 --batch-size 8 --modes ralp-h ralp-n --devices 2 4 --device-cpus 0.425 \
+      --steps 12 --warmup 16 --repeat 3 --calibrate --quiet \
+      --out $R/devices_two_workers_1gbit.json --plot $R/devices_two_workers_1gbit.png || true
+    $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
+      > $R/devices_two_workers_1gbit_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

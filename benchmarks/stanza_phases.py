@@ -3,7 +3,7 @@
 For each model: one ``python -m ralp.bench --modes stanza --calibrate`` run on the simulated
 cluster with Horovod's timeline on (``HOROVOD_TIMELINE``), its steps cut into phases
 (:mod:`ralp.audit.stanza_phases`), and beside them the planner's phases for the same record,
-from the calibration taken just before the run (:func:`ralp.planner.model.stanza_phase_times`).
+from the calibration taken just before the run (:func:`ralp.planner.stanza_step.stanza_phase_times`).
 
     .venv/bin/python benchmarks/stanza_phases.py --models alexnet vgg11 \\
         --bandwidth 10gbit --out benchmarks/results/stanza_phases.json
@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 def run_one(model: str, args, workdir: Path) -> dict:
     from ralp.audit.stanza_phases import median_phases, read_events, stanza_phases
     from ralp.planner.cli import _zoo_workload
-    from ralp.planner.model import stanza_phase_times
     from ralp.planner.modes import resources
+    from ralp.planner.stanza_step import stanza_phase_times
     from ralp.planner.validate import own_calibration
     from ralp.units import parse_bandwidth
 

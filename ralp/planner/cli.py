@@ -22,6 +22,9 @@ from ralp.errors import RalpError
 
 PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
+# the PS modes' step on devices: past an epoch's first cycles, inside them, the queueing
+# network alone (ralp.planner.workload.Workload)
+STEP_MODELS = ("steady", "in-step", "queue")
 
 
 def _parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -75,11 +78,12 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="--calibrate --device-cpus --model: measure gRPC's CPU per byte on "
                    "the simulated fabric at these link rates too (tc style; the bench's "
                    "--calibrate gives its --bandwidth)")
-    p.add_argument("--step-model", choices=("queue", "pipeline"), default="pipeline",
-                   help="--validate: the PS modes' step on devices from the layer pipeline "
-                        "(default: plain PS's workers in step, a RALP worker's step alone "
-                        "inside the queueing network) or from the queueing network alone, "
-                        "as before (docs/planner.md)")
+    p.add_argument("--step-model", choices=STEP_MODELS, default="steady",
+                   help="--validate: the PS modes' step on devices past an epoch's first "
+                        "cycles (default: a worker's step alone from its layer pipeline, "
+                        "the workers queueing beyond it or taking turns), inside them "
+                        "(in-step: plain PS's workers in step), or from the queueing "
+                        "network alone, as before (queue; docs/planner.md)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -104,8 +108,15 @@ def _queue_workload(model: str, batch_size: int, image_size: int, num_classes: i
     return replace(_zoo_workload(model, batch_size, image_size, num_classes), pipeline=False)
 
 
+def _in_step_workload(model: str, batch_size: int, image_size: int, num_classes: int):
+    from dataclasses import replace
+
+    return replace(_zoo_workload(model, batch_size, image_size, num_classes), in_step=True)
+
+
 def _workload_for(args):
-    return _queue_workload if args.step_model == "queue" else _zoo_workload
+    return {"queue": _queue_workload, "in-step": _in_step_workload}.get(args.step_model,
+                                                                        _zoo_workload)
 
 
 def _calibrate(args) -> str:

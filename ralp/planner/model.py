@@ -19,14 +19,15 @@ their step time comes from a closed queueing network solved exactly by mean-valu
 (:func:`mva_cycle_time`): each worker cycles through the stations once per batch. At one worker
 the terms add (no overlap); with many workers the busiest station bounds the step (full
 overlap). On devices, where the worker's layers are known, the layer pipeline
-(:mod:`ralp.planner.pipeline`) gives plain PS's step and a RALP worker's step alone instead
-(:func:`ps_step_time`, :func:`ralp_step_time`). Horovod steps in lockstep (a collective), so
-its terms add.
+(:mod:`ralp.planner.pipeline`) gives a worker's step alone, and the workers queue beyond it
+or, two on one PS task, take turns (:func:`_beyond_alone`); inside an epoch's first cycles
+plain PS's workers move in step, the pipeline of them all (``Links.in_step``). Horovod steps
+in lockstep (a collective), so its terms add.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ralp.planner.host import Host
 from ralp.planner.pipeline import Layer, convoy_step_s
@@ -79,6 +80,10 @@ class Links:
     # PS modes: a worker's layers in forward order (RALP's: the head), each its FLOPs share
     # and variables (ralp.planner.pipeline); empty: not known, the queueing network alone serves
     layers: tuple[Layer, ...] = ()
+    # PS modes on devices, with ``layers``: True predicts an epoch's first cycles, the workers
+    # moving in step (plain PS's layer pipeline for them all); False, past them
+    # (:func:`ps_step_time`, :func:`ralp_step_time`)
+    in_step: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,19 +221,26 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     link, its two directions a queue each (in turn on a shared host: :func:`_link_stations`).
     Assumption: the PS's own update work is part of ``compute.full_s``.
 
-    On devices, where the worker's layers are known (``links.layers``), the workers move in
-    step, each one's forward waits for all its reads and its backward overlaps its pushes
-    (:mod:`ralp.planner.pipeline`): the step is that pipeline's, or a worker device's CPU or
-    the busiest PS device's CPU for all workers' batches, whichever is longest."""
+    On devices, where the worker's layers are known (``links.layers``), a worker's step alone
+    is its layer pipeline (:mod:`ralp.planner.pipeline`) and the workers queue beyond it
+    (:func:`_beyond_alone`). Inside an epoch's first cycles (``links.in_step``) the workers
+    move in step instead: the step is the pipeline of all of them, or a worker device's CPU
+    or the busiest PS device's CPU for all workers' batches, whichever is longest."""
     if host.shared:
         cpu = [_shared_cpu(compute.full_s, links, workers, host)]
     else:
         cpu = _ps_device_stations(links, workers, host, compute.full_s, bandwidth)
         if links.layers:
             worker, ps = cpu
-            pipeline = convoy_step_s(links.layers, compute.full_s, workers, bandwidth,
-                                     cpu_rates=_grpc_rates(host, bandwidth))
-            return max(pipeline, worker.demand_s, workers * ps.demand_s)
+            rates = _grpc_rates(host, bandwidth)
+            if links.in_step:
+                pipeline = convoy_step_s(links.layers, compute.full_s, workers, bandwidth,
+                                         cpu_rates=rates)
+                return max(pipeline, worker.demand_s, workers * ps.demand_s)
+            alone = max(convoy_step_s(links.layers, compute.full_s, 1, bandwidth,
+                                      cpu_rates=rates), worker.demand_s)
+            shared = [*_link_stations(links, workers, bandwidth, duplex=True), ps]
+            return _beyond_alone(alone, shared, links, workers)
     stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
@@ -241,21 +253,59 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     (a delay; on a shared host it queues for the one CPU together with the tail), the PS's
     critical section (a queue of ``tail_s``: the tail is serialised), and the PS link's two
     directions, a queue each (activations in, boundary gradients out, plus the kept
-    variables: :func:`_link_stations`). On devices with the worker's layers known, the
-    worker's delay is what its step alone (:func:`_ralp_alone_s`, or its device's CPU if
-    longer) leaves beyond the shared stations, so one worker steps as its pipeline."""
+    variables: :func:`_link_stations`). On devices with the worker's layers known, a worker's
+    step alone is :func:`_ralp_alone_s` (or its device's CPU if longer) and the workers queue
+    beyond it (:func:`_beyond_alone`; inside an epoch's first cycles, ``links.in_step``,
+    they do not take turns)."""
     stations = _link_stations(links, workers, bandwidth, duplex=True)
     if host.shared:
         stations.append(_shared_cpu(compute.full_s, links, workers, host))
     else:  # the PS's device runs every tail (its critical section) and its end of the bytes
         worker, ps = _ps_device_stations(links, workers, host, compute.head_s, bandwidth,
                                          compute.tail_s)
-        if links.layers:  # the worker's delay: the rest of its step alone
+        if links.layers:
             alone = max(_ralp_alone_s(compute, links, workers, bandwidth, host), worker.demand_s)
-            shared = sum(station.demand_s for station in stations) + ps.demand_s
-            worker = replace(worker, demand_s=max(0.0, alone - shared))
+            return _beyond_alone(alone, [*stations, ps], links, workers)
         stations += [worker, ps]
     return mva_cycle_time(stations, workers)
+
+
+def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: int) -> float:
+    """A PS-mode step on devices from a worker's step alone (``alone_s``) and the stations
+    its workers share (the PS links' two directions, the busiest PS device).
+
+    - **Two workers on one PS task take turns** where the turns fit (twice the busiest shared
+      station's demand within a step alone): each steps as alone, one pulling while the
+      other computes or pushes. Measured past the epoch's first cycles: RALP-H's two workers
+      stepped as fast as one worker alone (``results/devices_two_workers_1gbit.json``), where
+      the queueing network below charged them 20-24% for meeting at random
+      (``results/devices_steady_validation.txt``).
+    - Otherwise the workers meet at random: the step alone plus the waits at the shared
+      stations that mean-value analysis gives (:func:`_waits_s`). Three workers did not
+      take turns where the turns fit (RALP-N at N = 4), nor did plain PS's two workers,
+      each on two PS tasks.
+
+    Inside an epoch's first cycles (``links.in_step``) no one takes turns."""
+    if (workers == 2 and len(links.ps_tx) == 1 and not links.in_step
+            and 2 * max(station.demand_s for station in shared) <= alone_s):
+        return alone_s
+    return alone_s + _waits_s(shared, alone_s, workers)
+
+
+def _waits_s(shared: list[Station], alone_s: float, customers: int) -> float:
+    """The time a customer waits per cycle at the ``shared`` queues (beyond their demands)
+    when each one's cycle is ``alone_s`` plus its waits: mean-value analysis as in
+    :func:`mva_cycle_time`, the rest of the cycle a delay. Where the stations' demands fit
+    in the step alone, that is the queueing network with the worker's delay set to what the
+    step alone leaves beyond them; where they do not (a worker's pushes overlap its backward,
+    so its step alone is shorter than their sum), one customer still waits nothing."""
+    queue = [0.0] * len(shared)
+    waits = [0.0] * len(shared)
+    for n in range(1, customers + 1):
+        waits = [s.demand_s * q if s.queue else 0.0 for s, q in zip(shared, queue, strict=True)]
+        throughput = n / (alone_s + sum(waits))
+        queue = [throughput * (s.demand_s + w) for s, w in zip(shared, waits, strict=True)]
+    return sum(waits)
 
 
 def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float,
@@ -357,91 +407,6 @@ def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
     hidden = host.overlap_at(wire_s / cpu_s, collective)
     hidden = 1.0 if hidden is None else hidden
     return max(wire_s, cpu_s) + (1.0 - hidden) * min(wire_s, cpu_s)
-
-
-def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
-    """How much longer Stanza's heads' and tail's phases take under Horovod on a shared host
-    than its single-process times say: measured (``compute.stanza_beside``, n CONV ranks and
-    one FC rank) over the same phases from single-process times at that shape, and carried to
-    any shape. Assumption: the waiting ranks' pull on the CPU is the same share at every
-    shape (measured at one). (1, 1) where not measured."""
-    if compute.stanza_beside is None:
-        return 1.0, 1.0
-    conv, heads_s, tail_s = compute.stanza_beside
-    heads_alone = host.together_s(conv * compute.head_s, conv)
-    tail_alone = compute.tail_group_s(conv)
-    return (heads_s / heads_alone if heads_alone > 0 else 1.0,
-            tail_s / tail_alone if tail_alone > 0 else 1.0)
-
-
-def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                     host: Host) -> float:
-    """Stanza's step: the sum of its phases (:func:`stanza_phase_times`)."""
-    return sum(stanza_phase_times(compute, links, workers, bandwidth, host).values())
-
-
-def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: float,
-                       host: Host) -> dict[str, float]:
-    """Stanza (layer separation on Horovod), ``workers`` = n_c CONV ranks, ``len(links.ps_tx)``
-    = n_f FC ranks, each FC rank serving a group of at most g = ceil(n_c / n_f) CONV ranks.
-    One lockstep step, its phases one after the other (nothing overlaps, as the trainer runs
-    them in order):
-
-    1. every CONV rank runs the head forward and sends its boundary activations and labels
-       to its group's FC rank;
-    2. the FC rank runs the tail on its group's batches stacked (g batches:
-       :meth:`Compute.tail_group_s`, measured at one and at several batches stacked) and sends
-       the activations' gradients back; the CONV ranks finish the head's backward (``head_s``
-       in all);
-    3. the CONV ranks ring-allreduce the head's gradients while, when n_f > 1, the FC ranks
-       ring-allreduce the tail's (the slower ring counts; 2 (ranks - 1) hops each).
-
-    Phases 1-2 cross the busiest FC link: its bytes in (activations, labels) then out
-    (gradients), less its tail ring, at ``bandwidth`` (over Gloo's measured wire factor,
-    :meth:`Host.wire_factor`: the exchange and the rings are Gloo transfers). On a shared
-    host the phases take turns on its cores, as in :func:`horovod_step_time`: the CONV ranks' heads together, the
-    FC ranks' tails together (one FC rank alone), and each byte phase the slower of its wire
-    and its bytes' CPU time (Gloo's: the exchange and the rings are Horovod collectives).
-
-    Returns the step's time by phase, in seconds: ``heads`` (forward and backward, all CONV
-    ranks), ``tail``, ``exchange`` (both alltoalls) and ``rings``; measured phases to set
-    beside them come from a Horovod timeline (:mod:`ralp.audit.stanza_phases`)."""
-    fc = len(links.ps_tx)
-    group = -(-workers // fc)
-    head_ring, tail_ring = links.rings
-    exchange = host.wire_factor() * max(  # a Gloo transfer, as the rings are
-        tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True)
-    ) / bandwidth
-    rings = max(ring_wire_s(host, workers, head_ring, bandwidth),
-                ring_wire_s(host, fc, tail_ring, bandwidth) if fc > 1 else 0.0)
-    if host.shared:
-        ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
-        heads_beside, tail_beside = _beside_factors(compute, host)
-        return {"heads": host.together_s(workers * compute.head_s, workers) * heads_beside,
-                "tail": host.together_s(fc * compute.tail_group_s(group), fc) * tail_beside,
-                "exchange": host.bytes_phase_s(exchange,
-                                               host.ring_cost * (links.total - ring_bytes)),
-                "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}
-    # On devices: the FC rank's end of its group's exchange (a Gloo alltoall), and each
-    # rank's share of the rings, on its device (:func:`_device_bytes_phase`).
-    fc_bytes = max(tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
-    ring_bytes = max(head_ring, tail_ring if fc > 1 else 0)
-    return {"heads": compute.head_s, "tail": compute.tail_group_s(group),
-            "exchange": _device_bytes_phase(host, exchange, fc_bytes / 2),
-            "rings": _device_bytes_phase(host, rings, ring_bytes)}
-
-
-# One step-time function per mode, all with the same signature; a mode's (workers, ps)
-# resources are in ralp.planner.modes; stanza's n_c / n_f split is searched in the
-# recommendation (ralp.planner.recommend), bounded by memory.
-STEP_TIME = {
-    "ps": ps_step_time,
-    "ralp-h": ralp_step_time,
-    "ralp-n": ralp_step_time,
-    "horovod": horovod_step_time,
-    "stanza": stanza_step_time,
-    "collective": collective_step_time,
-}
 
 
 def images_per_sec(workers: int, batch_size: int, step_time_s: float) -> float:

@@ -1,9 +1,11 @@
-"""Plain PS's step on a cluster of devices as a pipeline of its layers, its workers in step.
+"""A PS-mode worker's step on a cluster of devices as a pipeline of its layers: alone (the base
+of every PS mode's step past an epoch's first cycles: :func:`ralp.planner.model._beyond_alone`)
+or, inside those cycles, with plain PS's workers in step.
 
 Two things the queueing network (:func:`ralp.planner.model.mva_cycle_time`) cannot see, both
 in every task's link and CPU traces (``benchmarks/step_timeline.py``):
 
-- **The workers move in step.** An epoch hands every worker a step at once and nothing in
+- **The workers move in step** (an epoch's first cycles). An epoch hands every worker a step at once and nothing in
   plain PS serializes them (RALP's critical section does), so they pull together, compute
   together and push together; on the sweep's worst setting (overfeat, N = 8, 500 Mbit/s) the
   four workers ended each of 16 steps within half a second of one another. Each PS link's

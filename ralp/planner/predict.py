@@ -5,9 +5,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
-from ralp.planner.model import STEP_TIME, Compute, Host, images_per_sec
+from ralp.planner.model import (
+    Compute,
+    Host,
+    collective_step_time,
+    horovod_step_time,
+    images_per_sec,
+    ps_step_time,
+    ralp_step_time,
+)
 from ralp.planner.modes import PlannerError, resources
+from ralp.planner.stanza_step import stanza_step_time
 from ralp.planner.workload import Workload
+
+# One step-time function per mode, all with the same signature; a mode's (workers, ps)
+# resources are in ralp.planner.modes; stanza's n_c / n_f split is searched in the
+# recommendation (ralp.planner.recommend), bounded by memory.
+STEP_TIME = {
+    "ps": ps_step_time,
+    "ralp-h": ralp_step_time,
+    "ralp-n": ralp_step_time,
+    "horovod": horovod_step_time,
+    "stanza": stanza_step_time,
+    "collective": collective_step_time,
+}
 
 
 @dataclass(frozen=True)

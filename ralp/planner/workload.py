@@ -23,6 +23,9 @@ class Workload:
     # layer pipeline (ralp.planner.pipeline); False: from the queueing network alone, as the
     # planner did before (python -m ralp.planner --validate ... --step-model queue)
     pipeline: bool = True
+    # ... and predicts an epoch's first cycles, plain PS's workers in step (Links.in_step;
+    # --step-model in-step); False: past them, as a training run spends most of its steps
+    in_step: bool = False
 
     @property
     def table(self) -> LayerTable:
@@ -56,7 +59,8 @@ class Workload:
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
                      t.worker_link.tx, t.total, messages,
-                     layers=self.layers_on(ps, offloaded) if self.pipeline else ())
+                     layers=self.layers_on(ps, offloaded) if self.pipeline else (),
+                     in_step=self.in_step)
 
     def layers_on(self, ps: int, offloaded: Mapping[str, int] | None = None) -> tuple[Layer, ...]:
         """A worker's layers in forward order, less the ``offloaded`` ones (RALP's tail, each

@@ -16,12 +16,13 @@ from ralp.models import build_model
 from ralp.planner import model as pm
 from ralp.planner.calibration import Calibration
 from ralp.planner.modes import PREDICTED_MODES, resources
+from ralp.planner.stanza_step import stanza_step_time
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
-        "horovod": pm.horovod_step_time, "stanza": pm.stanza_step_time,
+        "horovod": pm.horovod_step_time, "stanza": stanza_step_time,
         "collective": pm.collective_step_time}
 
 
@@ -166,7 +167,7 @@ def test_fc_workers_auto_is_stanzas_node_assignment():
                            device_cpus=("shared",))
         assign = chooser("netns", bandwidth, request.compute_profile, ("stanza",))
         (run,) = request.runs(request.mode_names(), assign=assign)
-        rates = {f: (devices - f) * 8 / pm.stanza_step_time(
+        rates = {f: (devices - f) * 8 / stanza_step_time(
             entry.compute, work.links_on("stanza", devices - f, f), devices - f, bits / 8, host)
             for f in range(1, devices // 2 + 1)}
         best = max(rates, key=rates.get)

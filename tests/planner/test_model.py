@@ -147,7 +147,8 @@ def test_shared_host_charges_cpu_for_bytes_moved():
 
 
 def test_stanza_step_adds_its_phases_on_a_real_cluster():
-    from ralp.planner.model import Compute, Host, Links, stanza_phase_times, stanza_step_time
+    from ralp.planner.model import Compute, Host, Links
+    from ralp.planner.stanza_step import stanza_phase_times, stanza_step_time
 
     # 5 CONV ranks, 2 FC ranks (groups of 3 and 2): the busier FC link carries 3 groups' worth.
     links = Links(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
@@ -164,7 +165,8 @@ def test_stanza_step_adds_its_phases_on_a_real_cluster():
 
 
 def test_stanza_on_a_shared_host_queues_every_ranks_compute():
-    from ralp.planner.model import Compute, Host, Links, stanza_step_time
+    from ralp.planner.model import Compute, Host, Links
+    from ralp.planner.stanza_step import stanza_step_time
 
     links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
     host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)  # an older calibration: no cores
@@ -176,7 +178,7 @@ def test_stanza_on_a_shared_host_queues_every_ranks_compute():
 
 
 def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rate():
-    from ralp.planner.model import stanza_step_time
+    from ralp.planner.stanza_step import stanza_step_time
 
     links = Links((), (), 300, 1200, 6)  # 4 ranks: 300 B sent each, 1200 B on all links
     compute = Compute(0.5, 0.1)
@@ -208,7 +210,7 @@ def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rat
 
 
 def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
-    from ralp.planner.model import stanza_step_time
+    from ralp.planner.stanza_step import stanza_step_time
 
     # one batch 0.25 s, four stacked 0.4 s: 0.05 s per further batch
     compute = Compute(1.0, 0.25, tail_stacked_s=0.4, stacked=4)
@@ -265,7 +267,8 @@ def test_capacity_at_a_process_count_is_the_measured_one_at_or_below_it():
 
 
 def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones():
-    from ralp.planner.model import Compute, Host, Links, stanza_phase_times
+    from ralp.planner.model import Compute, Host, Links
+    from ralp.planner.stanza_step import stanza_phase_times
 
     host = Host(True, cpu_s_per_byte=0.0, capacity=1.2, capacities=((2, 1.2), (4, 1.1)), cores=2)
     links = Links(ps_tx=(100,), ps_rx=(100,), worker_tx=0, total=200, messages=4, rings=(0, 0))

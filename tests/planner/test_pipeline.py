@@ -1,6 +1,8 @@
 """The layer pipeline of a PS-mode worker (ralp.planner.pipeline), against steps worked out by
 hand, and its place in the step-time model."""
 
+from dataclasses import replace
+
 import pytest
 
 from ralp.planner.model import Compute, Host, Links, ps_step_time, ralp_step_time
@@ -63,15 +65,58 @@ def test_between_s_waits_between_forward_and_backward():
 DEVICES = Host(False, 0.0, 0.0, device_cpus=0.5)
 
 
-def test_plain_ps_on_devices_steps_as_its_pipeline_or_its_busiest_cpu():
+def test_plain_ps_in_the_first_cycles_steps_as_its_pipeline_or_its_busiest_cpu():
     layers = (Layer(0.5, ((0, 100),)), Layer(0.5, ((1, 100),)))
-    links = Links((200, 200), (200, 200), 200, 800, 4, layers=layers)
+    links = Links((200, 200), (200, 200), 200, 800, 4, layers=layers, in_step=True)
     compute = Compute(full_s=1.0, tail_s=0.0)
     pipeline = convoy_step_s(layers, 1.0, 2, 100.0)
     assert ps_step_time(compute, links, 2, 100.0, DEVICES) == pytest.approx(pipeline)
     slow = Compute(full_s=50.0, tail_s=0.0)  # compute-bound: the worker's device sets it
     assert ps_step_time(slow, links, 2, 100.0, DEVICES) == pytest.approx(
         max(50.0, convoy_step_s(layers, 50.0, 2, 100.0)))
+
+
+def _one_variable(ps_tasks: int, workers: int) -> Links:
+    """100 B on ps:0 pulled and pushed by every worker, over ``ps_tasks`` PS tasks."""
+    layer = (Layer(1.0, ((0, 100),)),)
+    ps_bytes = (workers * 100,) + (0,) * (ps_tasks - 1)
+    return Links(ps_bytes, ps_bytes, 100, 2 * workers * 100, 2, layers=layer)
+
+
+def test_past_the_first_cycles_plain_ps_workers_queue_beyond_their_step_alone():
+    # 100 B/s links, compute 3 s (forward 1, backward 2). Alone: pull 1 s, forward, backward,
+    # push 1 s: 5 s. Two workers on two PS tasks meet at random: the queueing network with
+    # each PS link direction a queue of 1 s a batch and the worker's delay 5 - 2 = 3 s. At one
+    # customer the cycle is 5 s, throughput 0.2, each direction's queue 0.2; at two each
+    # direction takes 1 x (1 + 0.2): 1.2 + 1.2 + 3 = 5.4 s. In step it is 7 s: pull 2 s (half
+    # the link), forward 1, backward 2, push 2.
+    compute = Compute(full_s=3.0, tail_s=0.0)
+    assert ps_step_time(compute, _one_variable(2, 1), 1, 100.0, DEVICES) == pytest.approx(5.0)
+    assert ps_step_time(compute, _one_variable(2, 2), 2, 100.0, DEVICES) == pytest.approx(5.4)
+    in_step = replace(_one_variable(2, 2), in_step=True)
+    assert ps_step_time(compute, in_step, 2, 100.0, DEVICES) == pytest.approx(7.0)
+
+
+def test_two_workers_on_one_ps_task_take_turns_where_the_turns_fit():
+    compute = Compute(full_s=3.0, tail_s=0.0)
+    # one PS task: each direction busy 1 s of a 5 s step alone, so each worker pulls while
+    # the other computes: both step as alone
+    assert ps_step_time(compute, _one_variable(1, 2), 2, 100.0, DEVICES) == pytest.approx(5.0)
+    # not in the epoch's first cycles, nor with three workers (they meet at random: the
+    # queueing network, as on two PS tasks)
+    first = replace(_one_variable(1, 2), in_step=True)
+    assert ps_step_time(compute, first, 2, 100.0, DEVICES) == pytest.approx(7.0)
+    three = ps_step_time(compute, _one_variable(1, 3), 3, 100.0, DEVICES)
+    assert three == pytest.approx(ps_step_time(compute, _one_variable(2, 3), 3, 100.0, DEVICES))
+    assert three > 5.4
+    # RALP with a tail of 4 s on the PS: its critical section busy 4 s of a 4.x s step alone,
+    # twice that does not fit, so the two queue for it
+    head = (Layer(1.0, ((0, 1),)),)
+    one_ps = Links((2,), (2,), 1, 4, 2, layers=head)
+    tail_heavy = Compute(full_s=4.03, tail_s=4.0)
+    alone = ralp_step_time(tail_heavy, replace(one_ps, ps_tx=(1,), ps_rx=(1,)), 1, 100.0,
+                           DEVICES)
+    assert ralp_step_time(tail_heavy, one_ps, 2, 100.0, DEVICES) > alone + 1.0
 
 
 def test_ralp_workers_step_alone_as_their_pipeline_and_queue_beyond_it():
@@ -117,7 +162,7 @@ def test_plain_ps_on_devices_moves_bytes_no_faster_than_the_ps_cpu_serves_them()
     # and the step 8 s (the PS device's CPU for both workers' bytes, which leaves the
     # compute between them out).
     layer = (Layer(1.0, ((0, 100),)),)
-    links = Links((200,), (200,), 100, 400, 2, layers=layer)
+    links = Links((200,), (200,), 100, 400, 2, layers=layer, in_step=True)
     costly = Host(False, 0.02, 0.0, device_cpus=0.5)
     assert ps_step_time(Compute(full_s=3.0, tail_s=0.0), links, 2, 1000.0, costly) == \
         pytest.approx(11.0)

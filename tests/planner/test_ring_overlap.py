@@ -21,7 +21,6 @@ from ralp.planner.model import (
     collective_step_time,
     horovod_step_time,
     ring_phase_terms,
-    stanza_phase_times,
 )
 from ralp.planner.modes import PlannerError
 from ralp.planner.ring_overlap import (
@@ -35,6 +34,7 @@ from ralp.planner.ring_overlap import (
     probe_shape,
     solve_wire_factor,
 )
+from ralp.planner.stanza_step import stanza_phase_times
 from ralp.planner.validate import with_overlaps
 
 HOROVOD = horovod_unavailable_reason()

@@ -86,6 +86,8 @@ def test_the_pipelines_layers_carry_the_byte_models_variables(vgg11, mode):
     queue = replace(vgg11, pipeline=False)  # the queueing network's
     assert queue.links_on(mode, workers, ps).layers == ()
     links = vgg11.links_on(mode, workers, ps)  # the pipeline's, by default
+    assert not links.in_step  # past an epoch's first cycles, by default
+    assert replace(vgg11, in_step=True).links_on(mode, workers, ps).in_step
     per_task = [0] * ps
     for layer in links.layers:
         for task, nbytes in layer.variables:
