@@ -4,7 +4,8 @@
   loopback (bytes predicted only, as for the PS modes).
 - ``netns``: one network namespace per rank on a shaped bridge (like the PS modes' tasks),
   plus one for the driver; :mod:`ralp.horovod.netns_gloo` runs Horovod's Gloo launcher with
-  ``ip netns exec`` in place of ssh. Bytes are read from each rank's link counters.
+  ``ip netns exec`` in place of ssh. The driver is forked from the zygote
+  (:mod:`ralp.horovod.forked_driver`). Bytes are read from each rank's link counters.
 - ``hostfile``: a real cluster, ``horovodrun -np W --hostfile FILE --gloo`` (ssh to each host,
   as ``horovodrun`` does; ralp and the same Python must be installed at the same path there).
 
@@ -108,14 +109,16 @@ def launch(
     groups_of = budget.groups(hosts, [DRIVER]) if budget and backend != "tf-config" else None
     with groups_of or contextlib.nullcontext() as groups:
         env, wrap, meter = {**os.environ, **(env or {})}, (lambda command: command), None
+        driver_group = None
         if groups is not None:
             env.update(budget.task_env())
             env[RANK_GROUPS_ENV] = json.dumps([list(groups.group(h).dirs) for h in hosts])
-            wrap = groups.group(DRIVER).joined_command
+            driver_group = groups.group(DRIVER)
+            wrap = driver_group.joined_command
             meter = groups.meter({**dict(zip(names, hosts, strict=True)), DRIVER: DRIVER})
         if backend == "netns":
             return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout,
-                                 env, wrap, meter)
+                                 env, driver_group, meter)
         command = horovodrun_command(len(names), rank_command(None, meter), hostfile)
         return run_and_collect(wrap(command), on_progress, timeout, env)
 
@@ -124,8 +127,9 @@ DRIVER = "driver"  # the launcher's host and control group (it only counts, unli
 
 
 def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, timeout, env,
-                  wrap, meter) -> dict:
+                  driver_group, meter) -> dict:
     from ralp.emulation.fabric import NetnsFabric
+    from ralp.horovod.forked_driver import start_forked_driver
 
     prefix = f"rlp{os.getpid()}h"
     with NetnsFabric(bandwidth, latency, prefix=prefix) as fabric:
@@ -135,13 +139,19 @@ def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, tim
                           tuple((name, h.name) for name, h in zip(link_names, hosts, strict=True)))
         # The driver enters its namespace itself: `ip netns exec` would also remount /sys,
         # hiding the control groups its forked ranks join.
-        command = wrap([sys.executable, "-m", "ralp.horovod.netns_gloo",
-                        "--netns", driver.namespace, "--iface", "eth0",
-                        "--driver-ip", driver.address,
-                        "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
-                        "--", *rank_command(links, meter)])
+        argv = ["--netns", driver.namespace, "--iface", "eth0", "--driver-ip", driver.address,
+                "--hosts", ",".join(f"{h.address}={h.namespace}" for h in hosts),
+                "--", *rank_command(links, meter)]
         try:
-            return run_and_collect(command, on_progress, timeout, env)
+            # Forked from the zygote where it can be (no TensorFlow import of its own), else
+            # started afresh inside its group.
+            process = start_forked_driver(argv, env, driver_group)
+            if process is None:
+                command = [sys.executable, "-m", "ralp.horovod.netns_gloo", *argv]
+                if driver_group is not None:
+                    command = driver_group.joined_command(command)
+                process = _popen(command, env)
+            return collect(process, on_progress, timeout)
         finally:
             # Anything still inside the run's namespaces was started by this run: stop it by
             # pid before the namespaces go (a process would keep a deleted namespace alive).
@@ -151,10 +161,20 @@ def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, tim
 def run_and_collect(command: list[str], on_progress: Callable | None, timeout: float,
                     env: dict[str, str] | None = None) -> dict:
     """Run a Horovod launcher command; forward progress; return rank 0's record."""
+    return collect(_popen(command, env), on_progress, timeout)
+
+
+def _popen(command: list[str], env: dict[str, str] | None) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1, start_new_session=True, env=env)
+
+
+def collect(process, on_progress: Callable | None, timeout: float) -> dict:
+    """Read a started launcher's output (a ``subprocess.Popen``, or a forked driver with the
+    same calls); forward progress; return rank 0's record. The launcher and everything it
+    started are stopped before this returns."""
     tail: collections.deque[str] = collections.deque(maxlen=60)
     record = error = None
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, start_new_session=True, env=env)
     # A job that hangs prints nothing: a timer stops it, which ends the output loop.
     timed_out = threading.Event()
 
@@ -188,7 +208,7 @@ def run_and_collect(command: list[str], on_progress: Callable | None, timeout: f
     raise HorovodRunError(error or _last_error_line(tail) or f"the Horovod job exited with {code}")
 
 
-def stop_process_tree(process: subprocess.Popen) -> None:
+def stop_process_tree(process) -> None:
     """Stop the launcher and every process it started, by pid: SIGTERM to the launcher first
     (horovodrun then stops its ranks itself), SIGKILL to whatever is left after a grace period."""
     import psutil  # a Horovod dependency
@@ -212,7 +232,7 @@ def stop_process_tree(process: subprocess.Popen) -> None:
         process.stdout.close()
 
 
-def _signal(process: subprocess.Popen, signum: int) -> None:
+def _signal(process, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         if process.poll() is None:
             process.send_signal(signum)

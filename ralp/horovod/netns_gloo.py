@@ -53,7 +53,10 @@ def netns_exec_command(namespace_of: dict[str, str]):
     return exec_command
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, launcher_pid: int | None = None) -> int:
+    """Run the Gloo launcher; ``launcher_pid``: a driver forked from the zygote is not that
+    process' child, so it ends itself once that process is gone (watched from a thread,
+    started after the ranks are forked)."""
     parser = argparse.ArgumentParser(prog="python -m ralp.horovod.netns_gloo")
     parser.add_argument("--netns", help="the network namespace this driver runs in")
     parser.add_argument("--hosts", required=True,
@@ -88,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         exec_command = ranks.exec_command(threading.Event())
     else:
         exec_command = netns_exec_command(namespace_of)
+    if launcher_pid is not None:
+        from ralp.cluster.zygote import exit_with
+
+        exit_with(launcher_pid)
     try:
         launch_gloo(command, exec_command, settings, {args.iface}, env, args.driver_ip)
     except RuntimeError as e:  # launch_gloo's "one or more processes exited with non-zero"

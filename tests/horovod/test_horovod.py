@@ -215,10 +215,14 @@ def test_a_rank_that_falls_behind_after_the_last_barrier_still_leaves_cleanly():
 
 _REPORT_GROUP = """
 import json, os
+import psutil
 from ralp.emulation.devices import join_rank_group
 join_rank_group()  # as a rank entry point does (a forked rank has joined already)
 if os.environ["HOROVOD_RANK"] == "0":
+    ancestors = [" ".join(p.cmdline()) for p in psutil.Process().parents()[:6]]
     print(MARK + json.dumps({"record": {"cgroup": open("/proc/self/cgroup").read(),
+                                       "parent_cgroup": open(f"/proc/{os.getppid()}/cgroup").read(),
+                                       "ancestors": ancestors,
                                        "intra": os.environ.get("TF_NUM_INTRAOP_THREADS")}}))
 """
 
@@ -246,6 +250,16 @@ def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, 
     assert len(joined) == len(HIERARCHY.roots)
     assert record["intra"] == str(thread_counts(budget.cpus)[0])
     assert _groups_left(os.getpid()) == []
+    if backend == "netns":
+        # The netns driver: forked from the zygote (no TensorFlow import of its own) unless
+        # spawn is asked for, and in the run's driver group either way.
+        driver = [a for a in record["ancestors"] if "ralp.horovod.netns_gloo" in a]
+        assert bool(driver) == (start == "spawn"), record["ancestors"]
+        if start == "forkserver":  # the forked ranks' parent is the driver itself
+            assert "forkserver" in record["ancestors"][0], record["ancestors"]
+            driver_groups = [line for line in record["parent_cgroup"].splitlines()
+                             if f"/rlp{os.getpid()}" in line]
+            assert driver_groups and all(line.endswith("/driver") for line in driver_groups)
 
 
 @needs_horovod
@@ -263,6 +277,40 @@ def test_a_rank_dying_on_budgeted_devices_leaves_no_process_namespace_or_group(s
     assert _groups_left(os.getpid()) == []
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{os.getpid()}h" not in left
+
+
+@needs_horovod
+@needs_netns
+@pytest.mark.cluster
+def test_ctrl_c_mid_horovod_run_stops_the_forked_driver_and_every_rank():
+    import signal
+    import time
+
+    import psutil
+
+    p = subprocess.Popen([sys.executable, "-m", "ralp.bench", "--backend", "netns", "--models",
+                          "lenet", "--modes", "horovod", "--devices", "2", "--steps", "100000",
+                          "--num-classes", "10", "--quiet"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    bench = psutil.Process(p.pid)
+    deadline = time.monotonic() + 120
+    # the zygote, the driver forked from it, and the two ranks forked from the driver
+    while len(bench.children(recursive=True)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(10)  # into the run
+    started = bench.children(recursive=True)
+    assert len(started) >= 4, "the bench started no Horovod job"
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    deadline = time.monotonic() + 15
+    while any(q.is_running() and q.status() != "zombie" for q in started):
+        assert time.monotonic() < deadline, [q.pid for q in started if q.is_running()]
+        time.sleep(0.2)
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"rlp{p.pid}" not in listing
+    assert _groups_left(p.pid) == []
 
 
 @needs_horovod
