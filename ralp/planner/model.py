@@ -99,28 +99,34 @@ class Station:
         return self.speedup[min(customers, len(self.speedup)) - 1] if self.speedup else 1.0
 
 
-def mva_cycle_time(stations: list[Station], customers: int) -> float:
+def mva_cycle_time(stations: list[Station], customers: int, base_s: float | None = None) -> float:
     """Exact mean-value analysis of a closed single-class network: the mean time one
     customer (a worker) takes for one cycle (one batch) with ``customers`` in the network.
     Load-dependent stations (``speedup``) follow Reiser and Lavenberg's algorithm, carrying
     their marginal queue-length probabilities from one population to the next.
 
+    ``base_s``: one customer's cycle alone, where it is not the stations' demands summed (a
+    worker's step alone on devices, whose transfers overlap its compute); the rest of the
+    cycle is a delay, and a customer's cycle is ``base_s`` plus its waits at the queues.
+
     Assumption: product form (processor-sharing / exponential FCFS service). Exact at one
     customer (sum of demands) and in the limit (busiest station x customers).
     """
+    base = sum(s.demand_s for s in stations) if base_s is None else base_s
     queue = [0.0] * len(stations)
     marginal = [[1.0] for _ in stations]  # P(j customers at the station | n - 1 in all)
-    cycle = sum(s.demand_s for s in stations)
+    cycle = base
     for n in range(1, customers + 1):
-        resid = []
+        waits = []  # beyond each station's demand
         for s, q, p in zip(stations, queue, marginal, strict=True):
             if s.speedup:
-                resid.append(sum(j * s.demand_s / s.rate(j) * p[j - 1] for j in range(1, n + 1)))
+                waits.append(sum(j * s.demand_s / s.rate(j) * p[j - 1] for j in range(1, n + 1))
+                             - s.demand_s)
             else:
-                resid.append(s.demand_s * (1 + q) if s.queue else s.demand_s)
-        cycle = sum(resid)
+                waits.append(s.demand_s * q if s.queue else 0.0)
+        cycle = base + sum(waits)
         throughput = n / cycle if cycle > 0 else float("inf")
-        queue = [throughput * r for r in resid]
+        queue = [throughput * (s.demand_s + w) for s, w in zip(stations, waits, strict=True)]
         for i, s in enumerate(stations):
             if s.speedup:
                 p = [0.0] + [s.demand_s / s.rate(j) * throughput * marginal[i][j - 1]
@@ -294,18 +300,12 @@ def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: 
 
 def _waits_s(shared: list[Station], alone_s: float, customers: int) -> float:
     """The time a customer waits per cycle at the ``shared`` queues (beyond their demands)
-    when each one's cycle is ``alone_s`` plus its waits: mean-value analysis as in
-    :func:`mva_cycle_time`, the rest of the cycle a delay. Where the stations' demands fit
-    in the step alone, that is the queueing network with the worker's delay set to what the
-    step alone leaves beyond them; where they do not (a worker's pushes overlap its backward,
-    so its step alone is shorter than their sum), one customer still waits nothing."""
-    queue = [0.0] * len(shared)
-    waits = [0.0] * len(shared)
-    for n in range(1, customers + 1):
-        waits = [s.demand_s * q if s.queue else 0.0 for s, q in zip(shared, queue, strict=True)]
-        throughput = n / (alone_s + sum(waits))
-        queue = [throughput * (s.demand_s + w) for s, w in zip(shared, waits, strict=True)]
-    return sum(waits)
+    when each one's cycle is ``alone_s`` plus its waits (:func:`mva_cycle_time` with that
+    base). Where the stations' demands fit in the step alone, that is the queueing network
+    with the worker's delay set to what the step alone leaves beyond them; where they do not
+    (a worker's pushes overlap its backward, so its step alone is shorter than their sum),
+    one customer still waits nothing."""
+    return mva_cycle_time(shared, customers, base_s=alone_s) - alone_s
 
 
 def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float,
