@@ -80,6 +80,12 @@ class Host:
     # not measured, the loopback figure ``cpu_s_per_byte`` serves at every rate.
     fabric_cpu_s_per_byte: tuple[tuple[float, float], ...] = ()
 
+    def on_device(self, cpu_s: float) -> float:
+        """Seconds a device of a cluster of devices spends on ``cpu_s`` CPU seconds of byte
+        work (its budget's pace); 0 where the devices' CPUs are not known (a real cluster's
+        node is assumed to hide it in spare cores)."""
+        return cpu_s / self.device_cpus if self.device_cpus else 0.0
+
     def grpc_cost(self, rate_bits: float) -> float:
         """gRPC's CPU seconds per byte (both ends) over links of ``rate_bits``: measured on
         the fabric (interpolated in log rate between the measured rates, the nearest beyond

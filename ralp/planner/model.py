@@ -1,4 +1,6 @@
-"""Step time of each mode: small pure functions of measured inputs (no TensorFlow).
+"""Step time of the PS modes (plain PS, RALP) and the queueing network under them: small
+pure functions of measured inputs (no TensorFlow). The allreduce modes' step is in
+:mod:`ralp.planner.ring_step`, Stanza's in :mod:`ralp.planner.stanza_step`.
 
 Units: seconds, bytes, bytes per second. A *step* is one batch on every worker, as in the
 byte model; throughput = workers x batch / step time.
@@ -21,8 +23,7 @@ the terms add (no overlap); with many workers the busiest station bounds the ste
 overlap). On devices, where the worker's layers are known, the layer pipeline
 (:mod:`ralp.planner.pipeline`) gives a worker's step alone, and the workers queue beyond it
 or, two on one PS task, take turns (:func:`_beyond_alone`); inside an epoch's first cycles
-plain PS's workers move in step, the pipeline of them all (``Links.in_step``). Horovod steps
-in lockstep (a collective), so its terms add.
+plain PS's workers move in step, the pipeline of them all (``Links.in_step``).
 """
 
 from __future__ import annotations
@@ -184,19 +185,12 @@ def _shared_cpu(compute_s: float, links: Links, workers: int, host: Host) -> Sta
                    host.speedups(workers))
 
 
-def _on_device(host: Host, cpu_s: float) -> float:
-    """Seconds a device of a cluster of devices spends on ``cpu_s`` CPU seconds of byte work
-    (its budget's pace); 0 where the devices' CPUs are not known (a real cluster's node is
-    assumed to hide it in spare cores)."""
-    return cpu_s / host.device_cpus if host.device_cpus else 0.0
-
-
 def _grpc_end_s(host: Host, nbytes: float, transfers: float, bandwidth: float) -> float:
     """One end's share of gRPC's CPU for ``nbytes`` in ``transfers`` transfers over links of
     ``bandwidth`` bytes/s (:meth:`Host.grpc_cost` and ``cpu_s_per_message`` count both
     ends), on its device."""
     per_transfer = host.cpu_s_per_message or 0.0
-    return _on_device(host, (host.grpc_cost(8 * bandwidth) * nbytes + per_transfer * transfers) / 2)
+    return host.on_device((host.grpc_cost(8 * bandwidth) * nbytes + per_transfer * transfers) / 2)
 
 
 def _ps_device_stations(links: Links, workers: int, host: Host, work_s: float,
@@ -338,75 +332,6 @@ def _grpc_rates(host: Host, bandwidth: float) -> tuple[float, float]:
     per_byte = _grpc_end_s(host, 1.0, 0, bandwidth)
     rate = 1.0 / per_byte if per_byte > 0 else float("inf")
     return rate, rate
-
-
-def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                      host: Host) -> float:
-    """Horovod ring allreduce: every worker runs the whole model, then all allreduce the
-    gradients together (lockstep: no overlap with compute, as the trainer allreduces after
-    the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
-    (full duplex), in 2 (W-1) hops. On a shared host the W workers compute together
-    (:meth:`Host.together_s`), then allreduce alone: the ring's wire time or its bytes' CPU
-    time (Gloo's, :attr:`Host.ring_cost`, over every core), the slower
-    (:meth:`Host.bytes_phase_s`)."""
-    return _ring_step_time(compute, links, workers, bandwidth, host, host.ring_cost)
-
-
-def collective_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                         host: Host) -> float:
-    """TensorFlow's own ring allreduce (``MultiWorkerMirroredStrategy``): Horovod's step
-    (:func:`horovod_step_time`) with the CPU cost of its ring's bytes
-    (:attr:`Host.collective_cost`: gRPC calls, about twice Gloo's per byte on this host)."""
-    return _ring_step_time(compute, links, workers, bandwidth, host, host.collective_cost,
-                           collective=True)  # its own measured overlap, not Gloo's
-
-
-def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
-                    host: Host, ring_cost: float, collective: bool = False) -> float:
-    ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost,
-                                 collective)
-    if host.shared:
-        return (host.together_s(workers * compute.full_s, workers)
-                + host.bytes_phase_s(ring_s, ring_cost * links.total))
-    return compute.full_s + _device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
-                                                collective)
-
-
-def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
-                     ring_cost: float, collective: bool = False) -> tuple[float, float]:
-    """(wire, CPU) seconds of a ring allreduce on a cluster of devices in which each of
-    ``ranks`` ranks sends ``rank_bytes``: the bytes at ``bandwidth`` times the ring's measured
-    wire factor (Gloo's, or ``collective`` TensorFlow's: :meth:`Host.wire_factor`) plus
-    2 (ranks - 1) hop latencies, and their CPU work (``ring_cost`` per byte) at the device's
-    pace."""
-    return (ring_wire_s(host, ranks, rank_bytes, bandwidth, collective),
-            _on_device(host, ring_cost * rank_bytes))
-
-
-def ring_wire_s(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
-                collective: bool = False) -> float:
-    """A ring allreduce's wire term: each rank's ``rank_bytes`` at ``bandwidth`` times the
-    ring's wire factor, plus 2 (ranks - 1) hop latencies."""
-    return (host.wire_factor(collective) * rank_bytes / bandwidth
-            + 2 * (ranks - 1) * host.message_s)
-
-
-def _device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
-                        ring_cost: float | None = None, collective: bool = False) -> float:
-    """A lockstep phase that only moves bytes on a cluster of devices: the wire and the
-    busiest rank's CPU work on its device, the slower plus the part of the faster that does
-    not hide behind it (the ring sends a chunk while it reduces the previous one, in part:
-    the ring's measured share at this phase's wire / CPU ratio, :meth:`Host.overlap_at`,
-    Gloo's or, ``collective``, TensorFlow's; all of it where not measured). ``rank_bytes``:
-    what that rank sends, or half of what it sends and receives (``ring_cost``, default
-    :attr:`Host.ring_cost`, is the CPU of both ends per byte sent)."""
-    cost = host.ring_cost if ring_cost is None else ring_cost
-    cpu_s = _on_device(host, cost * rank_bytes)
-    if min(wire_s, cpu_s) <= 0:
-        return max(wire_s, cpu_s)
-    hidden = host.overlap_at(wire_s / cpu_s, collective)
-    hidden = 1.0 if hidden is None else hidden
-    return max(wire_s, cpu_s) + (1.0 - hidden) * min(wire_s, cpu_s)
 
 
 def images_per_sec(workers: int, batch_size: int, step_time_s: float) -> float:

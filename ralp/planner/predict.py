@@ -5,16 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
-from ralp.planner.model import (
-    Compute,
-    Host,
-    collective_step_time,
-    horovod_step_time,
-    images_per_sec,
-    ps_step_time,
-    ralp_step_time,
-)
+from ralp.planner.model import Compute, Host, images_per_sec, ps_step_time, ralp_step_time
 from ralp.planner.modes import PlannerError, resources
+from ralp.planner.ring_step import collective_step_time, horovod_step_time
 from ralp.planner.stanza_step import stanza_step_time
 from ralp.planner.workload import Workload
 

@@ -16,7 +16,7 @@ model then reads it at each phase's own ratio (:meth:`ralp.planner.host.Host.ove
 With ``phase`` the median wall
 time of one allreduce, ``wire`` a rank's bytes over the rate plus the ring's hop latencies and
 ``cpu`` the calibrated ring cost of those bytes at the device's pace (the model's own terms,
-:func:`ralp.planner.model.ring_phase_terms`), the overlap is the share of the smaller term that
+:func:`ralp.planner.ring_step.ring_phase_terms`), the overlap is the share of the smaller term that
 hid behind the larger:
 
     overlap = (wire + cpu - phase) / min(wire, cpu), within [0, 1]
@@ -158,7 +158,7 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
         RalpError: the probe could not run (the message says why).
     """
     from ralp.emulation.budget import budget_for
-    from ralp.planner.model import ring_phase_terms
+    from ralp.planner.ring_step import ring_phase_terms
 
     if library not in LIBRARIES:
         raise RalpError(f"no ring {library!r}: one of {', '.join(LIBRARIES)}")

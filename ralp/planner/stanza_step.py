@@ -1,11 +1,12 @@
 """Stanza's step time on a cluster: its phases one after the other (layer separation on
 Horovod: CONV ranks allreduce the head, FC ranks hold the tail). Pure functions of measured
-inputs, as :mod:`ralp.planner.model`, whose ring terms it uses."""
+inputs, as :mod:`ralp.planner.ring_step`, whose ring terms it uses."""
 
 from __future__ import annotations
 
 from ralp.planner.host import Host
-from ralp.planner.model import Compute, Links, _device_bytes_phase, ring_wire_s
+from ralp.planner.model import Compute, Links
+from ralp.planner.ring_step import device_bytes_phase, ring_wire_s
 
 
 def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
@@ -72,9 +73,9 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
                                                host.ring_cost * (links.total - ring_bytes)),
                 "rings": host.bytes_phase_s(rings, host.ring_cost * ring_bytes)}
     # On devices: the FC rank's end of its group's exchange (a Gloo alltoall), and each
-    # rank's share of the rings, on its device (:func:`_device_bytes_phase`).
+    # rank's share of the rings, on its device (:func:`device_bytes_phase`).
     fc_bytes = max(tx + rx - 2 * tail_ring for tx, rx in zip(links.ps_tx, links.ps_rx, strict=True))
     ring_bytes = max(head_ring, tail_ring if fc > 1 else 0)
     return {"heads": compute.head_s, "tail": compute.tail_group_s(group),
-            "exchange": _device_bytes_phase(host, exchange, fc_bytes / 2),
-            "rings": _device_bytes_phase(host, rings, ring_bytes)}
+            "exchange": device_bytes_phase(host, exchange, fc_bytes / 2),
+            "rings": device_bytes_phase(host, rings, ring_bytes)}

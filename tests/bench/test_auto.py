@@ -14,6 +14,7 @@ from ralp.bench.runspec import BenchError
 from ralp.emulation.budget import budget_for
 from ralp.models import build_model
 from ralp.planner import model as pm
+from ralp.planner import ring_step
 from ralp.planner.calibration import Calibration
 from ralp.planner.modes import PREDICTED_MODES, resources
 from ralp.planner.stanza_step import stanza_step_time
@@ -22,8 +23,8 @@ from ralp.profiler.api import profile
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
-        "horovod": pm.horovod_step_time, "stanza": stanza_step_time,
-        "collective": pm.collective_step_time}
+        "horovod": ring_step.horovod_step_time, "stanza": stanza_step_time,
+        "collective": ring_step.collective_step_time}
 
 
 def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,

@@ -4,13 +4,8 @@
 import pytest
 
 from ralp.planner.collective_cost import measure_collective
-from ralp.planner.model import (
-    Compute,
-    Host,
-    Links,
-    collective_step_time,
-    horovod_step_time,
-)
+from ralp.planner.model import Compute, Host, Links
+from ralp.planner.ring_step import collective_step_time, horovod_step_time
 
 
 @pytest.mark.cluster

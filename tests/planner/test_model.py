@@ -11,11 +11,11 @@ from ralp.planner.model import (
     Host,
     Links,
     Station,
-    horovod_step_time,
     mva_cycle_time,
     ps_step_time,
     ralp_step_time,
 )
+from ralp.planner.ring_step import horovod_step_time
 
 
 def repairman_cycle(service: float, think: float, customers: int) -> float:

@@ -13,15 +13,7 @@ from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.calibration import Calibration
 from ralp.planner.device import _check_lent, calibrate_device
 from ralp.planner.host import interpolate_log
-from ralp.planner.model import (
-    Compute,
-    Host,
-    Links,
-    _device_bytes_phase,
-    collective_step_time,
-    horovod_step_time,
-    ring_phase_terms,
-)
+from ralp.planner.model import Compute, Host, Links
 from ralp.planner.modes import PlannerError
 from ralp.planner.ring_overlap import (
     MAX_TENSOR_BYTES,
@@ -33,6 +25,12 @@ from ralp.planner.ring_overlap import (
     overlap_of,
     probe_shape,
     solve_wire_factor,
+)
+from ralp.planner.ring_step import (
+    collective_step_time,
+    device_bytes_phase,
+    horovod_step_time,
+    ring_phase_terms,
 )
 from ralp.planner.stanza_step import stanza_phase_times
 from ralp.planner.validate import with_overlaps
@@ -85,14 +83,14 @@ def test_the_model_hides_what_the_curve_says_at_the_phase_s_own_ratio():
                 device_cpus=cpus, ring_overlap=0.9, ring_overlaps=((1.0, 0.6), (4.0, 0.2)),
                 collective_overlaps=((1.0, 0.0), (4.0, 0.0)))
     for wire_s, hidden in ((0.5, 0.6), (1.0, 0.4), (2.0, 0.2), (8.0, 0.2), (0.1, 0.6)):
-        assert _device_bytes_phase(host, wire_s, rank_bytes) == pytest.approx(
+        assert device_bytes_phase(host, wire_s, rank_bytes) == pytest.approx(
             max(wire_s, cpu_s) + (1 - hidden) * min(wire_s, cpu_s))
         # TensorFlow's ring reads its own curve
-        assert _device_bytes_phase(host, wire_s, rank_bytes, cost, collective=True) == (
+        assert device_bytes_phase(host, wire_s, rank_bytes, cost, collective=True) == (
             pytest.approx(wire_s + cpu_s))
     # no curve: the single figure serves every ratio
     single = replace(host, ring_overlaps=())
-    assert _device_bytes_phase(single, 1.0, rank_bytes) == pytest.approx(1.0 + 0.1 * cpu_s)
+    assert device_bytes_phase(single, 1.0, rank_bytes) == pytest.approx(1.0 + 0.1 * cpu_s)
 
 
 @pytest.mark.parametrize("phase, expected", [
@@ -114,7 +112,7 @@ def test_the_model_takes_back_the_phase_the_overlap_was_measured_from():
     for measured in (max(wire, cpu) * 1.1, max(wire, cpu) * 1.4):
         measured_host = Host(False, message_s=0.002, ring_cpu_s_per_byte=1.1e-9,
                              device_cpus=0.425, ring_overlap=overlap_of(measured, wire, cpu))
-        assert _device_bytes_phase(measured_host, wire, rank_bytes) == pytest.approx(measured)
+        assert device_bytes_phase(measured_host, wire, rank_bytes) == pytest.approx(measured)
 
 
 def test_horovod_and_stanza_pay_the_unhidden_cpu_and_collective_keeps_full_overlap():
