@@ -150,6 +150,24 @@ def test_a_cli_refuses_bad_input_cleanly(case, tmp_path):
     assert not (tmp_path / "out.json").exists()  # refused before anything ran
 
 
+@pytest.mark.parametrize("module, args, message", [
+    ("ralp.bench", ["--models", "nosuchnet"], "unknown model(s) ['nosuchnet']"),
+    ("ralp.bench", ["--models", "vgg11", "--image-size", "8"], "vgg11 needs --image-size >= 32"),
+    ("ralp.planner", ["--model", "nosuchnet"], "unknown model 'nosuchnet'"),
+    ("ralp.profiler", ["--model", "nosuchnet"], "unknown model 'nosuchnet'"),
+])
+def test_a_bad_model_is_refused_before_tensorflow_is_imported(module, args, message):
+    # The zoo's table needs no TensorFlow, so the mistake is said at once, not after its
+    # import (8-9 s on 2 cores): the CLI's run() in a fresh interpreter, then a look.
+    code = (f"import runpy, sys; sys.argv = [{module!r}, *{args!r}]\n"
+            f"try:\n    runpy.run_module({module!r}, run_name='__main__')\n"
+            "except SystemExit as e:\n"
+            "    print('exit', e.code, 'tensorflow' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert message in p.stderr
+    assert p.stdout.split() == ["exit", "2", "False"], p.stdout + p.stderr
+
+
 def test_the_python_api_refuses_bad_input_with_the_same_messages():
     from ralp import ClusterError, ClusterSpec, profile
     from ralp.models import build_model

@@ -206,6 +206,7 @@ def _run(request: BenchRequest, args) -> int:
 
     implicit_csv = str(Path(args.out).with_suffix(".csv")) if args.out and not args.csv else None
     report.check_outputs(args.out, args.csv or implicit_csv, args.plot)  # before anything runs
+    request.check_models()  # before TensorFlow's import: a bad name or size fails at once
     warm_up()  # the zygote imports TensorFlow while this process does the same
     quiet_tensorflow()  # first: TF's start-up banner would break the progress bar
     backend, why_not_netns = request.backend_choice()

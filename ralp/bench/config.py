@@ -24,6 +24,7 @@ from ralp.bench.runspec import (
     MODES,
     BenchError,
     RunSpec,
+    model_sizes,
 )
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
@@ -143,6 +144,12 @@ class BenchRequest:
             raise BenchError(f"--modes auto chooses a mode and its resources from the planner's "
                              f"predictions, which model N devices per mode, PSS's own "
                              f"scheduling on CPU; drop {', '.join(clashes)} or name the modes")
+
+    def check_models(self) -> None:
+        """Every model's name and image size, checked before anything imports TensorFlow
+        (the zoo's table needs none): a bad one is said at once, not after the import."""
+        for model in self.model_names():
+            model_sizes(model, self.workload(model)["image_size"], None)
 
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""

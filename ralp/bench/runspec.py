@@ -115,18 +115,9 @@ class RunSpec:
 
     def _resolve_sizes(self) -> None:
         """Fill in the model's default image and batch sizes; check the image size."""
-        from ralp.models import get_model_spec
-
-        try:
-            spec = get_model_spec(self.model)
-        except ValueError as e:
-            raise BenchError(str(e)) from None
-        image = self.image_size or spec.default_image_size
-        if image < spec.min_image_size:
-            raise BenchError(f"{self.model} needs --image-size >= {spec.min_image_size} "
-                             f"(its strides and pools), got {image}")
+        image, batch = model_sizes(self.model, self.image_size, self.batch_size)
         object.__setattr__(self, "image_size", image)
-        object.__setattr__(self, "batch_size", self.batch_size or spec.default_batch_size)
+        object.__setattr__(self, "batch_size", batch)
 
     def _check_device_cpus(self) -> None:
         """One spelling: 'auto', 'paced', 'shared' or a positive number of CPUs ('0.45')."""
@@ -213,3 +204,20 @@ class RunSpec:
         if out["auto"] is None:
             del out["auto"]
         return out
+
+
+def model_sizes(model: str, image_size: int | None, batch_size: int | None) -> tuple[int, int]:
+    """(image size, batch size) of a run of zoo model ``model``: the ones given, else the
+    benchmark's defaults; an image too small for the model's strides and pools raises
+    :class:`BenchError`. Needs no TensorFlow (the zoo's table, :mod:`ralp.models.zoo`)."""
+    from ralp.models import get_model_spec
+
+    try:
+        spec = get_model_spec(model)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    image = image_size or spec.default_image_size
+    if image < spec.min_image_size:
+        raise BenchError(f"{model} needs --image-size >= {spec.min_image_size} "
+                         f"(its strides and pools), got {image}")
+    return image, batch_size or spec.default_batch_size

@@ -11,18 +11,20 @@ applied outside the model. Models are only built here, never run.
 
 from __future__ import annotations
 
-import keras
+from typing import TYPE_CHECKING
 
 from ralp.errors import InvalidArgumentError, InvalidTypeError
-from ralp.models import alexnet, googlenet, inception, lenet, overfeat, resnet, vgg
 from ralp.models.registry import REGISTRY, ModelSpec, register_model
+from ralp.models.zoo import ZOO_SPECS
+
+if TYPE_CHECKING:  # pragma: no cover - Keras is imported by a builder, when it builds
+    import keras
 
 __all__ = ["MODEL_NAMES", "ModelSpec", "build_model", "get_model_spec", "register_model"]
 
-for _module in (alexnet, googlenet, inception, lenet, overfeat, resnet, vgg):
-    for _spec in _module.SPECS:
-        register_model(_spec)
-del _module, _spec
+for _spec in ZOO_SPECS:  # the table needs no Keras: names and sizes are checked at once
+    register_model(_spec)
+del _spec
 
 MODEL_NAMES: tuple[str, ...] = tuple(sorted(REGISTRY))
 

@@ -12,11 +12,10 @@ import keras
 from keras import layers
 
 from ralp.models._blocks import classifier, conv, image_input
-from ralp.models.registry import ModelSpec
 
 # conv1 11x11/4 VALID -> pool1 3x3/2 -> pool2 3x3/2 -> pool5 3x3/2 (others SAME).
 # pool5 needs >= 3 -> pool2 input >= 7 -> pool1 input >= 15 -> 11 + 4 * 14 = 67.
-MIN_IMAGE_SIZE = 67
+# So the smallest image is 67 (ralp.models.zoo).
 
 
 def build_alexnet(num_classes: int, image_size: int, model_name: str = "alexnet") -> keras.Model:
@@ -32,15 +31,3 @@ def build_alexnet(num_classes: int, image_size: int, model_name: str = "alexnet"
     x = layers.MaxPooling2D(3, strides=2, padding="valid", name="pool5")(x)
     outputs = classifier(x, num_classes, hidden=(4096, 4096), dropout=0.5)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="alexnet",
-        builder=build_alexnet,
-        default_image_size=224 + 3,
-        default_batch_size=512,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="AlexNet (64-192-384-384-256 convs, FC 4096-4096), alexnet_model.py",
-    ),
-)

@@ -13,11 +13,10 @@ import keras
 from keras import layers
 
 from ralp.models._blocks import classifier, conv, final_avg_pool, image_input
-from ralp.models.registry import ModelSpec
 
 # Every conv and max pool is SAME, so any image size >= 1 keeps a map >= 1x1; the final
 # average pool is clipped to the remaining map (see _blocks.final_avg_pool).
-MIN_IMAGE_SIZE = 1
+# So the smallest image is 1 (ralp.models.zoo).
 FINAL_POOL = 7  # cnn.apool(7, 7, 1, 1, mode='VALID')
 
 # inception_v1(cnn, k, l, m, n, p, q) arguments, by the paper's module names.
@@ -74,15 +73,3 @@ def build_googlenet(
     x = final_avg_pool(x, FINAL_POOL, name="pool5")
     outputs = classifier(x, num_classes)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="googlenet",
-        builder=build_googlenet,
-        default_image_size=224,
-        default_batch_size=32,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="GoogLeNet / Inception v1 without BN or aux heads, googlenet_model.py",
-    ),
-)

@@ -26,13 +26,12 @@ from ralp.models._blocks import (
     final_avg_pool,
     image_input,
 )
-from ralp.models.registry import ModelSpec
 
 # VALID ops: conv_1a 3x3/2, conv_2a 3x3, pool_3a 3x3/2, conv_4a 3x3, pool_5a 3x3/2,
 # mixed_6a 3x3/2, mixed_7a 3x3/2. mixed_7a needs >= 3 -> mixed_6a input >= 7 ->
 # pool_5a input >= 15 -> conv_4a input >= 17 -> pool_3a input >= 35 -> conv_2a input
 # >= 37 -> conv_1a: 3 + 2 * 36 = 75.
-MIN_IMAGE_SIZE = 75
+# So the smallest image is 75 (ralp.models.zoo).
 FINAL_POOL = 8  # cnn.apool(8, 8, 1, 1, 'VALID')
 
 
@@ -149,15 +148,3 @@ def build_inception3(
     x = final_avg_pool(x, FINAL_POOL, name="avg_pool")
     outputs = classifier(x, num_classes)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="inception3",
-        builder=build_inception3,
-        default_image_size=299,
-        default_batch_size=32,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="Inception v3 (BN without scale, no aux head), inception_model.py",
-    ),
-)

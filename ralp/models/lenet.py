@@ -12,10 +12,9 @@ import keras
 from keras import layers
 
 from ralp.models._blocks import classifier, conv, image_input
-from ralp.models.registry import ModelSpec
 
 # Only the two 2x2/2 VALID pools shrink the map: pool2 needs >= 2 -> image >= 4.
-MIN_IMAGE_SIZE = 4
+# So the smallest image is 4 (ralp.models.zoo).
 
 
 def build_lenet(num_classes: int, image_size: int, model_name: str = "lenet") -> keras.Model:
@@ -27,15 +26,3 @@ def build_lenet(num_classes: int, image_size: int, model_name: str = "lenet") ->
     x = layers.MaxPooling2D(2, strides=2, padding="valid", name="pool2")(x)
     outputs = classifier(x, num_classes, hidden=(512,), first_index=3)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="lenet",
-        builder=build_lenet,
-        default_image_size=28,
-        default_batch_size=32,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="LeNet-5 (conv 32/64 5x5, FC 512), lenet_model.py (Lenet5Model)",
-    ),
-)

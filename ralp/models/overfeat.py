@@ -12,11 +12,10 @@ import keras
 from keras import layers
 
 from ralp.models._blocks import classifier, conv, image_input
-from ralp.models.registry import ModelSpec
 
 # pool5 needs >= 2 -> conv5..3 (SAME) >= 2 -> pool2 input >= 4 -> conv2 (5x5 VALID)
 # input >= 8 -> pool1 input >= 16 -> conv1: 11 + 4 * 15 = 71.
-MIN_IMAGE_SIZE = 71
+# So the smallest image is 71 (ralp.models.zoo).
 
 
 def build_overfeat(num_classes: int, image_size: int, model_name: str = "overfeat") -> keras.Model:
@@ -32,16 +31,3 @@ def build_overfeat(num_classes: int, image_size: int, model_name: str = "overfea
     x = layers.MaxPooling2D(2, strides=2, padding="valid", name="pool5")(x)
     outputs = classifier(x, num_classes, hidden=(3072, 4096), dropout=0.5)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="overfeat",
-        builder=build_overfeat,
-        default_image_size=231,
-        default_batch_size=32,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="OverFeat fast model (convs 96-256-512-1024-1024, FC 3072-4096), "
-        "overfeat_model.py",
-    ),
-)

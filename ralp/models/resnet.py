@@ -23,12 +23,11 @@ import keras
 from keras import layers
 
 from ralp.models._blocks import RESNET_BN, classifier, conv_bn, image_input
-from ralp.models.registry import ModelSpec
 
 # Every op either is SAME or pads explicitly (stem 7x7/2: pad 3+3 then VALID keeps
 # ceil(n / 2)), and the head is a global mean, so any image size >= 1 builds. (The
 # benchmark has no fixed-window final pool here: it uses cnn.spatial_mean().)
-MIN_IMAGE_SIZE = 1
+# So the smallest image is 1 (ralp.models.zoo).
 # (depth, depth_bottleneck, number of blocks); stage 2 starts with stride 1, others 2.
 STAGES = ((256, 64, 3), (512, 128, 4), (1024, 256, 6), (2048, 512, 3))
 
@@ -96,16 +95,3 @@ def build_resnet50(num_classes: int, image_size: int, model_name: str = "resnet5
     x = layers.GlobalAveragePooling2D(keepdims=True, name="avg_pool")(x)
     outputs = classifier(x, num_classes)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = (
-    ModelSpec(
-        name="resnet50",
-        builder=build_resnet50,
-        default_image_size=224,
-        default_batch_size=64,
-        min_image_size=MIN_IMAGE_SIZE,
-        description="ResNet-50 v1 (bottlenecks 3-4-6-3, stride on 1x1, no conv bias), "
-        "resnet_model.py",
-    ),
-)

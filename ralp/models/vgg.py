@@ -10,18 +10,15 @@ batch size 64.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 import keras
 from keras import layers
 
 from ralp.models._blocks import classifier, conv, image_input
-from ralp.models.registry import ModelSpec
 
 BLOCK_FILTERS = (64, 128, 256, 512, 512)
-CONV_COUNTS = {"vgg11": (1, 1, 2, 2, 2), "vgg16": (2, 2, 3, 3, 3), "vgg19": (2, 2, 4, 4, 4)}
 # Five 2x2/2 VALID pools; all convs are SAME: pool5 needs >= 2 -> image >= 2**5.
-MIN_IMAGE_SIZE = 32
+# So the smallest image is 32 (ralp.models.zoo).
 
 
 def build_vgg(
@@ -36,16 +33,3 @@ def build_vgg(
         x = layers.MaxPooling2D(2, strides=2, padding="valid", name=f"pool{block}")(x)
     outputs = classifier(x, num_classes, hidden=(4096, 4096), dropout=0.5)
     return keras.Model(inputs, outputs, name=model_name)
-
-
-SPECS = tuple(
-    ModelSpec(
-        name=name,
-        builder=partial(build_vgg, conv_counts=counts),
-        default_image_size=224,
-        default_batch_size=64,
-        min_image_size=MIN_IMAGE_SIZE,
-        description=f"VGG-{sum(counts) + 3} (convs per block {counts}), vgg_model.py",
-    )
-    for name, counts in CONV_COUNTS.items()
-)

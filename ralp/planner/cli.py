@@ -305,6 +305,13 @@ def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """The command's work; ``prog``: the name it was run by (``python -m ralp.plan`` is the
     same command)."""
     args = _parser(prog).parse_args(argv)
+    if args.model is not None:  # the zoo's table needs no TensorFlow: a bad name fails at once
+        from ralp.models import get_model_spec
+
+        try:
+            get_model_spec(args.model)
+        except ValueError as e:
+            return fail(prog, str(e))
     quiet_tensorflow()
     interrupt_on_sigterm()  # as Ctrl-C: a calibration's devices and processes are removed
     try:

@@ -77,21 +77,20 @@ def _profile_zoo(name: str, args, threshold: float):
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from ralp.models import MODEL_NAMES  # the zoo's table: no TensorFlow yet
+
+    if args.model is not None and args.model not in MODEL_NAMES:  # said at once
+        return fail(PROG, f"unknown model {args.model!r}; choose one of: "
+                          f"{', '.join(MODEL_NAMES)} (or pass --keras-model PATH)")
+    if args.list:
+        print("\n".join(MODEL_NAMES))
+        return 0
     quiet_tensorflow()
-    from ralp.models import MODEL_NAMES
     from ralp.profiler import render
     from ralp.profiler.layer_table import ProfileError
 
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    if args.list:
-        print("\n".join(MODEL_NAMES))
-        return 0
     try:
-        if args.model is not None and args.model not in MODEL_NAMES:
-            raise UsageError(
-                f"unknown model {args.model!r}; choose one of: {', '.join(MODEL_NAMES)} "
-                "(or pass --keras-model PATH)"
-            )
         if args.all:
             profiles = []
             for name in MODEL_NAMES:

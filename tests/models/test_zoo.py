@@ -18,6 +18,8 @@ import dataclasses
 import gc
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import keras
@@ -245,6 +247,16 @@ def test_model_names_sorted_tuple() -> None:
     assert isinstance(MODEL_NAMES, tuple)
     assert tuple(sorted(DEFAULTS)) == MODEL_NAMES
     assert set(REGISTRY) == set(MODEL_NAMES)
+
+
+def test_the_zoos_names_and_sizes_need_no_tensorflow() -> None:
+    # A fresh interpreter: this one imported TensorFlow long ago.
+    code = ("import sys; from ralp.models import MODEL_NAMES, get_model_spec; "
+            "sizes = [get_model_spec(m).min_image_size for m in MODEL_NAMES]; "
+            "print(len(sizes), 'tensorflow' in sys.modules, 'keras' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == [str(len(MODEL_NAMES)), "False", "False"]
 
 
 def test_unknown_name_lists_valid_names() -> None:
