@@ -20,6 +20,7 @@ from ralp.emulation.devices import CGROUP_ROOT_ENV, find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.ring_overlap import OVERLAP_RATIOS
+from tests.leftovers import assert_nothing_left, groups_left
 
 NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
@@ -84,13 +85,6 @@ def _check_budgeted(r: dict, tasks: list[str], apart: str) -> None:
     assert "budget_use" not in cpu["tasks"][apart]  # the coordinator or driver only counts
     assert cpu["unbudgeted_cpus"] >= 0 and cpu["steal_cpus"] >= 0
     assert isinstance(r["host_kept_up"], bool) and r["host_kept_up"] == cpu["kept_up"]
-
-
-def _groups_left(pid: int) -> list[str]:
-    if HIERARCHY is None:
-        return []
-    return [name for root in HIERARCHY.roots for name in os.listdir(root)
-            if name.startswith(f"rlp{pid}-")]
 
 
 @pytest.mark.cluster
@@ -263,7 +257,7 @@ def test_a_task_crash_mid_run_is_an_error_and_everything_is_stopped():
     message, pids = _crash_ps(Launcher("local"))
     assert "parameter server lost" in message or "unreachable" in message
     assert pids and all(_gone(pid) for pid in pids.values())
-    assert _groups_left(os.getpid()) == []
+    assert groups_left(os.getpid()) == []
 
 
 @needs_netns
@@ -275,7 +269,7 @@ def test_a_task_crash_on_netns_leaves_no_process_or_namespace():
     assert all(_gone(pid) for pid in pids.values())
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{os.getpid()}-" not in left
-    assert _groups_left(os.getpid()) == []
+    assert groups_left(os.getpid()) == []
 
 
 @needs_netns
@@ -292,7 +286,7 @@ def test_measured_bytes_match_the_audit_prediction(mode):
                                     "place", "warmup"}
     assert record["setup_s"] == pytest.approx(sum(record["setup"].values()), abs=0.01)
     _check_budgeted(record, [f"worker:{i}" for i in range(run.workers)] + ["ps:0"], "chief:0")
-    assert _groups_left(os.getpid()) == []  # removed after a normal run
+    assert groups_left(os.getpid()) == []  # removed after a normal run
     audited = audit(AuditSettings("lenet", "ps" if mode == "ps" else "ralp", run.workers,
                                   run.ps, 28, 16, 10))
     predicted = audited["crossing_bytes_per_worker_batch"]
@@ -386,13 +380,7 @@ def test_ctrl_c_mid_run_stops_every_task_and_namespace():
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "interrupted" in err
-    deadline = time.monotonic() + 15
-    while any(q.is_running() and q.status() != "zombie" for q in started):
-        assert time.monotonic() < deadline, [q.pid for q in started if q.is_running()]
-        time.sleep(0.2)
-    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"rlp{p.pid}-" not in listing
-    assert _groups_left(p.pid) == []
+    assert_nothing_left(p.pid, started)
 
 
 def test_show_reprints_saved_results_without_running(tmp_path):

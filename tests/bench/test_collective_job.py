@@ -15,6 +15,7 @@ from ralp.bench.runner import measure
 from ralp.bench.runspec import BenchError, RunSpec
 from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
+from tests.leftovers import groups_left
 
 NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
@@ -28,13 +29,6 @@ def _bench(*args, timeout=600) -> tuple[subprocess.Popen, str, str]:
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = p.communicate(timeout=timeout)
     return p, stdout, stderr
-
-
-def _groups_left(pid: int) -> list[str]:
-    if HIERARCHY is None:
-        return []
-    return [name for root in HIERARCHY.roots for name in os.listdir(root)
-            if name.startswith(f"rlp{pid}-")]
 
 
 def test_collective_mode_end_to_end_on_loopback(tmp_path):
@@ -72,7 +66,7 @@ def test_collective_mode_on_netns_measures_the_ring_bytes_inside_the_budgets(tmp
     assert 1.0 <= r["bytes_ratio"] < 1.10, r["bytes_ratio"]
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}" not in left
-    assert _groups_left(p.pid) == []
+    assert groups_left(p.pid) == []
     if HIERARCHY is not None:  # every worker in its device, read from inside its namespace
         cpu = r["cpu"]
         assert set(cpu["tasks"]) == {"worker:0", "worker:1", "worker:2"}
@@ -99,7 +93,7 @@ def test_a_lost_worker_is_an_error_record_and_nothing_is_left():
     assert record["error"].startswith("worker 1 was killed by SIGKILL"), record["error"]
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert prefix not in left
-    assert _groups_left(os.getpid()) == []
+    assert groups_left(os.getpid()) == []
     assert not any(os.path.exists(f"/proc/{pid}") for pid in killed)  # stopped and reaped
 
 

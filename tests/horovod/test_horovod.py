@@ -25,6 +25,7 @@ from ralp.horovod.launch import (
     launch,
     run_and_collect,
 )
+from tests.leftovers import assert_nothing_left, groups_left
 
 ROOT = Path(__file__).resolve().parents[2]
 HOROVOD = horovod_unavailable_reason()
@@ -34,14 +35,6 @@ needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unava
 
 STEPS, BATCH = 3, 16  # per rank; the single-process reference takes 2 x BATCH per step
 HIERARCHY, _ = find_hierarchy()
-
-
-def _groups_left(pid: int) -> list[str]:
-    """Control groups of the run launched by process ``pid`` still present."""
-    if HIERARCHY is None:
-        return []
-    return [name for root in HIERARCHY.roots for name in os.listdir(root)
-            if name.startswith(f"rlp{pid}")]
 
 
 # ------------------------------------------------------------------ output parsing (no Horovod)
@@ -249,7 +242,7 @@ def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, 
     assert joined and all(line.endswith("/w0") for line in joined), record["cgroup"]
     assert len(joined) == len(HIERARCHY.roots)
     assert record["intra"] == str(thread_counts(budget.cpus)[0])
-    assert _groups_left(os.getpid()) == []
+    assert groups_left(os.getpid()) == []
     if backend == "netns":
         # The netns driver: forked from the zygote (no TensorFlow import of its own) unless
         # spawn is asked for, and in the run's driver group either way.
@@ -274,7 +267,7 @@ def test_a_rank_dying_on_budgeted_devices_leaves_no_process_namespace_or_group(s
         launch(lambda links, cpu: [sys.executable, "-c", code], 2, "netns", bandwidth="1gbit",
                budget=budget_for("auto", 2), timeout=120)
     assert _processes_with(token) == []
-    assert _groups_left(os.getpid()) == []
+    assert groups_left(os.getpid()) == []
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{os.getpid()}h" not in left
 
@@ -304,13 +297,7 @@ def test_ctrl_c_mid_horovod_run_stops_the_forked_driver_and_every_rank():
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
-    deadline = time.monotonic() + 15
-    while any(q.is_running() and q.status() != "zombie" for q in started):
-        assert time.monotonic() < deadline, [q.pid for q in started if q.is_running()]
-        time.sleep(0.2)
-    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert f"rlp{p.pid}" not in listing
-    assert _groups_left(p.pid) == []
+    assert_nothing_left(p.pid, started)
 
 
 @needs_horovod
@@ -388,7 +375,7 @@ def test_bench_horovod_mode_on_netns_measures_the_ring_bytes(tmp_path):
         assert link["tx"] == pytest.approx(link["rx"], rel=0.01)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rlp{p.pid}" not in left
-    assert _groups_left(p.pid) == []
+    assert groups_left(p.pid) == []
     if HIERARCHY is not None:  # every rank in its device, the driver counted apart
         cpu = r["cpu"]
         assert set(cpu["tasks"]) == {"worker:0", "worker:1", "worker:2", "driver"}
