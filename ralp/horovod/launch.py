@@ -108,19 +108,17 @@ def launch(
     hosts = [f"w{k}" for k in range(len(names))]  # the ranks' hosts and device groups
     groups_of = budget.groups(hosts, [DRIVER]) if budget and backend != "tf-config" else None
     with groups_of or contextlib.nullcontext() as groups:
-        env, wrap, meter = {**os.environ, **(env or {})}, (lambda command: command), None
-        driver_group = None
+        env, driver_group, meter = {**os.environ, **(env or {})}, None, None
         if groups is not None:
             env.update(budget.task_env())
             env[RANK_GROUPS_ENV] = json.dumps([list(groups.group(h).dirs) for h in hosts])
             driver_group = groups.group(DRIVER)
-            wrap = driver_group.joined_command
             meter = groups.meter({**dict(zip(names, hosts, strict=True)), DRIVER: DRIVER})
         if backend == "netns":
             return _run_on_netns(rank_command, names, bandwidth, latency, on_progress, timeout,
                                  env, driver_group, meter)
         command = horovodrun_command(len(names), rank_command(None, meter), hostfile)
-        return run_and_collect(wrap(command), on_progress, timeout, env)
+        return collect(_popen(command, env, driver_group), on_progress, timeout)
 
 
 DRIVER = "driver"  # the launcher's host and control group (it only counts, unlimited)
@@ -145,12 +143,8 @@ def _run_on_netns(rank_command, link_names, bandwidth, latency, on_progress, tim
         try:
             # Forked from the zygote where it can be (no TensorFlow import of its own), else
             # started afresh inside its group.
-            process = start_forked_driver(argv, env, driver_group)
-            if process is None:
-                command = [sys.executable, "-m", "ralp.horovod.netns_gloo", *argv]
-                if driver_group is not None:
-                    command = driver_group.joined_command(command)
-                process = _popen(command, env)
+            process = start_forked_driver(argv, env, driver_group) or _popen(
+                [sys.executable, "-m", "ralp.horovod.netns_gloo", *argv], env, driver_group)
             return collect(process, on_progress, timeout)
         finally:
             # Anything still inside the run's namespaces was started by this run: stop it by
@@ -164,7 +158,10 @@ def run_and_collect(command: list[str], on_progress: Callable | None, timeout: f
     return collect(_popen(command, env), on_progress, timeout)
 
 
-def _popen(command: list[str], env: dict[str, str] | None) -> subprocess.Popen:
+def _popen(command: list[str], env: dict[str, str] | None, group=None) -> subprocess.Popen:
+    """The launcher started afresh, inside ``group`` (its control group) where one is given."""
+    if group is not None:
+        command = group.joined_command(command)
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1, start_new_session=True, env=env)
 

@@ -43,7 +43,7 @@ def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: flo
         return (host.together_s(workers * compute.full_s, workers)
                 + host.bytes_phase_s(ring_s, ring_cost * links.total))
     return compute.full_s + device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
-                                                collective)
+                                               collective)
 
 
 def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
@@ -66,7 +66,7 @@ def ring_wire_s(host: Host, ranks: int, rank_bytes: float, bandwidth: float,
 
 
 def device_bytes_phase(host: Host, wire_s: float, rank_bytes: float,
-                        ring_cost: float | None = None, collective: bool = False) -> float:
+                       ring_cost: float | None = None, collective: bool = False) -> float:
     """A lockstep phase that only moves bytes on a cluster of devices: the wire and the
     busiest rank's CPU work on its device, the slower plus the part of the faster that does
     not hide behind it (the ring sends a chunk while it reduces the previous one, in part:

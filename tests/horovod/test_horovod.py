@@ -15,7 +15,6 @@ import pytest
 from ralp._messages import MARK, parse_message
 from ralp.bench.records import RECORD_KEYS
 from ralp.emulation.budget import budget_for, thread_counts
-from ralp.emulation.devices import find_hierarchy
 from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import (
     HorovodRunError,
@@ -25,7 +24,7 @@ from ralp.horovod.launch import (
     launch,
     run_and_collect,
 )
-from tests.leftovers import assert_nothing_left, groups_left
+from tests.leftovers import HIERARCHY, assert_nothing_left, groups_left
 
 ROOT = Path(__file__).resolve().parents[2]
 HOROVOD = horovod_unavailable_reason()
@@ -34,7 +33,6 @@ NETNS = netns_unavailable_reason()
 needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 
 STEPS, BATCH = 3, 16  # per rank; the single-process reference takes 2 x BATCH per step
-HIERARCHY, _ = find_hierarchy()
 
 
 # ------------------------------------------------------------------ output parsing (no Horovod)
