@@ -61,11 +61,12 @@ def _round(args, cluster) -> dict:
 
     from ralp.models import build_model
     from ralp.planner.auto import estimate_for_cluster
-    from ralp.planner.rates_cache import device_rates
+    from ralp.planner.rates_cache import device_rates, forget_in_process
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="ralp-decide-timing-") as cache:
         os.environ["RALP_CACHE_DIR"] = cache  # a first probe on this device, kept for the rest
+        forget_in_process()  # as a new process: the previous round's rates are not in memory
         first = device_rates()
         print(f"this device's first probe: {first.probe_s:.2f} s")
         print(f"{'model':<11} {'build s':>8} {'decide s':>9} {'total s':>8} {'probing s':>10}"

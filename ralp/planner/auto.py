@@ -219,7 +219,7 @@ def wrap(
             and trains the faster; RALP only where it is predicted faster by more than 2% and
             moves at least 5% fewer bytes.
             Without ``calibration`` the model's compute is estimated from its FLOPs at rates
-            a probe of this host measures (about a second; no cluster run).
+            a probe of this host measures (about half a second; no cluster run).
             ``"skewness"``: the RALP paper's rule (place iff the parameters' skewness
             S <= ``threshold``). ``"ralp"``: place at the profiler's split (or ``plan``).
             ``"ps"``: plain ParameterServerStrategy.

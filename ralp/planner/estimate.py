@@ -1,5 +1,5 @@
 """A model's compute estimated from its FLOPs at this device's measured rates: the planner's
-inputs without a calibration, in about a second.
+inputs without a calibration, in about half a second.
 
 A calibration times real training steps of the model (seconds to minutes). ``ralp.wrap``'s
 default decision must not cost that, so here the profiler's FLOPs per layer (forward, per
@@ -20,11 +20,12 @@ from ralp.planner.model import Compute
 from ralp.profiler.layer_table import LayerTable
 
 TRAIN_FLOPS_PER_FORWARD = 3  # forward + backward (input and weight gradients)
-# the probe's timing loops stop after this long in all (its tracing adds 0.3-0.5 s): 0.3 s
-# with a stack of 4 gave the rates 0.6 s with 5 gave, inside their spread, 0.22 s sooner
-# (benchmarks/probe_budgets.py, 10 interleaved rounds)
-PROBE_BUDGET_S = 0.3
-STACK = 4  # tiny layers in the stack that times a layer's fixed cost (each one adds tracing)
+# the probe's timing loops stop after this long in all (its tracing adds about 0.2 s): with
+# the layers as TensorFlow ops, 0.15 s and a stack of 3 gave rates inside the spread of 0.3 s
+# and 4, and of 0.6 s and 5, 0.17 s sooner than 0.3 s and 4 (benchmarks/probe_budgets.py,
+# 10 interleaved rounds, results/probe_budgets.txt)
+PROBE_BUDGET_S = 0.15
+STACK = 3  # tiny layers in the stack that times a layer's fixed cost (each one adds tracing)
 
 
 @dataclass(frozen=True)
@@ -61,20 +62,23 @@ def estimate_compute(table: LayerTable, offloaded: tuple[str, ...] | list[str],
 
 def probe(budget_s: float = PROBE_BUDGET_S, stack: int = STACK) -> DeviceRates:
     """Time small training steps of a convolution, a dense layer and an element-wise layer
-    in this process (traced once each), and of a stack of ``stack`` tiny layers for the
-    fixed cost of a layer, and derive the rates."""
-    import keras
+    in this process (traced once each), and of a stack of ``stack`` tiny dense layers for the
+    fixed cost of a layer, and derive the rates.
+
+    The layers are the TensorFlow ops a Keras layer runs in a traced step (a convolution or a
+    matrix product, then a bias added; a ReLU), on variables of their own: Keras would run the
+    same kernels, but building and tracing its layers took a third of the probe.
+    """
+    import tensorflow as tf
 
     started = time.perf_counter()
-    layers = keras.layers
     cases = {
-        "conv": (layers.Conv2D(64, 3, padding="same"), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
-        "fc": (layers.Dense(1024), (8, 2048), 2 * 2048 * 1024),
-        "other": (layers.ReLU(), (8, 64, 64, 64), 64 * 64 * 64),
+        "conv": (_conv_layer(tf, 64, 64), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
+        "fc": (_dense_layer(tf, 2048, 1024), (8, 2048), 2 * 2048 * 1024),
+        "other": ((tf.nn.relu, []), (8, 64, 64, 64), 64 * 64 * 64),
     }
-    one = _timed_step(keras.Sequential([layers.Dense(4)]), (8, 4), budget_s / 8)
-    stacked = _timed_step(keras.Sequential([layers.Dense(4) for _ in range(stack)]), (8, 4),
-                          budget_s / 8)
+    one = _timed_step(_dense_stack(tf, 1), (8, 4), budget_s / 8)
+    stacked = _timed_step(_dense_stack(tf, stack), (8, 4), budget_s / 8)
     per_layer = max(0.0, (stacked - one) / (stack - 1))
     rates = {}
     for kind, (layer, shape, flops_per_sample) in cases.items():
@@ -84,22 +88,51 @@ def probe(budget_s: float = PROBE_BUDGET_S, stack: int = STACK) -> DeviceRates:
                        time.perf_counter() - started)
 
 
-def _timed_step(layer, shape: tuple[int, ...], budget_s: float) -> float:
+Layer = tuple  # (the forward pass: a function of the input, its variables)
+
+
+def _conv_layer(tf, channels_in: int, filters: int) -> Layer:
+    """A 3x3 same-padded convolution with a bias, as ``keras.layers.Conv2D`` runs it."""
+    kernel = tf.Variable(tf.random.normal((3, 3, channels_in, filters), stddev=0.05))
+    bias = tf.Variable(tf.zeros((filters,)))
+    return (lambda x: tf.nn.conv2d(x, kernel, 1, "SAME") + bias), [kernel, bias]
+
+
+def _dense_layer(tf, units_in: int, units: int) -> Layer:
+    """A matrix product and a bias, as ``keras.layers.Dense`` runs it."""
+    kernel = tf.Variable(tf.random.normal((units_in, units), stddev=0.05))
+    bias = tf.Variable(tf.zeros((units,)))
+    return (lambda x: tf.matmul(x, kernel) + bias), [kernel, bias]
+
+
+def _dense_stack(tf, depth: int) -> Layer:
+    """``depth`` dense layers of 4 units, one after another."""
+    layers = [_dense_layer(tf, 4, 4) for _ in range(depth)]
+
+    def forward(x):
+        for call, _ in layers:
+            x = call(x)
+        return x
+
+    return forward, [v for _, variables in layers for v in variables]
+
+
+def _timed_step(layer: Layer, shape: tuple[int, ...], budget_s: float) -> float:
     """The median time of a traced training step (forward, gradients) of ``layer`` on a
     random batch of ``shape``, repeated until ``budget_s`` has passed (at least 3 times)."""
     import statistics
 
     import tensorflow as tf
 
+    forward, variables = layer
     x = tf.random.normal(shape)
-    layer(x)  # build
 
-    @tf.function
+    @tf.function(autograph=False)
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = tf.reduce_sum(layer(x))
-        return tape.gradient(y, [x, *layer.trainable_variables])
+            y = tf.reduce_sum(forward(x))
+        return tape.gradient(y, [x, *variables])
 
     step()  # trace
     times, spent = [], 0.0

@@ -1,6 +1,6 @@
 """The FLOP-rate probe's answer, kept per host so that ``ralp.wrap`` probes a device once.
 
-:func:`ralp.planner.estimate.probe` takes about a second, about a third of ``ralp.wrap``'s
+:func:`ralp.planner.estimate.probe` takes about half a second, a fifth of ``ralp.wrap``'s
 default decision on a large model. Its answer depends on the device, not on the model: the
 CPU, the CPUs this process may use and its CPU budget (a control group's quota), and the
 TensorFlow and Keras builds. So the rates are kept in memory for the process and in a small
@@ -48,6 +48,12 @@ def device_rates(max_age_s: float = MAX_AGE_S) -> DeviceRates:
     with contextlib.suppress(OSError):  # a cache that cannot be written only costs a probe
         _write(cache_path(), key, rates)
     return rates
+
+
+def forget_in_process() -> None:
+    """Drop the rates this process keeps in memory (the file stays): the next
+    :func:`device_rates` reads the file or probes, as a new process would."""
+    _in_process.clear()
 
 
 def device_key() -> str:
