@@ -40,7 +40,9 @@
 #                                          devices-n8-500mbit-steady|
 #                                          devices-n4-500mbit-steady|
 #                                          devices-n8-500mbit-inception3-steady|
-#                                          devices-two-workers-1gbit|chaos-all]...
+#                                          devices-two-workers-1gbit|
+#                                          devices-two-workers-resnet50-1gbit|
+#                                          heldout-n6-steady-predict|heldout-n6-steady|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -309,6 +311,21 @@ for part in "${parts[@]}"; do
     $PY -m ralp.bench --backend netns --bandwidth 2500mbit --models alexnet --image-size 75 \
       --batch-size 8 --modes ps ralp-n horovod stanza --devices 6 --steps 10 --repeat 3 \
       --quiet --out $R/heldout_alexnet_n6.json --plot $R/heldout_alexnet_n6.png || true ;;
+  heldout-n6-steady-predict)  # issue 26: a second held-out setting, for the model past the
+    # first cycles: vgg11 on N = 6 budgeted devices (0.283 CPU each) at 750 Mbit/s, predicted
+    # (and committed) before part heldout-n6-steady measures it
+    $PY -m ralp.planner --calibrate --model vgg11 --batch-size 8 --image-size 75 \
+      --device-cpus auto --devices 6 --transfer-rates 750mbit \
+      --output $R/heldout_vgg11_n6_calibration.json
+    $PY -m ralp.planner --model vgg11 --batch-size 8 --image-size 75 --devices 6 \
+      --bandwidth 750mbit --compute-profile $R/heldout_vgg11_n6_calibration.json \
+      --csv $R/heldout_vgg11_n6_prediction.csv | tee $R/heldout_vgg11_n6_prediction.txt ;;
+  heldout-n6-steady)  # the same setting measured past the first cycles, each round calibrated
+    $PY -m ralp.bench --backend netns --bandwidth 750mbit --models vgg11 --image-size 75 \
+      --batch-size 8 --modes ps ralp-n --devices 6 --device-cpus 0.283 --steps 12 \
+      --warmup 16 --repeat 3 --calibrate --quiet --out $R/heldout_vgg11_n6.json \
+      --plot $R/heldout_vgg11_n6.png || true
+    $PY -m ralp.planner --validate $R/heldout_vgg11_n6.json > $R/heldout_vgg11_n6_validation.txt ;;
   devices-zoo-1gbit-shared)  # issue 25 (b): the conv-heavy half of the zoo above on shared
     # CPUs (no budgets), 3 interleaved rounds, to set beside the budgeted figures
     $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 inception3 \
@@ -581,6 +598,14 @@ for part in "${parts[@]}"; do
       --out $R/devices_two_workers_1gbit.json --plot $R/devices_two_workers_1gbit.png || true
     $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
       > $R/devices_two_workers_1gbit_validation.txt ;;
+  devices-two-workers-resnet50-1gbit)  # the same for resnet50 alone, to get 3 rounds in an hour
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 \
+      --image-size 75 --batch-size 8 --modes ralp-h ralp-n --devices 2 4 --device-cpus 0.425 \
+      --steps 12 --warmup 16 --repeat 3 --calibrate --quiet \
+      --out $R/devices_two_workers_resnet50_1gbit.json \
+      --plot $R/devices_two_workers_resnet50_1gbit.png || true
+    $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
+      > $R/devices_two_workers_resnet50_1gbit_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
