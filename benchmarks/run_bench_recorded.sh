@@ -119,12 +119,16 @@ budgeted_validations() {
   # model (the default before workers past them took turns or met at random)
   steady=($R/devices_n4_1gbit_steady.json $R/devices_n4_1gbit_steady_rest.json
           $R/devices_n4_500mbit_steady.json $R/devices_n8_500mbit_steady.json
-          $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json)
+          $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json
+          $R/heldout_vgg11_n6.json)
   $PY -m ralp.planner --validate "${steady[@]}" > $R/devices_steady_validation.txt
   $PY -m ralp.planner "${FIRST[@]}" --validate "${steady[@]}" \
     > $R/devices_steady_validation_in_step.txt
   $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
     > $R/devices_two_workers_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
+    > $R/devices_two_workers_resnet50_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/heldout_vgg11_n6.json > $R/heldout_vgg11_n6_validation.txt
   # the sweep's windows inside the epoch with the default model past it
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
     > $R/devices_sweep_validation_fabric_steady.txt
