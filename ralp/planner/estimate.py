@@ -14,7 +14,9 @@ to tell a network-bound placement decision, where bytes dominate, not to predict
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ralp.planner.model import Compute
 from ralp.profiler.layer_table import LayerTable
@@ -69,16 +71,14 @@ def probe(budget_s: float = PROBE_BUDGET_S, stack: int = STACK) -> DeviceRates:
     matrix product, then a bias added; a ReLU), on variables of their own: Keras would run the
     same kernels, but building and tracing its layers took a third of the probe.
     """
-    import tensorflow as tf
-
     started = time.perf_counter()
     cases = {
-        "conv": (_conv_layer(tf, 64, 64), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
-        "fc": (_dense_layer(tf, 2048, 1024), (8, 2048), 2 * 2048 * 1024),
-        "other": ((tf.nn.relu, []), (8, 64, 64, 64), 64 * 64 * 64),
+        "conv": (_conv_layer(64, 64), (8, 32, 32, 64), 2 * 9 * 64 * 64 * 32 * 32),
+        "fc": (_dense_layer(2048, 1024), (8, 2048), 2 * 2048 * 1024),
+        "other": (_relu_layer(), (8, 64, 64, 64), 64 * 64 * 64),
     }
-    one = _timed_step(_dense_stack(tf, 1), (8, 4), budget_s / 8)
-    stacked = _timed_step(_dense_stack(tf, stack), (8, 4), budget_s / 8)
+    one = _timed_step(_dense_stack(1), (8, 4), budget_s / 8)
+    stacked = _timed_step(_dense_stack(stack), (8, 4), budget_s / 8)
     per_layer = max(0.0, (stacked - one) / (stack - 1))
     rates = {}
     for kind, (layer, shape, flops_per_sample) in cases.items():
@@ -88,51 +88,64 @@ def probe(budget_s: float = PROBE_BUDGET_S, stack: int = STACK) -> DeviceRates:
                        time.perf_counter() - started)
 
 
-Layer = tuple  # (the forward pass: a function of the input, its variables)
+class _Layer(NamedTuple):
+    """What the probe times: a forward pass and the variables its gradients are taken of."""
+
+    forward: Callable
+    variables: list
 
 
-def _conv_layer(tf, channels_in: int, filters: int) -> Layer:
+def _conv_layer(channels_in: int, filters: int) -> _Layer:
     """A 3x3 same-padded convolution with a bias, as ``keras.layers.Conv2D`` runs it."""
+    import tensorflow as tf
+
     kernel = tf.Variable(tf.random.normal((3, 3, channels_in, filters), stddev=0.05))
     bias = tf.Variable(tf.zeros((filters,)))
-    return (lambda x: tf.nn.conv2d(x, kernel, 1, "SAME") + bias), [kernel, bias]
+    return _Layer(lambda x: tf.nn.conv2d(x, kernel, 1, "SAME") + bias, [kernel, bias])
 
 
-def _dense_layer(tf, units_in: int, units: int) -> Layer:
+def _dense_layer(units_in: int, units: int) -> _Layer:
     """A matrix product and a bias, as ``keras.layers.Dense`` runs it."""
+    import tensorflow as tf
+
     kernel = tf.Variable(tf.random.normal((units_in, units), stddev=0.05))
     bias = tf.Variable(tf.zeros((units,)))
-    return (lambda x: tf.matmul(x, kernel) + bias), [kernel, bias]
+    return _Layer(lambda x: tf.matmul(x, kernel) + bias, [kernel, bias])
 
 
-def _dense_stack(tf, depth: int) -> Layer:
+def _relu_layer() -> _Layer:
+    import tensorflow as tf
+
+    return _Layer(tf.nn.relu, [])
+
+
+def _dense_stack(depth: int) -> _Layer:
     """``depth`` dense layers of 4 units, one after another."""
-    layers = [_dense_layer(tf, 4, 4) for _ in range(depth)]
+    layers = [_dense_layer(4, 4) for _ in range(depth)]
 
     def forward(x):
-        for call, _ in layers:
-            x = call(x)
+        for layer in layers:
+            x = layer.forward(x)
         return x
 
-    return forward, [v for _, variables in layers for v in variables]
+    return _Layer(forward, [v for layer in layers for v in layer.variables])
 
 
-def _timed_step(layer: Layer, shape: tuple[int, ...], budget_s: float) -> float:
+def _timed_step(layer: _Layer, shape: tuple[int, ...], budget_s: float) -> float:
     """The median time of a traced training step (forward, gradients) of ``layer`` on a
     random batch of ``shape``, repeated until ``budget_s`` has passed (at least 3 times)."""
     import statistics
 
     import tensorflow as tf
 
-    forward, variables = layer
     x = tf.random.normal(shape)
 
     @tf.function(autograph=False)
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = tf.reduce_sum(forward(x))
-        return tape.gradient(y, [x, *variables])
+            y = tf.reduce_sum(layer.forward(x))
+        return tape.gradient(y, [x, *layer.variables])
 
     step()  # trace
     times, spent = [], 0.0

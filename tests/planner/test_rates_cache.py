@@ -22,7 +22,7 @@ def test_the_first_call_probes_and_keeps_what_later_calls_and_processes_get(cach
     assert not first.cached and first.probe_s > 0 and first.measured_at > 0
     again = device_rates()  # the same process
     assert again.cached and dataclasses.replace(again, cached=False) == first
-    rates_cache._in_process.clear()  # as a later process: from the file
+    rates_cache.forget_in_process()  # as a later process: from the file
     from_file = device_rates()
     assert from_file.cached and dataclasses.replace(from_file, cached=False) == first
     entries = json.loads(cache_path().read_text())
@@ -46,7 +46,7 @@ def test_a_damaged_or_unwritable_cache_costs_only_a_probe(cache_dir, monkeypatch
     cache_path().write_text("{not json")
     assert not device_rates().cached
     assert device_key() in json.loads(cache_path().read_text())  # written anew
-    rates_cache._in_process.clear()
+    rates_cache.forget_in_process()
     monkeypatch.setenv("RALP_CACHE_DIR", "/proc/no-such-dir-can-be-made")
     assert not device_rates().cached
 
