@@ -42,7 +42,9 @@
 #                                          devices-n8-500mbit-inception3-steady|
 #                                          devices-two-workers-1gbit|
 #                                          devices-two-workers-resnet50-1gbit|
-#                                          heldout-n6-steady-predict|heldout-n6-steady|chaos-all]...
+#                                          heldout-n6-steady-predict|heldout-n6-steady|
+#                                          heldout-n6-steady-all|
+#                                          turns-one-ps-resnet50-500mbit|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -120,12 +122,19 @@ budgeted_validations() {
   steady=($R/devices_n4_1gbit_steady.json $R/devices_n4_1gbit_steady_rest.json
           $R/devices_n4_500mbit_steady.json $R/devices_n8_500mbit_steady.json
           $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json
-          $R/heldout_vgg11_n6.json)
-  $PY -m ralp.planner --validate "${steady[@]}" > $R/devices_steady_validation.txt
-  $PY -m ralp.planner "${FIRST[@]}" --validate "${steady[@]}" \
+          $R/heldout_vgg11_n6_all.json)
+  # the held-out file's records carry no calibration: the one taken on the day of its runs
+  local DAY=(--compute-profile $R/heldout_vgg11_n6_all_calibration.json)
+  $PY -m ralp.planner --validate "${steady[@]}" "${DAY[@]}" > $R/devices_steady_validation.txt
+  $PY -m ralp.planner "${FIRST[@]}" --validate "${steady[@]}" "${DAY[@]}" \
     > $R/devices_steady_validation_in_step.txt
   $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
     > $R/devices_two_workers_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
+    > $R/devices_two_workers_resnet50_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
+    --compute-profile $R/turns_one_ps_resnet50_calibration.json \
+    > $R/turns_one_ps_resnet50_500mbit_validation.txt
   $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
     > $R/devices_two_workers_resnet50_1gbit_validation.txt
   $PY -m ralp.planner --validate $R/heldout_vgg11_n6.json > $R/heldout_vgg11_n6_validation.txt
@@ -330,6 +339,22 @@ for part in "${parts[@]}"; do
       --warmup 16 --repeat 3 --calibrate --quiet --out $R/heldout_vgg11_n6.json \
       --plot $R/heldout_vgg11_n6.png || true
     $PY -m ralp.planner --validate $R/heldout_vgg11_n6.json > $R/heldout_vgg11_n6_validation.txt ;;
+  heldout-n6-steady-all)  # the held-out setting in every mode the prediction ranks (it named
+    # Stanza best), 3 interleaved rounds; predicted from the calibration committed before (a
+    # day earlier) and from one taken right after the runs, on their day
+    $PY -m ralp.bench --backend netns --bandwidth 750mbit --models vgg11 --image-size 75 \
+      --batch-size 8 --modes ps ralp-n horovod stanza --devices 6 --device-cpus 0.283 \
+      --steps 12 --warmup 16 --repeat 3 --quiet --out $R/heldout_vgg11_n6_all.json \
+      --plot $R/heldout_vgg11_n6_all.png || true
+    $PY -m ralp.planner --validate $R/heldout_vgg11_n6_all.json \
+      --compute-profile $R/heldout_vgg11_n6_calibration.json \
+      > $R/heldout_vgg11_n6_all_validation_previous_day.txt
+    $PY -m ralp.planner --calibrate --model vgg11 --batch-size 8 --image-size 75 \
+      --device-cpus auto --devices 6 --transfer-rates 750mbit \
+      --output $R/heldout_vgg11_n6_all_calibration.json
+    $PY -m ralp.planner --validate $R/heldout_vgg11_n6_all.json \
+      --compute-profile $R/heldout_vgg11_n6_all_calibration.json \
+      > $R/heldout_vgg11_n6_all_validation.txt ;;
   devices-zoo-1gbit-shared)  # issue 25 (b): the conv-heavy half of the zoo above on shared
     # CPUs (no budgets), 3 interleaved rounds, to set beside the budgeted figures
     $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 inception3 \
@@ -610,6 +635,34 @@ for part in "${parts[@]}"; do
       --plot $R/devices_two_workers_resnet50_1gbit.png || true
     $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
       > $R/devices_two_workers_resnet50_1gbit_validation.txt ;;
+  turns-one-ps-resnet50-500mbit)  # issue 26: do two workers on one PS task take turns without
+    # RALP's tail there? plain PS and RALP-H, one worker and two on one PS task, every device
+    # at the N = 4 budget (0.425 CPU), 500 Mbit/s (the links a third of a step alone or more),
+    # past the first cycles; the rounds interleaved by this loop
+    $PY -m ralp.planner --calibrate --model resnet50 --batch-size 8 --image-size 75 \
+      --device-cpus 0.425 --devices 4 --transfer-rates 500mbit \
+      --output $R/turns_one_ps_resnet50_calibration.json
+    parts_dir=$(mktemp -d)
+    for r in 1 2 3; do
+      for w in 1 2; do
+        $PY -m ralp.bench --backend netns --bandwidth 500mbit --models resnet50 \
+          --image-size 75 --batch-size 8 --modes ps ralp-h --workers $w --ps 1 \
+          --device-cpus 0.425 --steps 8 --warmup 10 --quiet \
+          --out "$parts_dir/w$w-r$r.json" || true
+      done
+    done
+    # each file is one round of its shape: number them so that the validation has 3 rounds
+    $PY -c 'import json, sys
+for path in sys.argv[1:]:
+    records = json.load(open(path))
+    for record in records:
+        record["round"] = int(path.rsplit("-r", 1)[1].split(".")[0]) - 1
+    json.dump(records, open(path, "w"), indent=1)' "$parts_dir"/*.json
+    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/turns_one_ps_resnet50_500mbit.json
+    rm -rf "$parts_dir"
+    $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
+      --compute-profile $R/turns_one_ps_resnet50_calibration.json \
+      > $R/turns_one_ps_resnet50_500mbit_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -81,7 +81,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--step-model", choices=STEP_MODELS, default="steady",
                    help="--validate: the PS modes' step on devices past an epoch's first "
                         "cycles (default: a worker's step alone from its layer pipeline, "
-                        "the workers queueing beyond it or taking turns), inside them "
+                        "the workers queueing beyond it), inside them "
                         "(in-step: plain PS's workers in step), or from the queueing "
                         "network alone, as before (queue; docs/planner.md)")
     p.add_argument("--format", choices=FORMATS, default="table")

@@ -22,7 +22,7 @@ their step time comes from a closed queueing network solved exactly by mean-valu
 the terms add (no overlap); with many workers the busiest station bounds the step (full
 overlap). On devices, where the worker's layers are known, the layer pipeline
 (:mod:`ralp.planner.pipeline`) gives a worker's step alone, and the workers queue beyond it
-or, two on one PS task, take turns (:func:`_beyond_alone`); inside an epoch's first cycles
+(two on one PS task: half of that, :func:`_beyond_alone`); inside an epoch's first cycles
 plain PS's workers move in step, the pipeline of them all (``Links.in_step``).
 """
 
@@ -274,22 +274,24 @@ def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: 
     """A PS-mode step on devices from a worker's step alone (``alone_s``) and the stations
     its workers share (the PS links' two directions, the busiest PS device).
 
-    - **Two workers on one PS task take turns** where the turns fit (twice the busiest shared
-      station's demand within a step alone): each steps as alone, one pulling while the
-      other computes or pushes. Measured past the epoch's first cycles: RALP-H's two workers
-      stepped as fast as one worker alone (``results/devices_two_workers_1gbit.json``), where
-      the queueing network below charged them 20-24% for meeting at random
-      (``results/devices_steady_validation.txt``).
-    - Otherwise the workers meet at random: the step alone plus the waits at the shared
-      stations that mean-value analysis gives (:func:`_waits_s`). Three workers did not
-      take turns where the turns fit (RALP-N at N = 4), nor did plain PS's two workers,
-      each on two PS tasks.
+    - The workers meet at random: the step alone plus the waits at the shared stations that
+      mean-value analysis gives (:func:`_waits_s`). Three workers on one PS task (RALP-N at
+      N = 4) and plain PS's two workers on two tasks stepped so.
+    - **Two workers on one PS task**, where turns fit (twice the busiest shared station's
+      demand within a step alone), are bistable: in some runs they take turns, one pulling
+      while the other computes or pushes, and each steps as alone; in others they meet at
+      random. Neither state can be told in advance, so the step is alone plus half the
+      waits. Measured past the epoch's first cycles: RALP-H's two took turns in every round
+      at 1 Gbit/s (``results/devices_two_workers_*_1gbit.json``); at 500 Mbit/s, where the
+      turns barely fit, plain PS's two took turns in one round of three and RALP-H's in one
+      (``results/turns_one_ps_resnet50_500mbit.json``), so the state is not the mode's.
 
     Inside an epoch's first cycles (``links.in_step``) no one takes turns."""
+    waits = _waits_s(shared, alone_s, workers)
     if (workers == 2 and len(links.ps_tx) == 1 and not links.in_step
             and 2 * max(station.demand_s for station in shared) <= alone_s):
-        return alone_s
-    return alone_s + _waits_s(shared, alone_s, workers)
+        return alone_s + waits / 2
+    return alone_s + waits
 
 
 def _waits_s(shared: list[Station], alone_s: float, customers: int) -> float:
