@@ -44,7 +44,8 @@
 #                                          devices-two-workers-resnet50-1gbit|
 #                                          heldout-n6-steady-predict|heldout-n6-steady|
 #                                          heldout-n6-steady-all|
-#                                          turns-one-ps-resnet50-500mbit|chaos-all]...
+#                                          turns-one-ps-resnet50-500mbit|
+#                                          turns-one-ps-resnet50-750mbit|chaos-all]...
 # (default: all, in that order)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -663,6 +664,17 @@ for path in sys.argv[1:]:
     $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
       --compute-profile $R/turns_one_ps_resnet50_calibration.json \
       > $R/turns_one_ps_resnet50_500mbit_validation.txt ;;
+  turns-one-ps-resnet50-750mbit)  # issue 26: the bistable rule (committed first) on a setting
+    # it was not chosen on: two workers on one PS task, plain PS and RALP-H, 750 Mbit/s
+    $PY -m ralp.planner --calibrate --model resnet50 --batch-size 8 --image-size 75 \
+      --device-cpus 0.425 --devices 4 --transfer-rates 750mbit \
+      --output $R/turns_one_ps_resnet50_750mbit_calibration.json
+    $PY -m ralp.bench --backend netns --bandwidth 750mbit --models resnet50 --image-size 75 \
+      --batch-size 8 --modes ps ralp-h --workers 2 --ps 1 --device-cpus 0.425 --steps 8 \
+      --warmup 10 --repeat 3 --quiet --out $R/turns_one_ps_resnet50_750mbit.json || true
+    $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_750mbit.json \
+      --compute-profile $R/turns_one_ps_resnet50_750mbit_calibration.json \
+      > $R/turns_one_ps_resnet50_750mbit_validation.txt ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done
