@@ -136,8 +136,9 @@ budgeted_validations() {
   $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
     --compute-profile $R/turns_one_ps_resnet50_calibration.json \
     > $R/turns_one_ps_resnet50_500mbit_validation.txt
-  $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
-    > $R/devices_two_workers_resnet50_1gbit_validation.txt
+  $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_750mbit.json \
+    --compute-profile $R/turns_one_ps_resnet50_750mbit_calibration.json \
+    > $R/turns_one_ps_resnet50_750mbit_validation.txt
   $PY -m ralp.planner --validate $R/heldout_vgg11_n6.json > $R/heldout_vgg11_n6_validation.txt
   # the sweep's windows inside the epoch with the default model past it
   $PY -m ralp.planner --validate "${sweep[@]}" --overlap-from "${fabric[@]}" \
