@@ -22,8 +22,9 @@ their step time comes from a closed queueing network solved exactly by mean-valu
 the terms add (no overlap); with many workers the busiest station bounds the step (full
 overlap). On devices, where the worker's layers are known, the layer pipeline
 (:mod:`ralp.planner.pipeline`) gives a worker's step alone, and the workers queue beyond it
-(two on one PS task: half of that, :func:`_beyond_alone`); inside an epoch's first cycles
-plain PS's workers move in step, the pipeline of them all (``Links.in_step``).
+(two on one PS task where turns fit: half the waits, :func:`_beyond_alone`); inside an
+epoch's first cycles plain PS's workers move in step, the pipeline of them all
+(``Links.in_step``).
 """
 
 from __future__ import annotations
@@ -276,7 +277,7 @@ def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: 
 
     - The workers meet at random: the step alone plus the waits at the shared stations that
       mean-value analysis gives (:func:`_waits_s`). Three workers on one PS task (RALP-N at
-      N = 4) and plain PS's two workers on two tasks stepped so.
+      N = 4) and plain PS's two workers on two tasks did not take turns.
     - **Two workers on one PS task**, where turns fit (twice the busiest shared station's
       demand within a step alone), are bistable: in some runs they take turns, one pulling
       while the other computes or pushes, and each steps as alone; in others they meet at
