@@ -615,7 +615,7 @@ for part in "${parts[@]}"; do
     # settings (500 Mbit/s: RALP-N +29%, RALP-H +25%) past the epoch's first cycles
     $PY -m ralp.bench --backend netns --bandwidth 500mbit --models inception3 \
       --image-size 75 --batch-size 8 --modes ps ralp-h ralp-n --devices 8 --steps 12 \
-      --warmup 16 --repeat 2 --calibrate --quiet \
+      --warmup 16 --repeat 3 --calibrate --quiet \
       --out $R/devices_n8_500mbit_inception3_steady.json \
       --plot $R/devices_n8_500mbit_inception3_steady.png || true
     $PY -m ralp.planner --validate $R/devices_n8_500mbit_inception3_steady.json \
