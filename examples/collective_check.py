@@ -79,7 +79,8 @@ def main() -> int:
             [{"CUDA_VISIBLE_DEVICES": str(k)} for k in range(args.workers)] if args.gpus
             else None))
     except CollectiveError as e:
-        print(f"collective_check: {e}", file=sys.stderr)
+        tail = getattr(e, "output", "").splitlines()[-40:]  # where it failed, not only how
+        print("\n".join([*tail, f"collective_check: {e}"]), file=sys.stderr)
         return 1
     reports = [json.loads(line.split(MARK, 1)[1]) for r in results
                for line in r.output.splitlines() if MARK in line]

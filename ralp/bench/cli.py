@@ -157,6 +157,9 @@ def _add_measuring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--show", metavar="JSON", nargs="+", help="run nothing: print the table of "
                    "saved results, one or more files together (and write --out/--plot/--csv "
                    "from them)")
+    g.add_argument("--as-rounds", action="store_true", help="with --show: the files are "
+                   "rounds made apart (a bench run per round): each setting's k-th record, in "
+                   "the order given, becomes its round k")
 
 
 def _fc_workers(text: str) -> int | str:
@@ -192,6 +195,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         if args.show:
             return _show(args)
+        if args.as_rounds:
+            raise UsageError("--as-rounds numbers the files of --show as rounds: give them "
+                             "with --show FILE ...")
         return _run(request_from(args), args)
     except RalpError as e:  # every error of a bad request: BenchError, ClusterError, ...
         return fail(PROG, str(e))
@@ -375,6 +381,10 @@ def _show(args) -> int:
         records += saved
     if args.out and any(Path(args.out).resolve() == Path(p).resolve() for p in args.show):
         raise UsageError(f"--out {args.out!r} is one of the --show files: write elsewhere")
+    if args.as_rounds:
+        from ralp.bench.rounds import numbered_as_rounds
+
+        records = numbered_as_rounds(records)
     _print_records(records)
     for path in report.write_outputs(records, args.out, args.csv, args.plot):
         print(f"wrote {path}")

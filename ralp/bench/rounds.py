@@ -68,3 +68,16 @@ def summarize(records: Sequence[dict]) -> list[dict]:
         summary["images_per_sec_std"] = summary["step_time_std_s"] = None
         out.append(summary)
     return out
+
+
+def numbered_as_rounds(records: Sequence[dict]) -> list[dict]:
+    """Copies of ``records`` with each setting's k-th record (in the order given) as its round
+    k: runs of one matrix made apart (one bench invocation per round, interleaved by hand)
+    read as the rounds of one ``--repeat`` run."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for r in records:
+        key = setting_key(r)
+        out.append({**r, "round": seen.get(key, 0)})
+        seen[key] = seen.get(key, 0) + 1
+    return out

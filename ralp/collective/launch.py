@@ -106,6 +106,7 @@ def run_job(commands: list[list[str]], addresses: list[str], *, timeout: float =
         error = CollectiveError(f"worker {failed} {_exit_text(result.returncode)}: "
                                 f"{last_error_line(result.output)}")
         error.worker = failed
+        error.output = result.output  # the whole of it, for a report beyond the last line
         raise error
     return results
 

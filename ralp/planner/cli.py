@@ -51,6 +51,10 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="every link's rate, tc style (several: one curve each)")
     p.add_argument("--compute-profile", metavar="FILE",
                    help="a calibration JSON (from --calibrate, here or on another host)")
+    p.add_argument("--compute-profile-for", metavar="RECORDS=FILE", action="append",
+                   default=[], help="--validate on budgeted records: the calibration taken "
+                   "beside the runs of RECORDS (a results file given to --validate), for its "
+                   "records that carry none (repeat it for several files)")
     p.add_argument("--shared-host", action="store_true",
                    help="all tasks share this host's cores (the simulated netns cluster); "
                    "without it a recommendation is for a real cluster, a task per machine")
@@ -238,7 +242,10 @@ def _validate(args) -> str:
         raise UsageError(f"no successful netns run in {' '.join(args.validate)}: nothing to "
                          "validate (python -m ralp.bench --backend netns --out FILE records some)")
     if any(repeats.budgeted(r) for _, r in records) and not args.fit_half:
-        return _validate_repeats(args, [r for _, r in records if repeats.budgeted(r)])
+        return _validate_repeats(args, [(s, r) for s, r in records if repeats.budgeted(r)])
+    if args.compute_profile_for:
+        raise UsageError("--compute-profile-for serves budgeted records (--device-cpus runs); "
+                         "give these records' calibration as --compute-profile FILE")
     carried = sum(1 for _, r in records if r.get("calibration"))
     if not args.compute_profile and carried < len(records):
         raise UsageError(f"--validate needs --compute-profile FILE (a calibration JSON): "
@@ -270,7 +277,27 @@ def _validate(args) -> str:
     return (note + "\n" if note else "") + validate.to_text(rows)
 
 
-def _validate_repeats(args, records: list[dict]) -> str:
+def _calibrations_by_file(pairs: list[str], sources: set[str]) -> dict:
+    """``--compute-profile-for RECORDS=FILE`` pairs: a results file's name -> its calibration."""
+    from pathlib import Path
+
+    from ralp.planner.calibration import Calibration
+
+    out = {}
+    for pair in pairs:
+        records, sep, path = pair.partition("=")
+        name = Path(records).name
+        if not sep or not records or not path:
+            raise UsageError(f"--compute-profile-for takes RECORDS=FILE (a results file of "
+                             f"--validate, then its calibration), not {pair!r}")
+        if name not in sources:
+            raise UsageError(f"--compute-profile-for {pair}: {records} is not a file of "
+                             f"--validate with budgeted records ({', '.join(sorted(sources))})")
+        out[name] = Calibration.load(path)
+    return out
+
+
+def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
     """Budgeted records: each setting's median and noise band (ralp.planner.repeats)."""
     import json
     import statistics
@@ -278,24 +305,28 @@ def _validate_repeats(args, records: list[dict]) -> str:
     from ralp.planner import repeats, validate
     from ralp.planner.calibration import Calibration
 
-    missing = sum(1 for r in records if not r.get("calibration"))
+    by_file = _calibrations_by_file(args.compute_profile_for, {s for s, _ in records})
+    source = {id(r): s for s, r in records}
+    missing = sum(1 for s, r in records if not r.get("calibration") and s not in by_file)
     if missing and not args.compute_profile:
         raise UsageError(f"--validate needs --compute-profile FILE: {missing} of the "
                          f"{len(records)} budgeted records carry no calibration of their own "
-                         "(python -m ralp.bench --calibrate)")
+                         "(python -m ralp.bench --calibrate; or --compute-profile-for "
+                         "RECORDS=FILE, the one taken beside a file's runs)")
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     lent = [Calibration.load(path).host for path in args.overlap_from or ()]
 
     def predicted(setting) -> float:
         """The median of its rounds' predictions, each from the calibration taken beside
-        that round (the bench calibrates each round; older files carry one for all)."""
+        that round (the bench calibrates each round; older files carry one for all, and
+        others were calibrated apart: --compute-profile-for)."""
         own = [r for r in setting.records if r.get("calibration")] or setting.records[:1]
-        return statistics.median(validate.predict_record(r, cal, _workload_for(args),
-                                                         validate.lent_for(r, lent))
-                                 for r in own)
+        return statistics.median(validate.predict_record(
+            r, by_file.get(source[id(r)], cal), _workload_for(args), validate.lent_for(r, lent))
+            for r in own)
 
-    report = repeats.validate(repeats.settings_of(records), predicted)
-    report["excluded_flagged"] = sum(1 for r in records if repeats.flagged(r))
+    report = repeats.validate(repeats.settings_of(r for _, r in records), predicted)
+    report["excluded_flagged"] = sum(1 for _, r in records if repeats.flagged(r))
     if args.format == "json":
         return json.dumps(report, indent=2)
     return repeats.to_text(report)

@@ -68,14 +68,24 @@ def flagged(record: dict) -> bool:
 
 def settings_of(records: Iterable[dict]) -> dict[tuple, dict[str, Setting]]:
     """Group -> mode -> :class:`Setting`, from successful budgeted records the host kept up
-    with (:func:`flagged` ones are left out)."""
+    with (:func:`flagged` ones are left out).
+
+    Raises:
+        ValueError: two records of one setting claim the same round: two runs of it (files
+            of different days, say) whose rounds would mix in one band; validate them apart.
+    """
     out: dict[tuple, dict[str, Setting]] = {}
     for r in records:
         if r.get("error") or not r.get("images_per_sec") or not budgeted(r) or flagged(r):
             continue
         group = tuple(r.get(k) for k in GROUP_FIELDS)
         s = out.setdefault(group, {}).setdefault(r["mode"], Setting(group, r["mode"]))
-        s.rounds[r.get("round") or 0] = r["images_per_sec"]
+        number = r.get("round") or 0
+        if number in s.rounds:
+            raise ValueError(f"two runs of {r['model']} {r['mode']} N={r['devices']} at "
+                             f"{r['bandwidth']} both have a round {number}: their rounds "
+                             "are not one band; validate each run's file apart")
+        s.rounds[number] = r["images_per_sec"]
         s.records.append(r)
     return out
 

@@ -412,6 +412,13 @@ def test_show_reprints_saved_results_without_running(tmp_path):
     bad.write_text("{}")
     p = _bench("--show", str(bad), timeout=60)
     assert p.returncode == 2 and "not a list of bench records" in p.stderr
+    # two files made apart, read as two rounds of one setting
+    p = _bench("--show", str(saved), str(saved), "--as-rounds", "--out", str(both), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [r["round"] for r in json.loads(both.read_text())] == [0, 1]
+    assert "medians over 2 rounds" in p.stdout
+    p = _bench("--as-rounds", timeout=60)
+    assert p.returncode == 2 and "give them with --show" in p.stderr
 
 
 @pytest.mark.cluster

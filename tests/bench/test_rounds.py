@@ -4,7 +4,7 @@ import pytest
 
 from ralp.bench.records import add_speedups
 from ralp.bench.report import to_table
-from ralp.bench.rounds import repeated, spread, summarize
+from ralp.bench.rounds import numbered_as_rounds, repeated, spread, summarize
 from ralp.bench.runner import rounds
 from tests.bench.records_fixtures import failed, record
 
@@ -77,3 +77,18 @@ def test_the_table_says_how_far_the_hosts_pace_moved_between_a_settings_rounds()
     # compute: ps 90-110 around 100 (10%), ralp-n 80 against 100 (20%): the largest
     assert "compute 20%" in line and "interpreter 0%" in line and "memory" not in line
     assert "pace" not in to_table(_scripted())  # records without it: no line
+
+
+def test_files_made_apart_number_each_settings_records_as_its_rounds():
+    # one bench run per round and shape, files in the order given: one worker, then two
+    files = [[record(mode=m, workers=w, round=0, images_per_sec=float(10 * w + k))
+              for m in ("ps", "ralp-h")] for w in (1, 2) for k in range(3)]
+    given = [r for f in files for r in f]
+    numbered = numbered_as_rounds(given)
+    got = {(r["mode"], r["workers"], r["images_per_sec"]): r["round"] for r in numbered}
+    assert got == {(m, w, float(10 * w + k)): k for m in ("ps", "ralp-h") for w in (1, 2)
+                   for k in range(3)}
+    assert all(r["round"] == 0 for r in given)  # the records given are left as they were
+    summaries = summarize(numbered)
+    assert [s["rounds"] for s in summaries] == [3, 3, 3, 3]
+    assert summaries[0]["images_per_sec"] == 11.0

@@ -98,8 +98,10 @@ def test_bad_requests_are_clear_errors(tmp_path):
     command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "1",
                str(BATCH), "default", "two_outputs"]
     with pytest.raises(CollectiveError, match="TrainingSetupError: CollectiveTrainer: model .* "
-                                              "has 2 outputs"):
+                                              "has 2 outputs") as failed:
         run_workers(command, 1, timeout=120, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    # the failing worker's whole output comes with it: where it failed, not only the last line
+    assert failed.value.worker == 0 and "Traceback" in failed.value.output
     with pytest.raises(CollectiveError, match="at least one worker"):
         run_workers(command, 0)
 

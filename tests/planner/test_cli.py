@@ -267,3 +267,50 @@ def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_
     assert len({r["calibration"]["measured_at"] for r in rounds}) == 3  # one per round
     assert len(set(each)) == 3  # and they differ
     assert setting["predicted"] == pytest.approx(statistics.median(each))
+
+
+TURNS = {rate: ROOT / "benchmarks" / "results" / f"turns_one_ps_resnet50_{rate}.json"
+         for rate in ("500mbit", "750mbit")}
+TURNS_CALIBRATION = {"500mbit": TURNS["500mbit"].with_name("turns_one_ps_resnet50_calibration.json"),
+                     "750mbit": TURNS["750mbit"].with_name(
+                         "turns_one_ps_resnet50_750mbit_calibration.json")}
+
+
+def test_each_file_of_budgeted_records_can_bring_its_own_calibration(capsys):
+    # the reference: each file alone, its calibration as the profile for every record
+    alone = {}
+    for rate, path in TURNS.items():
+        assert run(["--validate", str(path), "--compute-profile", str(TURNS_CALIBRATION[rate]),
+                    "--format", "json"]) == 0
+        alone[rate] = json.loads(capsys.readouterr().out)["settings"]
+    pairs = [a for rate in TURNS for a in ("--compute-profile-for",
+                                           f"{TURNS[rate]}={TURNS_CALIBRATION[rate]}")]
+    assert run(["--validate", *map(str, TURNS.values()), *pairs, "--format", "json"]) == 0
+    both = json.loads(capsys.readouterr().out)["settings"]
+    expected = alone["500mbit"] + alone["750mbit"]
+    assert [(s["mode"], s["devices"], s["bandwidth"]) for s in both] == [
+        (s["mode"], s["devices"], s["bandwidth"]) for s in expected]
+    assert [s["predicted"] for s in both] == pytest.approx([s["predicted"] for s in expected])
+    # the two calibrations differ, so one for both would not do
+    assert run(["--validate", *map(str, TURNS.values()), "--compute-profile",
+                str(TURNS_CALIBRATION["500mbit"]), "--format", "json"]) == 0
+    one = json.loads(capsys.readouterr().out)["settings"]
+    assert [s["predicted"] for s in one] != pytest.approx([s["predicted"] for s in expected])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--compute-profile-for", "elsewhere.json=cal.json"], "is not a file of --validate"),
+    (["--compute-profile-for", "turns_one_ps_resnet50_750mbit.json"], "takes RECORDS=FILE"),
+    ([], "or --compute-profile-for RECORDS=FILE"),
+])
+def test_a_calibration_for_a_file_not_given_or_none_is_refused(extra, message, capsys):
+    assert run(["--validate", str(TURNS["750mbit"]), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_one_setting_in_two_files_is_refused_not_mixed(tmp_path, capsys):
+    copy = tmp_path / "again.json"
+    copy.write_text(TURNS["750mbit"].read_text())
+    assert run(["--validate", str(TURNS["750mbit"]), str(copy), "--compute-profile",
+                str(TURNS_CALIBRATION["750mbit"])]) == 2
+    assert "validate each run's file apart" in capsys.readouterr().err

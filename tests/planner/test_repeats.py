@@ -101,3 +101,10 @@ def test_two_best_modes_whose_bands_overlap_both_count_as_best():
     pick = auto_pick(modes)
     assert pick["chosen"] == "stanza" and pick["best"] == "ralp-n"
     assert pick["chosen_over_best"] == 1.0 and pick["best_within_noise"] == ["ralp-n", "stanza"]
+
+
+def test_two_runs_of_one_setting_are_not_mixed_into_one_band():
+    # the same setting in two files (two days, say): round 0 twice
+    again = [_record("ps", 0, 30.0)]
+    with pytest.raises(ValueError, match="validate each run's file apart"):
+        settings_of([*_records(), *again])
