@@ -123,9 +123,12 @@ budgeted_validations() {
   steady=($R/devices_n4_1gbit_steady.json $R/devices_n4_1gbit_steady_rest.json
           $R/devices_n4_500mbit_steady.json $R/devices_n8_500mbit_steady.json
           $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json
-          $R/heldout_vgg11_n6_all.json)
-  # the held-out file's records carry no calibration: the one taken on the day of its runs
-  local DAY=(--compute-profile $R/heldout_vgg11_n6_all_calibration.json)
+          $R/heldout_vgg11_n6_all.json $R/turns_one_ps_resnet50_500mbit.json
+          $R/turns_one_ps_resnet50_750mbit.json)
+  # these files' records carry no calibration: each takes the one calibrated beside its runs
+  local DAY=(--compute-profile-for $R/heldout_vgg11_n6_all.json=$R/heldout_vgg11_n6_all_calibration.json
+             --compute-profile-for $R/turns_one_ps_resnet50_500mbit.json=$R/turns_one_ps_resnet50_calibration.json
+             --compute-profile-for $R/turns_one_ps_resnet50_750mbit.json=$R/turns_one_ps_resnet50_750mbit_calibration.json)
   $PY -m ralp.planner --validate "${steady[@]}" "${DAY[@]}" > $R/devices_steady_validation.txt
   $PY -m ralp.planner "${FIRST[@]}" --validate "${steady[@]}" "${DAY[@]}" \
     > $R/devices_steady_validation_in_step.txt
@@ -653,14 +656,9 @@ for part in "${parts[@]}"; do
           --out "$parts_dir/w$w-r$r.json" || true
       done
     done
-    # each file is one round of its shape: number them so that the validation has 3 rounds
-    $PY -c 'import json, sys
-for path in sys.argv[1:]:
-    records = json.load(open(path))
-    for record in records:
-        record["round"] = int(path.rsplit("-r", 1)[1].split(".")[0]) - 1
-    json.dump(records, open(path, "w"), indent=1)' "$parts_dir"/*.json
-    $PY -m ralp.bench --show "$parts_dir"/*.json --out $R/turns_one_ps_resnet50_500mbit.json
+    # each file is one round of its shape (w1-r1 w1-r2 w1-r3 w2-r1 ...): read as 3 rounds
+    $PY -m ralp.bench --show "$parts_dir"/*.json --as-rounds \
+      --out $R/turns_one_ps_resnet50_500mbit.json
     rm -rf "$parts_dir"
     $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
       --compute-profile $R/turns_one_ps_resnet50_calibration.json \
