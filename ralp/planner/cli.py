@@ -306,14 +306,15 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
     from ralp.planner.calibration import Calibration
 
     by_file = _calibrations_by_file(args.compute_profile_for, {s for s, _ in records})
-    source = {id(r): s for s, r in records}
-    missing = sum(1 for s, r in records if not r.get("calibration") and s not in by_file)
-    if missing and not args.compute_profile:
+    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    # each record's calibration where it carries none: its file's, else the one for all
+    fallback = {id(r): by_file.get(s, cal) for s, r in records}
+    missing = sum(1 for _, r in records if not r.get("calibration") and fallback[id(r)] is None)
+    if missing:
         raise UsageError(f"--validate needs --compute-profile FILE: {missing} of the "
                          f"{len(records)} budgeted records carry no calibration of their own "
                          "(python -m ralp.bench --calibrate; or --compute-profile-for "
                          "RECORDS=FILE, the one taken beside a file's runs)")
-    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     lent = [Calibration.load(path).host for path in args.overlap_from or ()]
 
     def predicted(setting) -> float:
@@ -322,7 +323,7 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
         others were calibrated apart: --compute-profile-for)."""
         own = [r for r in setting.records if r.get("calibration")] or setting.records[:1]
         return statistics.median(validate.predict_record(
-            r, by_file.get(source[id(r)], cal), _workload_for(args), validate.lent_for(r, lent))
+            r, fallback[id(r)], _workload_for(args), validate.lent_for(r, lent))
             for r in own)
 
     report = repeats.validate(repeats.settings_of(r for _, r in records), predicted)
