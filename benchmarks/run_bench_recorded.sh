@@ -42,6 +42,7 @@
 #                                          devices-n8-500mbit-inception3-steady|
 #                                          devices-two-workers-1gbit|
 #                                          devices-two-workers-resnet50-1gbit|
+#                                          devices-two-workers-overfeat-1gbit|
 #                                          heldout-n6-steady-predict|heldout-n6-steady|
 #                                          heldout-n6-steady-all|
 #                                          turns-one-ps-resnet50-500mbit|
@@ -122,7 +123,8 @@ budgeted_validations() {
   # model (the default before workers past them took turns or met at random)
   steady=($R/devices_n4_1gbit_steady.json $R/devices_n4_1gbit_steady_rest.json
           $R/devices_n4_500mbit_steady.json $R/devices_n8_500mbit_steady.json
-          $R/devices_n8_500mbit_inception3_steady.json $R/devices_two_workers_1gbit.json
+          $R/devices_n8_500mbit_inception3_steady.json
+          $R/devices_two_workers_resnet50_1gbit.json $R/devices_two_workers_overfeat_1gbit.json
           $R/heldout_vgg11_n6_all.json $R/turns_one_ps_resnet50_500mbit.json
           $R/turns_one_ps_resnet50_750mbit.json)
   # these files' records carry no calibration: each takes the one calibrated beside its runs
@@ -134,8 +136,15 @@ budgeted_validations() {
     > $R/devices_steady_validation_in_step.txt
   $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
     > $R/devices_two_workers_1gbit_validation.txt
-  $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
-    > $R/devices_two_workers_resnet50_1gbit_validation.txt
+  # each steady file alone, as its part writes it
+  local f
+  for f in devices_two_workers_resnet50_1gbit devices_two_workers_overfeat_1gbit \
+           devices_n4_500mbit_steady devices_n8_500mbit_steady devices_n8_500mbit_inception3_steady; do
+    $PY -m ralp.planner --validate $R/$f.json > $R/${f}_validation.txt
+  done
+  $PY -m ralp.planner --validate $R/heldout_vgg11_n6_all.json \
+    --compute-profile $R/heldout_vgg11_n6_all_calibration.json \
+    > $R/heldout_vgg11_n6_all_validation.txt
   $PY -m ralp.planner --validate $R/turns_one_ps_resnet50_500mbit.json \
     --compute-profile $R/turns_one_ps_resnet50_calibration.json \
     > $R/turns_one_ps_resnet50_500mbit_validation.txt
@@ -640,6 +649,15 @@ for part in "${parts[@]}"; do
       --plot $R/devices_two_workers_resnet50_1gbit.png || true
     $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
       > $R/devices_two_workers_resnet50_1gbit_validation.txt ;;
+  devices-two-workers-overfeat-1gbit)  # the same for overfeat alone: with the resnet50 file,
+    # every two-workers setting in 3 rounds
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models overfeat \
+      --image-size 75 --batch-size 8 --modes ralp-h ralp-n --devices 2 4 --device-cpus 0.425 \
+      --steps 12 --warmup 16 --repeat 3 --calibrate --quiet \
+      --out $R/devices_two_workers_overfeat_1gbit.json \
+      --plot $R/devices_two_workers_overfeat_1gbit.png || true
+    $PY -m ralp.planner --validate $R/devices_two_workers_overfeat_1gbit.json \
+      > $R/devices_two_workers_overfeat_1gbit_validation.txt ;;
   turns-one-ps-resnet50-500mbit)  # issue 26: do two workers on one PS task take turns without
     # RALP's tail there? plain PS and RALP-H, one worker and two on one PS task, every device
     # at the N = 4 budget (0.425 CPU), 500 Mbit/s (the links a third of a step alone or more),

@@ -277,12 +277,15 @@ def _validate(args) -> str:
     return (note + "\n" if note else "") + validate.to_text(rows)
 
 
-def _calibrations_by_file(pairs: list[str], sources: set[str]) -> dict:
-    """``--compute-profile-for RECORDS=FILE`` pairs: a results file's name -> its calibration."""
+def _calibrations_by_file(pairs: list[str], sources: set[str], validated: list[str]) -> dict:
+    """``--compute-profile-for RECORDS=FILE`` pairs: a results file's name -> its calibration
+    (records know their file by name alone, so two --validate files must not share one)."""
+    from collections import Counter
     from pathlib import Path
 
     from ralp.planner.calibration import Calibration
 
+    names = Counter(Path(v).name for v in validated)
     out = {}
     for pair in pairs:
         records, sep, path = pair.partition("=")
@@ -293,6 +296,9 @@ def _calibrations_by_file(pairs: list[str], sources: set[str]) -> dict:
         if name not in sources:
             raise UsageError(f"--compute-profile-for {pair}: {records} is not a file of "
                              f"--validate with budgeted records ({', '.join(sorted(sources))})")
+        if names[name] > 1:
+            raise UsageError(f"--compute-profile-for {pair}: {names[name]} files of --validate "
+                             f"are named {name}; copy one under another name")
         out[name] = Calibration.load(path)
     return out
 
@@ -305,7 +311,8 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
     from ralp.planner import repeats, validate
     from ralp.planner.calibration import Calibration
 
-    by_file = _calibrations_by_file(args.compute_profile_for, {s for s, _ in records})
+    by_file = _calibrations_by_file(args.compute_profile_for, {s for s, _ in records},
+                                    args.validate)
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     # each record's calibration where it carries none: its file's, else the one for all
     fallback = {id(r): by_file.get(s, cal) for s, r in records}

@@ -314,3 +314,12 @@ def test_one_setting_in_two_files_is_refused_not_mixed(tmp_path, capsys):
     assert run(["--validate", str(TURNS["750mbit"]), str(copy), "--compute-profile",
                 str(TURNS_CALIBRATION["750mbit"])]) == 2
     assert "validate each run's file apart" in capsys.readouterr().err
+
+
+def test_a_calibration_for_a_name_two_files_share_is_refused(tmp_path, capsys):
+    # records know their file by name alone: the pair could not say which file it meant
+    other = tmp_path / TURNS["750mbit"].name
+    other.write_text(TURNS["500mbit"].read_text())
+    assert run(["--validate", str(TURNS["750mbit"]), str(other), "--compute-profile-for",
+                f"{other}={TURNS_CALIBRATION['500mbit']}"]) == 2
+    assert "2 files of --validate are named turns_one_ps" in capsys.readouterr().err
