@@ -641,23 +641,16 @@ for part in "${parts[@]}"; do
       --out $R/devices_two_workers_1gbit.json --plot $R/devices_two_workers_1gbit.png || true
     $PY -m ralp.planner --validate $R/devices_two_workers_1gbit.json \
       > $R/devices_two_workers_1gbit_validation.txt ;;
-  devices-two-workers-resnet50-1gbit)  # the same for resnet50 alone, to get 3 rounds in an hour
-    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models resnet50 \
+  devices-two-workers-resnet50-1gbit|devices-two-workers-overfeat-1gbit)  # the same, one model
+    # each, to get 3 rounds in an hour: with both files every two-workers setting in 3 rounds
+    model=${part#devices-two-workers-}; model=${model%-1gbit}
+    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models "$model" \
       --image-size 75 --batch-size 8 --modes ralp-h ralp-n --devices 2 4 --device-cpus 0.425 \
       --steps 12 --warmup 16 --repeat 3 --calibrate --quiet \
-      --out $R/devices_two_workers_resnet50_1gbit.json \
-      --plot $R/devices_two_workers_resnet50_1gbit.png || true
-    $PY -m ralp.planner --validate $R/devices_two_workers_resnet50_1gbit.json \
-      > $R/devices_two_workers_resnet50_1gbit_validation.txt ;;
-  devices-two-workers-overfeat-1gbit)  # the same for overfeat alone: with the resnet50 file,
-    # every two-workers setting in 3 rounds
-    $PY -m ralp.bench --backend netns --bandwidth 1gbit --models overfeat \
-      --image-size 75 --batch-size 8 --modes ralp-h ralp-n --devices 2 4 --device-cpus 0.425 \
-      --steps 12 --warmup 16 --repeat 3 --calibrate --quiet \
-      --out $R/devices_two_workers_overfeat_1gbit.json \
-      --plot $R/devices_two_workers_overfeat_1gbit.png || true
-    $PY -m ralp.planner --validate $R/devices_two_workers_overfeat_1gbit.json \
-      > $R/devices_two_workers_overfeat_1gbit_validation.txt ;;
+      --out $R/devices_two_workers_${model}_1gbit.json \
+      --plot $R/devices_two_workers_${model}_1gbit.png || true
+    $PY -m ralp.planner --validate $R/devices_two_workers_${model}_1gbit.json \
+      > $R/devices_two_workers_${model}_1gbit_validation.txt ;;
   turns-one-ps-resnet50-500mbit)  # issue 26: do two workers on one PS task take turns without
     # RALP's tail there? plain PS and RALP-H, one worker and two on one PS task, every device
     # at the N = 4 budget (0.425 CPU), 500 Mbit/s (the links a third of a step alone or more),
