@@ -318,6 +318,10 @@ def leave_together(rank: int, workers: int, key: str = "ralp/leave") -> None:
     senders, so a worker whose last collective has completed may be one that another is still
     reading. Each worker says it is done through the coordination service's store and waits
     for all the others; worker 0, which hosts the service, goes last."""
+    import contextlib
+
+    import tensorflow as tf
+
     from ralp._compat import coordination_key_values
 
     put, get = coordination_key_values()
@@ -325,7 +329,10 @@ def leave_together(rank: int, workers: int, key: str = "ralp/leave") -> None:
     for k in range(workers):
         get(f"{key}/done/{k}")
     if rank:
-        put(f"{key}/left/{rank}", "1")
+        # worker 0 exits as soon as the last key is in, and may close the service before the
+        # insert's reply comes back; every collective has completed by now either way
+        with contextlib.suppress(tf.errors.UnavailableError):
+            put(f"{key}/left/{rank}", "1")
     else:
         for k in range(1, workers):
             get(f"{key}/left/{k}")
