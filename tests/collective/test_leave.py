@@ -23,14 +23,14 @@ class _Store:
         return "1"
 
 
-def _leave_with(store, monkeypatch, rank=1, workers=2):
+def _leave_with(store, monkeypatch):
+    """Worker 1 of 2 leaves, the other worker done."""
     from ralp import _compat
     from ralp.collective import trainer
 
-    for k in range(workers):  # the other workers are done
-        store.keys.add(f"ralp/leave/done/{k}")
+    store.keys.update({"ralp/leave/done/0", "ralp/leave/done/1"})
     monkeypatch.setattr(_compat, "coordination_key_values", lambda: (store.put, store.get))
-    trainer.leave_together(rank, workers)
+    trainer.leave_together(1, 2)
 
 
 def test_a_last_worker_whose_leave_reply_is_lost_to_worker_0s_exit_leaves(monkeypatch):
@@ -41,11 +41,13 @@ def test_a_last_worker_whose_leave_reply_is_lost_to_worker_0s_exit_leaves(monkey
     assert "ralp/leave/left/1" in store.keys
 
 
-@pytest.mark.parametrize("closing", ["ralp/leave/done/1", "ralp/leave/left/1"])
-def test_other_failures_on_leaving_are_raised(closing, monkeypatch):
+@pytest.mark.parametrize("closing, error_name", [
+    ("ralp/leave/done/1", "UnavailableError"),  # the service gone before the work was done
+    ("ralp/leave/left/1", "InternalError"),
+])
+def test_other_failures_on_leaving_are_raised(closing, error_name, monkeypatch):
     import tensorflow as tf
 
-    error = (tf.errors.UnavailableError if closing.endswith("done/1")  # service gone early
-             else tf.errors.InternalError)
+    error = getattr(tf.errors, error_name)
     with pytest.raises(error):
         _leave_with(_Store(closing, error), monkeypatch)

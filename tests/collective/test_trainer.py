@@ -115,4 +115,3 @@ def test_the_trainer_takes_a_function_that_builds_the_model():
         CollectiveTrainer("not a builder")
     with pytest.raises(InvalidArgumentError, match="implementation must be one of"):
         make_strategy("carrier-pigeon")
-
