@@ -20,6 +20,7 @@ LAYERS: list[set[str]] = [
     {"models"},  # the zoo
     {"profiler"},  # profile
     {"emulation"},  # the simulated cluster's network (namespaces, links) and devices (budgets)
+    {"training"},  # what a model trains with, its data, the fit loop, checkpoints
     {"placement", "cluster"},  # plan and place; clusters (specs, task processes)
     {"ps_strategy", "horovod", "collective"},  # run
     {"planner"},  # predict every mode's throughput from calibration + byte model; choose

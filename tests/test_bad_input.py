@@ -184,7 +184,7 @@ def test_labels_and_images_are_checked_before_training():
     import numpy as np
 
     from ralp import TrainingSetupError, build_model
-    from ralp.models.training import check_training_arrays
+    from ralp.training.compile import check_training_arrays
 
     model = build_model("lenet", num_classes=10, image_size=28)
     x, y = np.zeros((4, 28, 28, 1), "float32"), np.array([0, 3, 9, 2])

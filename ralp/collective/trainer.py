@@ -14,7 +14,7 @@ NCCL on GPUs) and applies the same update everywhere. The loss each replica diff
 its share of the global batch's mean, so the sum is the global batch's gradient.
 
 Keras 3 notes: Keras' own ``fit`` fails under this strategy (keras-team/keras issue 20585), so
-``fit`` here is ralp's lockstep loop (:mod:`ralp.models.lockstep_fit`); the optimizer is built
+``fit`` here is ralp's lockstep loop (:mod:`ralp.training.lockstep_fit`); the optimizer is built
 eagerly in the scope before the first traced step, as Keras' ``fit`` does (a stateful optimizer
 first built inside a distributed ``tf.function`` fails in Keras 3.15: keras-team/keras issue
 23085).
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ralp.models.lockstep_fit import StepHistory
+    from ralp.training.lockstep_fit import StepHistory
 
 from ralp.errors import InvalidArgumentError, InvalidTypeError, RalpError
 
@@ -70,7 +70,7 @@ class CollectiveTrainer:
     Args:
         build_model: called once, inside the strategy's scope, to make the Keras 3 model (a
             compiled model brings its optimizer, loss and metrics).
-        optimizer, loss, metrics: as for the other trainers (:func:`ralp.models.training.
+        optimizer, loss, metrics: as for the other trainers (:func:`ralp.training.compile.
             training_setup`): the arguments, else the compiled model's, else the defaults.
         implementation: the collectives' implementation, "auto" (ring on CPUs, NCCL on GPUs),
             "ring" or "nccl".
@@ -93,7 +93,7 @@ class CollectiveTrainer:
         self.strategy = strategy or make_strategy(implementation, timeout_s)
         import keras
 
-        from ralp.models.training import BatchMetrics, optimizer_factory, training_setup
+        from ralp.training.compile import BatchMetrics, optimizer_factory, training_setup
 
         with self.strategy.scope():
             model = build_model()
@@ -151,7 +151,7 @@ class CollectiveTrainer:
                   on_step: Callable[[int, float], None] | None = None) -> StepHistory:
         """Run ``steps`` synchronous steps on this worker's ``batches`` ((x, y) pairs, each
         worker its own, all of the same size); ``on_step(step_index, loss)`` after each."""
-        from ralp.models.lockstep_fit import run_train_steps
+        from ralp.training.lockstep_fit import run_train_steps
 
         return run_train_steps(self._train_step, self.metric_names, batches, steps, on_step)
 
@@ -192,12 +192,12 @@ class CollectiveTrainer:
     # ------------------------------------------------------------------ checkpoints
 
     def _checkpoint_variables(self) -> list:
-        from ralp.models.lockstep_checkpoints import part_variables
+        from ralp.training.rank_checkpoints import part_variables
 
         return part_variables("model", self.model.variables, self.optimizer)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
+        from ralp.training.rank_checkpoints import lockstep_fingerprint
 
         return lockstep_fingerprint(self.model, self.optimizer, "collective")
 
@@ -205,7 +205,7 @@ class CollectiveTrainer:
         """What this worker writes of a checkpoint: worker 0 its replica (read from its own
         copy of each mirrored variable, so no collective runs on one worker only), the
         others nothing."""
-        from ralp.models.lockstep_checkpoints import read_arrays
+        from ralp.training.rank_checkpoints import read_arrays
 
         if self.rank:
             return {}
@@ -218,7 +218,7 @@ class CollectiveTrainer:
         of worker 0's values and the others' zeros (exact: x + 0 = x)."""
         import tensorflow as tf
 
-        from ralp.models.lockstep_checkpoints import assign_arrays
+        from ralp.training.rank_checkpoints import assign_arrays
 
         named = self._checkpoint_variables()
         arrays = load("model") if self.rank == 0 else {
@@ -287,10 +287,10 @@ class CollectiveTrainer:
         """Keras' ``fit`` on this worker (call it on every worker with the same arguments):
         arrays ``x``, ``y`` (worker r of n trains on rows r, r + n, ...; ``batch_size`` is
         per worker) or ``batches``, validation, callbacks, and a history of epoch logs
-        (:mod:`ralp.models.lockstep_fit`). With ``checkpoint_dir``, worker 0 saves every
+        (:mod:`ralp.training.lockstep_fit`). With ``checkpoint_dir``, worker 0 saves every
         ``checkpoint_every`` steps and at each epoch's end, and the fit goes on from the
-        newest checkpoint there (:mod:`ralp.models.lockstep_checkpoints`)."""
-        from ralp.models.lockstep_fit import fit_epochs
+        newest checkpoint there (:mod:`ralp.training.rank_checkpoints`)."""
+        from ralp.training.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,

@@ -294,7 +294,7 @@ class StanzaTrainer:
     def evaluate(self, x, y) -> dict[str, float]:
         """Loss and accuracy of the trained model on every rank (it shares the weights
         first: a collective)."""
-        from ralp.models.training import BatchMetrics, evaluate_model
+        from ralp.training.compile import BatchMetrics, evaluate_model
 
         return evaluate_model(self.share_weights(), self.loss_fn, BatchMetrics(()), x, y)
 
@@ -307,10 +307,10 @@ class StanzaTrainer:
             checkpoint_every: int | None = None):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`). With
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.training.lockstep_fit`). With
         ``checkpoint_dir``, checkpoints every ``checkpoint_every`` steps and at each epoch's
         end (:mod:`ralp.horovod.stanza_checkpoints`), and the fit goes on from the newest."""
-        from ralp.models.lockstep_fit import fit_epochs
+        from ralp.training.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
@@ -322,7 +322,7 @@ class StanzaTrainer:
     # ---------------------------- checkpoints (ralp.horovod.stanza_checkpoints: FC copies)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
+        from ralp.training.rank_checkpoints import lockstep_fingerprint
 
         layout = self.layout
         return lockstep_fingerprint(self.model, self.optimizer,

@@ -3,7 +3,7 @@ for Distributed Training in Deep Learning", fault tolerance): every node checkpo
 FC rank also sends a copy of its FC parameters to a CONV rank, so that losing an FC rank loses
 no FC state.
 
-What each rank writes (:class:`ralp.models.lockstep_checkpoints.LockstepCheckpoints` commits
+What each rank writes (:class:`ralp.training.rank_checkpoints.LockstepCheckpoints` commits
 them together):
 
 - CONV rank 0: the head and the CONV ranks' optimizer state (every CONV replica is the same);
@@ -48,20 +48,20 @@ def copy_process_sets(trainer) -> list:
 
 
 def _head_variables(trainer) -> list:
-    from ralp.models.lockstep_checkpoints import part_variables
+    from ralp.training.rank_checkpoints import part_variables
 
     return part_variables("head", trainer.split.head.variables, trainer.optimizer)
 
 
 def _tail_variables(trainer) -> list:
-    from ralp.models.lockstep_checkpoints import part_variables
+    from ralp.training.rank_checkpoints import part_variables
 
     return part_variables("tail", trainer.split.tail.variables, trainer.optimizer)
 
 
 def checkpoint_parts(trainer) -> dict[str, dict]:
     """This rank's own parts of a checkpoint: CONV rank 0 the head, each FC rank its tail."""
-    from ralp.models.lockstep_checkpoints import read_arrays
+    from ralp.training.rank_checkpoints import read_arrays
 
     parts = {}
     if trainer.rank == 0:
@@ -148,7 +148,7 @@ def broadcast_arrays(hvd, arrays: dict | None, root: int, name: str, process_set
 def restore_checkpoint(trainer, load) -> None:
     """Every rank's part of the checkpoint back: the head from CONV rank 0's file to every
     CONV rank, each tail from its peer's copy (a collective: call it on every rank)."""
-    from ralp.models.lockstep_checkpoints import assign_arrays
+    from ralp.training.rank_checkpoints import assign_arrays
 
     layout, rank, hvd = trainer.layout, trainer.rank, trainer.hvd
     if not trainer.is_fc:
@@ -173,7 +173,7 @@ def restore_checkpoint(trainer, load) -> None:
 
 def _peer_copy(load, fc_index: int):
     """The peer's copy of FC rank ``fc_index``'s tail, or None where it has none."""
-    from ralp.models.checkpoints import CheckpointError
+    from ralp.training.checkpoints import CheckpointError
 
     try:
         return load(f"tail{fc_index}-copy")

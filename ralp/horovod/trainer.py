@@ -12,7 +12,7 @@ wrapper expect Keras 2 variables and fail on Keras 3 ones (``'Variable' object h
 attribute 'ref'``), so the step calls ``hvd.grouped_allreduce`` itself and broadcasts the
 backing ``tf.Variable``s (``v.value``).
 
-What the model trains with comes from :func:`ralp.models.training.training_setup`, as for the
+What the model trains with comes from :func:`ralp.training.compile.training_setup`, as for the
 PS trainer: the arguments given, else the compiled model's optimizer, loss and metrics, else
 the defaults (SGD with momentum; cross-entropy on the model's logits or softmax output).
 """
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ralp.models.lockstep_fit import StepHistory
+    from ralp.training.lockstep_fit import StepHistory
 
 
 class HorovodTrainer:
@@ -39,7 +39,7 @@ class HorovodTrainer:
         import keras
         import tensorflow as tf
 
-        from ralp.models.training import BatchMetrics, optimizer_factory, training_setup
+        from ralp.training.compile import BatchMetrics, optimizer_factory, training_setup
 
         setup = training_setup(model, optimizer, loss_fn, metrics, where="HorovodTrainer")
         self.hvd = hvd
@@ -88,7 +88,7 @@ class HorovodTrainer:
 
         ``on_step(step_index, loss)`` is called after each step (on every rank).
         """
-        from ralp.models.lockstep_fit import run_train_steps
+        from ralp.training.lockstep_fit import run_train_steps
 
         return run_train_steps(self._train_step, self.metric_names, batches, steps, on_step)
 
@@ -116,7 +116,7 @@ class HorovodTrainer:
 
     def evaluate(self, x, y) -> dict[str, float]:
         """Loss, accuracy and metrics of this replica (every replica is the same)."""
-        from ralp.models.training import evaluate_model
+        from ralp.training.compile import evaluate_model
 
         return evaluate_model(self.model, self.loss_fn, self.batch_metrics, x, y)
 
@@ -129,11 +129,11 @@ class HorovodTrainer:
             checkpoint_every: int | None = None):
         """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
         arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.models.lockstep_fit`). With
+        callbacks and a ``history`` of epoch logs (:mod:`ralp.training.lockstep_fit`). With
         ``checkpoint_dir``, rank 0 saves every ``checkpoint_every`` steps and at each epoch's
         end, and the fit goes on from the newest checkpoint there
-        (:mod:`ralp.models.lockstep_checkpoints`)."""
-        from ralp.models.lockstep_fit import fit_epochs
+        (:mod:`ralp.training.rank_checkpoints`)."""
+        from ralp.training.lockstep_fit import fit_epochs
 
         return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
                           steps_per_epoch=steps_per_epoch, validation_data=validation_data,
@@ -149,25 +149,25 @@ class HorovodTrainer:
         return self.hvd.rank()
 
     def _checkpoint_variables(self) -> list:
-        from ralp.models.lockstep_checkpoints import part_variables
+        from ralp.training.rank_checkpoints import part_variables
 
         return part_variables("model", self.model.variables, self.optimizer)
 
     def checkpoint_fingerprint(self) -> dict:
-        from ralp.models.lockstep_checkpoints import lockstep_fingerprint
+        from ralp.training.rank_checkpoints import lockstep_fingerprint
 
         return lockstep_fingerprint(self.model, self.optimizer, "horovod")
 
     def checkpoint_parts(self) -> dict[str, dict]:
         """What this rank writes of a checkpoint: rank 0 its whole replica, the others
         nothing (every replica is the same)."""
-        from ralp.models.lockstep_checkpoints import read_arrays
+        from ralp.training.rank_checkpoints import read_arrays
 
         return {"model": read_arrays(self._checkpoint_variables())} if self.rank == 0 else {}
 
     def restore_checkpoint(self, load) -> None:
         """Rank 0 reads the checkpoint; every rank gets its values (a broadcast)."""
-        from ralp.models.lockstep_checkpoints import assign_arrays
+        from ralp.training.rank_checkpoints import assign_arrays
 
         if self.rank == 0:
             assign_arrays(self._checkpoint_variables(), load("model"), "model")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import keras
 
-from ralp.models.checkpoints import Failure, TrainingState
 from ralp.ps_strategy.staleness import SyncPolicy, SyncRecord, as_policy
 from ralp.ps_strategy.sync import SlowWorker
+from ralp.training.checkpoints import Failure, TrainingState
 
 
 @dataclass

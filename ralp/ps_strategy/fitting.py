@@ -32,7 +32,11 @@ import tensorflow as tf
 from ralp.cluster.probe import describe, wait_until_reachable
 from ralp.cluster.spec import ClusterError
 from ralp.errors import InvalidArgumentError
-from ralp.models.checkpoints import (
+from ralp.ps_strategy.callbacks import History, call_callbacks
+from ralp.ps_strategy.data import DatasetFn, skipping
+from ralp.ps_strategy.health import TaskLost, failed_ps_tasks, is_ps_failure
+from ralp.ps_strategy.loops import EpochRun
+from ralp.training.checkpoints import (
     Checkpointer,
     CheckpointError,
     Failure,
@@ -43,10 +47,6 @@ from ralp.models.checkpoints import (
     fingerprint,
     read_checkpoint,
 )
-from ralp.ps_strategy.callbacks import History, call_callbacks
-from ralp.ps_strategy.data import DatasetFn, skipping
-from ralp.ps_strategy.health import TaskLost, failed_ps_tasks, is_ps_failure
-from ralp.ps_strategy.loops import EpochRun
 
 # A step's results (ralp.ps_strategy.steps): loss, correct, applied, then the user's metrics.
 APPLIED, METRICS = 2, 3
@@ -359,10 +359,10 @@ def run_fit(trainer, x, y, *, batch_size: int, epochs: int, steps_per_epoch: int
             seed: int | None, verbose: int, checkpoint_dir, checkpoint_every: int | None,
             restart_timeout: float) -> History:
     """``Trainer.fit``'s checks, data and loop (its docstring says what each argument does)."""
-    from ralp.models.training import check_training_arrays
-    from ralp.models.validation import validation_for
     from ralp.ps_strategy.callbacks import StalenessHook
     from ralp.ps_strategy.data import numpy_dataset_fn
+    from ralp.training.compile import check_training_arrays
+    from ralp.training.validation import validation_for
 
     for name, value in (("batch_size", batch_size), ("epochs", epochs),
                         ("steps_per_epoch", steps_per_epoch)):

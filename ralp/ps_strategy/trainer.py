@@ -29,13 +29,6 @@ from ralp._compat import (
 )
 from ralp.cluster.probe import unreachable
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S
-from ralp.models.checkpoints import read_checkpoint
-from ralp.models.training import (
-    BatchMetrics,
-    default_loss,
-    evaluate_model,
-    optimizer_factory,
-)
 from ralp.placement.plan import Plan, ps_device
 from ralp.placement.rewriter import (
     PlacedModel,
@@ -61,6 +54,13 @@ from ralp.ps_strategy.steps import (
     round_update,
 )
 from ralp.ps_strategy.sync import SlowWorker, SyncedSteps
+from ralp.training.checkpoints import read_checkpoint
+from ralp.training.compile import (
+    BatchMetrics,
+    default_loss,
+    evaluate_model,
+    optimizer_factory,
+)
 
 
 class Trainer:
@@ -313,7 +313,7 @@ class Trainer:
 
     def restore_checkpoint(self, path: str) -> None:
         """Restore a checkpoint of :meth:`save_checkpoint` (or one ``fit`` wrote); a checkpoint
-        of another model is a :class:`~ralp.models.checkpoints.CheckpointError`."""
+        of another model is a :class:`~ralp.training.checkpoints.CheckpointError`."""
         read_checkpoint(self._checkpoint, path)
 
     def get_weights(self) -> list[np.ndarray]:

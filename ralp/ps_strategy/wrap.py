@@ -13,7 +13,6 @@ import keras
 from ralp.cluster.spec import ClusterSpec
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError, warn
-from ralp.models.training import BatchMetrics, optimizer_factory, training_setup
 from ralp.placement.choose import check_placeable, choose_plan
 from ralp.placement.plan import Plan
 from ralp.placement.pull_schedule import SCHEDULES as PULL_SCHEDULES
@@ -23,6 +22,7 @@ from ralp.ps_strategy.pull_profile import layer_forward_times
 from ralp.ps_strategy.staleness import SyncPolicy, as_policy
 from ralp.ps_strategy.sync import SlowWorker
 from ralp.ps_strategy.trainer import Trainer
+from ralp.training.compile import BatchMetrics, optimizer_factory, training_setup
 
 
 class PlacementWarning(UserWarning):
@@ -60,7 +60,7 @@ def wrap(
     ``optimizer``, ``loss`` and ``metrics`` default to the model's own when it was compiled
     (``model.compile(...)``), else to SGD with momentum, sparse categorical cross-entropy on
     the model's logits (or its softmax probabilities) and no extra metrics
-    (:mod:`ralp.models.training`). Labels are integer class ids. A model with several
+    (:mod:`ralp.training.compile`). Labels are integer class ids. A model with several
     outputs is refused.
 
     ``sync`` picks the synchronization paradigm (:mod:`ralp.ps_strategy.sync`): None (the

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from keras import layers
 
-from ralp.models.training import (
+from ralp.training.compile import (
     BatchMetrics,
     TrainingSetupError,
     default_loss,

@@ -11,7 +11,7 @@ Keras' hooks and logs on every rank (write files from rank 0 only); ``model.stop
 leave their collectives together.
 
 With a ``checkpoint_dir`` the fit saves every ``checkpoint_every`` steps and at each epoch's
-end (:mod:`ralp.models.lockstep_checkpoints`) and goes on from the newest checkpoint there:
+end (:mod:`ralp.training.rank_checkpoints`) and goes on from the newest checkpoint there:
 its weights, optimizer state, step, data position and the epoch's figures. A job restarted by
 a supervisor (:mod:`ralp.cluster.supervise`) learns what was lost from ``RALP_RESTART_FAILURE``
 and lists it in ``history.failures``.
@@ -34,7 +34,7 @@ from ralp.errors import InvalidArgumentError
 class RankHistory:
     """What ``fit`` returns on each rank: per-epoch logs (``history``, as Keras' History),
     per step the wall-clock end time and this rank's loss (None where it has none), and the
-    failures the job was restarted after (``failures``: :class:`ralp.models.checkpoints.
+    failures the job was restarted after (``failures``: :class:`ralp.training.checkpoints.
     Failure`, kind "rank"; kept in the checkpoints, so a job restarted twice lists both)."""
 
     history: dict[str, list[float]] = field(default_factory=dict)
@@ -91,7 +91,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
     """Train ``trainer`` (a ``HorovodTrainer``, ``StanzaTrainer`` or ``CollectiveTrainer``)
     for epochs ``initial_epoch`` .. ``epochs`` - 1, going on from the newest checkpoint in
     ``checkpoint_dir`` if there is one; the module's docstring says what each rank does."""
-    from ralp.models.validation import validation_for
+    from ralp.training.validation import validation_for
 
     if not 0 <= initial_epoch < epochs:
         raise InvalidArgumentError(f"initial_epoch must be in [0, epochs={epochs}), got {initial_epoch}")
@@ -130,7 +130,7 @@ def fit_epochs(trainer, x=None, y=None, *, batches: Iterable | None = None,
 
 def _rank_batches(trainer, x, y, batches, batch_size, steps_per_epoch, shuffle, seed):
     """(this rank's batch iterator or None where it reads none, steps per epoch)."""
-    from ralp.models.training import check_training_arrays
+    from ralp.training.compile import check_training_arrays
 
     shard = trainer.data_shard  # (index, count) of the ranks that read data; None: reads none
     if batches is None:
@@ -170,13 +170,13 @@ def _train_epoch(trainer, history: RankHistory, resume: Resume, iterator, steps_
 
 
 class Resume:
-    """Where a lockstep fit stands (:class:`ralp.models.checkpoints.Position`), the
+    """Where a lockstep fit stands (:class:`ralp.training.checkpoints.Position`), the
     checkpoints it saves and went on from, and the restart it recovers from (the failure a
     supervisor passes in ``RALP_RESTART_FAILURE``)."""
 
     def __init__(self, trainer, history: RankHistory, directory, every: int | None,
                  initial_epoch: int):
-        from ralp.models.checkpoints import Position
+        from ralp.training.checkpoints import Position
 
         self.trainer, self.history = trainer, history
         self.position = Position(epoch=initial_epoch)
@@ -189,7 +189,7 @@ class Resume:
             if every is not None:
                 raise InvalidArgumentError("checkpoint_every needs a checkpoint_dir")
             return
-        from ralp.models.lockstep_checkpoints import LockstepCheckpoints
+        from ralp.training.rank_checkpoints import LockstepCheckpoints
 
         self.checkpoints = LockstepCheckpoints(trainer, directory, every,
                                                trainer.checkpoint_fingerprint())
@@ -210,7 +210,7 @@ class Resume:
     def _note_restart(self) -> None:
         import json
 
-        from ralp.models.checkpoints import Failure
+        from ralp.training.checkpoints import Failure
 
         raw = os.environ.pop(RESTART_FAILURE_ENV, None)  # this process's first fit only
         if not raw:
@@ -268,7 +268,7 @@ class Resume:
         return (carried_sum + mean * steps) / total if total else mean
 
     def save(self, epoch: int, mean: float, steps: int, finished: bool = False) -> None:
-        from ralp.models.checkpoints import TrainingState
+        from ralp.training.checkpoints import TrainingState
 
         self.position.epoch = epoch
         self.position.epoch_loss_sum = self.carried[0] + mean * steps

@@ -10,7 +10,7 @@ distributed variable starts a collective on one rank only), written to a tempora
 renamed.
 
 A checkpoint is complete when its ``ckpt-<n>.ralp.json`` (the same state file as the PS
-trainer's: :class:`ralp.models.checkpoints.TrainingState`) exists. Rank 0 writes it after a
+trainer's: :class:`ralp.training.checkpoints.TrainingState`) exists. Rank 0 writes it after a
 barrier that follows every rank's parts (for Stanza, after the step that follows, while which
 the FC ranks' copies crossed), so a rank lost halfway leaves the previous checkpoint the newest
 complete one. On ``restore`` rank 0 picks the newest complete checkpoint and shares
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ralp.models.checkpoints import KEEP, CheckpointError, TrainingState, describe_mismatch
+from ralp.training.checkpoints import KEEP, CheckpointError, TrainingState, describe_mismatch
 
 STATE = re.compile(r"ckpt-(\d+)\.ralp\.json$")
 
@@ -47,7 +47,7 @@ def part_variables(prefix: str, variables: Sequence, optimizer) -> list[tuple[st
 
 def lockstep_fingerprint(model, optimizer, mode: str) -> dict:
     """What a lockstep checkpoint must match: the model's variables, the optimizer, the mode."""
-    from ralp.models.checkpoints import fingerprint
+    from ralp.training.checkpoints import fingerprint
 
     return fingerprint(model, {type(optimizer).__name__: optimizer}, mode)
 

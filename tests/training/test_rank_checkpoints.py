@@ -14,8 +14,8 @@ from ralp.collective.launch import run_workers
 from ralp.collective.trainer import CollectiveError
 from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
-from ralp.models.lockstep_checkpoints import assign_arrays, named_variables
-from ralp.models.lockstep_fit import RESTART_FAILURE_ENV
+from ralp.training.lockstep_fit import RESTART_FAILURE_ENV
+from ralp.training.rank_checkpoints import assign_arrays, named_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "tests" / "models" / "restart_ranks.py")
@@ -114,7 +114,7 @@ def test_a_checkpoint_of_another_mode_is_refused_with_a_clear_error(tmp_path):
 def test_a_part_of_another_model_is_a_clear_error():
     import keras
 
-    from ralp.models.checkpoints import CheckpointError
+    from ralp.training.checkpoints import CheckpointError
 
     def net(width: int):  # the same names, another shape
         return keras.Sequential([keras.Input((width,)), keras.layers.Dense(2, name="d")],
