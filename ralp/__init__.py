@@ -7,15 +7,11 @@ lazily, on first use, so ``import ralp`` stays cheap and has no side effects.
   and split point of a Keras model; ``register_layer_kind`` teaches the profiler a layer type.
 - ``build_model``, ``MODEL_NAMES``, ``get_model_spec``: the benchmark model zoo.
 - ``Plan``, ``PlanError``: which layers run on which PS task.
-- ``wrap`` -> ``Trainer`` (``fit``, ``History``, ``StalenessHook``; ``PlacementWarning``,
-  ``ClusterWarning``): place a Keras model on a PS cluster and train it.
+- ``wrap`` -> ``Trainer`` (``fit``, ``evaluate``, ``predict``, ``unwrap``; ``History``,
+  ``Failures``, ``PlacementWarning``, ``ClusterWarning``): train a Keras model in any mode
+  (ps, ralp, auto, skewness on a PS cluster; horovod, stanza, collective in every rank).
 - ``ClusterSpec``, ``ClusterError``, ``LocalCluster``, ``run_in_fresh_process``: clusters.
 - ``SyncPolicy``, ``simulate_sync``: synchronization paradigms (BSP, ASP, SSP, DSSP).
-- ``HorovodTrainer``: the data-parallel baseline, inside a Horovod rank (``horovodrun``).
-- ``CollectiveTrainer``, ``CollectiveError``: the data-parallel baseline on TensorFlow's own
-  collectives (``MultiWorkerMirroredStrategy``, launched by ``TF_CONFIG``): no Horovod needed.
-- ``StanzaTrainer``, ``StanzaError``: layer separation (Stanza) on Horovod: CONV ranks
-  allreduce the convolutions, FC ranks hold the FC layers (inside ``horovodrun``).
 - ``calibrate`` -> ``Calibration``, ``recommend``: the planner (``python -m ralp.planner``):
   measure a model's compute here, predict every mode's throughput, choose.
 - Errors: every one derives from ``RalpError`` (``ClusterError``, ``ProfileError``,
@@ -44,11 +40,11 @@ _API: dict[str, tuple[str, str]] = {
     "get_model_spec": ("ralp.models", "get_model_spec"),
     "Plan": ("ralp.placement.plan", "Plan"),
     "PlanError": ("ralp.placement.plan", "PlanError"),
-    "wrap": ("ralp.planner.auto", "wrap"),
-    "Trainer": ("ralp.ps_strategy.trainer", "Trainer"),
-    "PlacementWarning": ("ralp.ps_strategy.wrap", "PlacementWarning"),
-    "History": ("ralp.ps_strategy.callbacks", "History"),
-    "StalenessHook": ("ralp.ps_strategy.callbacks", "StalenessHook"),
+    "wrap": ("ralp.wrap", "wrap"),
+    "Failures": ("ralp.wrap", "Failures"),
+    "Trainer": ("ralp.training.trainer", "Trainer"),
+    "PlacementWarning": ("ralp.wrap", "PlacementWarning"),
+    "History": ("ralp.training.history", "History"),
     "ClusterWarning": ("ralp.ps_strategy.health", "ClusterWarning"),
     "SyncPolicy": ("ralp.ps_strategy.staleness", "SyncPolicy"),
     "simulate_sync": ("ralp.ps_strategy.staleness", "simulate"),
@@ -65,10 +61,7 @@ _API: dict[str, tuple[str, str]] = {
     "ChildError": ("ralp.cluster.fresh_process", "ChildError"),
     "LocalCluster": ("ralp.cluster.local", "LocalCluster"),
     "run_in_fresh_process": ("ralp.cluster.fresh_process", "run_in_fresh_process"),
-    "HorovodTrainer": ("ralp.horovod.trainer", "HorovodTrainer"),
-    "StanzaTrainer": ("ralp.horovod.stanza", "StanzaTrainer"),
-    "CollectiveTrainer": ("ralp.collective.trainer", "CollectiveTrainer"),
-    "CollectiveError": ("ralp.collective.trainer", "CollectiveError"),
+    "CollectiveError": ("ralp.collective.runtime", "CollectiveError"),
     "StanzaError": ("ralp.horovod.stanza_layout", "StanzaError"),
     "calibrate": ("ralp.planner.api", "calibrate"),
     "recommend": ("ralp.planner.api", "recommend"),

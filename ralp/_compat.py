@@ -36,8 +36,15 @@ function                        private API                                     
                                 (cond_v2)
 ``INLINED_BRANCH_OP``           the names lowering gives a cond's inlined       audit
                                 branch ops
+``eager_context_started``,      ``context._context_handle``,                    collective
+``restart_tensorflow``          ``context._reset_context``
 ``remove_autograph_sources``    AutoGraph's temporary modules                   cluster,
                                 (``__autograph_generated_file*``)               bench, planner
+``compile_metrics``             ``trainers.compile_utils.CompileMetrics``       training
+``compiled_loss``               ``trainers.compile_utils.get_loss``             training
+``same_rank``                   ``losses.loss.squeeze_or_expand_to_same_rank``  training
+``dataset_graph``,              the coordinator's dataset serialization         training
+``dataset_from_graph``          (``coordinator.values``)
 ==============================  ==============================================  =============
 """
 
@@ -182,6 +189,61 @@ def slot_variables(optimizer, variable) -> list:
     return [v for v in optimizer.variables if v.path.split("/", 1)[-1].startswith(prefix)]
 
 
+# ------------------------------------------------------------------ compile's loss and metrics
+
+
+def _keras_src(module: str, name: str, purpose: str):
+    import importlib
+
+    return _require(importlib.import_module(f"keras.src.{module}"), name, purpose)
+
+
+def compile_metrics(metrics, weighted_metrics, y_true, y_pred):
+    """The metric ``model.compile(metrics=..., weighted_metrics=...)`` builds, built for these
+    labels and predictions (tensors or ``keras.KerasTensor`` specs): Keras' own metric
+    objects, names (``weighted_`` prefixes) and use of sample weights."""
+    cls = _keras_src("trainers.compile_utils", "CompileMetrics", "compute compiled metrics")
+    compiled = cls(metrics, weighted_metrics)
+    compiled.build(y_true, y_pred)
+    return compiled
+
+
+def compiled_loss(identifier, y_true, y_pred):
+    """The ``keras.losses.Loss`` ``compile(loss=identifier)`` uses for these labels and
+    predictions ("crossentropy": the binary, categorical or sparse one, by shape)."""
+    return _keras_src("trainers.compile_utils", "get_loss", "resolve the compiled loss")(
+        identifier, y_true, y_pred)
+
+
+def same_rank(values, sample_weight):
+    """Keras' alignment of loss values and sample weights (a trailing axis of 1 squeezed or
+    added) before it multiplies them."""
+    return _keras_src("losses.loss", "squeeze_or_expand_to_same_rank",
+                      "weigh loss values as Keras does")(values, sample_weight)
+
+
+# ------------------------------------------------------------------ datasets on PS workers
+
+
+def _coordinator_values():
+    from tensorflow.python.distribute.coordinator import values
+
+    return values
+
+
+def dataset_graph(dataset):
+    """``dataset`` serialized as a graph, as ``ClusterCoordinator.create_per_worker_dataset``
+    serializes a dataset to make it again on each worker."""
+    return _require(_coordinator_values(), "serialize_dataset_to_graph",
+                    "send a dataset to the workers")(dataset)
+
+
+def dataset_from_graph(graph, element_spec):
+    """The dataset of :func:`dataset_graph`'s graph, made where this runs (a worker)."""
+    return _require(_coordinator_values(), "deserialize_dataset_from_graph",
+                    "make a dataset on a worker")(graph, element_spec)
+
+
 # ------------------------------------------------------------------ distribution
 
 
@@ -317,6 +379,33 @@ def cond_branch_graphs(op) -> tuple:
 
 
 # ------------------------------------------------------------------ collectives
+
+
+def eager_context_started() -> bool:
+    """Whether TensorFlow's eager context has started in this process."""
+    from tensorflow.python.eager import context
+
+    return _require(context.context(), "_context_handle", "see whether TensorFlow started") \
+        is not None
+
+
+@contextlib.contextmanager
+def restart_tensorflow() -> Iterator[None]:
+    """Start TensorFlow's eager context again (with Keras' global state cleared) for what the
+    block makes first, such as ``MultiWorkerMirroredStrategy``, which configures collectives
+    at the context's start. Everything TensorFlow and Keras made before is unusable after
+    it. Keras' global dtype policy is kept; TensorFlow's global random generator is made
+    anew after the block."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    policy = keras.mixed_precision.global_policy()
+    keras.backend.clear_session()
+    _require(context, "_reset_context", "start TensorFlow again for its collectives")()
+    yield
+    keras.mixed_precision.set_global_policy(policy)
+    tf.random.set_global_generator(tf.random.Generator.from_non_deterministic_state())
 
 
 def coordination_key_values() -> tuple[Callable[[str, str], None], Callable[[str], str]]:

@@ -16,10 +16,15 @@ One synchronous iteration:
 - the CONV ranks finish backprop through the head, sum the head gradients among themselves
   (an allreduce on the CONV ranks' process set) and apply the same update.
 
-The loss an FC rank differentiates is its group's share of the global mean: its mean loss x
-(group size / n_c). The summed gradients are then exactly those of the mean loss over the
-concatenated global batch, so the maths is synchronous SGD on n_c x K samples, whatever the
-groups' sizes. Initial weights (and each part's optimizer state) are broadcast from rank 0.
+Each FC rank computes its group's loss sums (:mod:`ralp.training.objective`): ``num`` over
+its stacked rows and ``den``; the FC ranks add their ``den`` up, and each differentiates
+``num / den_total``. The summed gradients are then exactly those of Keras' loss on the
+concatenated global batch, so the maths is one Keras step on n_c x K samples, whatever the
+groups' sizes; each part adds the gradient of its own layers' regularizers. Every CONV
+rank's batch has the same size K (the FC ranks stack a fixed number of rows): a global batch
+is split evenly over the CONV ranks and a last partial batch is left out of each pass.
+Sample weights cross with the labels. Initial weights (and each part's optimizer state) are
+broadcast from rank 0.
 
 Everything that crosses goes through Horovod's own collectives; Horovod matches collectives
 across ranks by name, so each has a fixed name here. Process sets are added after
@@ -30,59 +35,47 @@ broadcasts. Neither TensorFlow nor Horovod is imported at import time.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import numpy as np
 
-from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.horovod import stanza_checkpoints
-from ralp.horovod.stanza_checkpoints import copy_process_sets
+from ralp.horovod.runtime import init_horovod, optimizer_state
+from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
+from ralp.training.ranks import RankRuntime
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
+WEIGHTS = "ralp_stanza_weights"
 GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
+DEN = "ralp_stanza_den"
 
 
-@dataclass
-class StanzaHistory:
-    """What :meth:`StanzaTrainer.fit` did on this rank: per step, the wall-clock end time
-    (``time.perf_counter``); on FC ranks also the mean loss of the group's stacked batch.
-    ``final_loss`` is the last step's mean loss over the global batch, on every rank."""
-
-    step_end_times: list[float] = field(default_factory=list)
-    step_losses: list[float] = field(default_factory=list)
-    final_loss: float | None = None
-
-
-class StanzaTrainer:
+class StanzaRuntime(RankRuntime):
     """Trains ``model`` with layer separation over the Horovod ranks of this job.
 
-    ``hvd`` is ``horovod.tensorflow``; initialize it with ``hvd.init(process_sets="dynamic")``
-    (or not at all: the trainer then does). Every rank builds the same model and creates the
-    trainer with the same arguments. ``fc_workers`` is n_f (the last n_f ranks serve the
-    tail); ``plan`` (a :class:`ralp.Plan`) overrides the profiler's split, which is chosen for
-    ``batch_size`` as RALP chooses it. ``loss_fn`` must average over the batch (Keras'
-    default reduction). Labels cross as ``label_dtype`` with per-sample shape ``label_shape``
-    (sparse integer class labels by default): FC ranks see no data and need to know.
+    Every rank builds the same model and calls ``ralp.wrap(model, mode="stanza")`` with the
+    same arguments (Horovod is initialized with dynamic process sets if nobody did).
+    ``fc_workers`` is n_f (the last n_f ranks serve the tail); ``plan`` (a
+    :class:`ralp.Plan`) overrides the profiler's split, which is chosen for one CONV rank's
+    part of ``batch_size`` as RALP chooses it. FC ranks read no data: they learn the labels'
+    shape and dtype from ``fit``'s data, which every rank is given.
     """
 
-    def __init__(self, hvd, model, optimizer, loss_fn=None, *, fc_workers: int = 1,
-                 plan=None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 label_shape: tuple[int, ...] = (), label_dtype: str = "int32"):
-        import keras
+    mode = "stanza"
+    fixed_batch = True
 
-        self.split, self.plan = _split(model, plan, batch_size)  # bad models fail before Horovod
-        if not hvd.is_initialized():
-            hvd.init(process_sets="dynamic")
-        self.hvd = hvd
+    def __init__(self, model, make_optimizer, *, fc_workers: int = 1, plan=None,
+                 batch_size: int = 32, hvd=None):
+        super().__init__()
+        self.split, self.plan = _split(model, plan, batch_size)  # fails before Horovod starts
+        self.hvd = hvd = init_horovod(hvd)
         self.layout = StanzaLayout(hvd.size(), fc_workers)
-        self.rank = hvd.rank()
-        self.model = model
-        self.optimizer = optimizer
-        self.loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        self.label_shape, self.label_dtype = tuple(label_shape), label_dtype
-        self.batch_size = batch_size
+        if self.layout.conv_workers > 1 and plan is None:  # for one CONV rank's part, as RALP
+            self.split, self.plan = _split(model, plan,
+                                           max(1, batch_size // self.layout.conv_workers))
+        self.rank, self.size = hvd.rank(), hvd.size()
+        self.model, self.optimizer = model, make_optimizer()
+        self.profile = None
         self.conv_set = self._process_set(self.layout.conv_ranks)
         self.fc_set = self._process_set(self.layout.fc_ranks)
         self.copy_sets = copy_process_sets(self)  # each FC rank's tail copy to its peer
@@ -91,11 +84,29 @@ class StanzaTrainer:
         self.last_tail: dict | None = None  # an FC rank's tail at its last checkpoint
         self.tail_restored_from: str | None = None  # "peer" or "own file" after a restore
         self.is_fc = self.layout.is_fc(self.rank)
-        part = self.split.tail if self.is_fc else self.split.head
-        self.variables = part.trainable_variables
-        optimizer.build(self.variables)
+        self.part = self.split.tail if self.is_fc else self.split.head
+        self.variables = self.part.trainable_variables
+        self.optimizer.build(self.variables)
         self._broadcast_initial_state()
-        self._step = self._fc_step() if self.is_fc else self._conv_step()
+
+    data_workers = property(lambda self: self.layout.conv_workers)
+
+    @property
+    def data_index(self) -> int | None:
+        """This CONV rank's shard; None on an FC rank, which reads no data."""
+        return None if self.is_fc else self.rank
+
+    def describe(self) -> str:
+        return f"conv={self.layout.conv_workers} fc={self.layout.fc_workers}\n{self.plan}"
+
+    def check_data(self, data) -> None:
+        """Every CONV rank's batch has the same size: the global batch splits evenly."""
+        batch, n_c = data.global_batch, self.layout.conv_workers
+        if batch is None or batch % n_c:
+            raise StanzaError(
+                f"stanza splits each global batch evenly over its {n_c} CONV ranks (the FC "
+                f"ranks stack a fixed number of rows): the batch size ({batch}) must be a "
+                f"multiple of {n_c}")
 
     # ------------------------------------------------------------------ set-up
 
@@ -134,10 +145,23 @@ class StanzaTrainer:
 
     # ------------------------------------------------------------------ the two roles
 
-    def _conv_step(self):
+    def _build(self, objective, data) -> None:
+        """The step of this rank's role, for ``objective`` and the data's labels."""
+        spec = data.element_spec
+        self.label_shape = tuple(spec[1].shape[1:])
+        self.label_dtype = spec[1].dtype
+        self.weighted = len(spec) > 2
+        self.K = data.global_batch // self.layout.conv_workers
+        step = self._fc_step(objective) if self.is_fc else self._conv_step(objective)
+        self._train = lambda batch: np.asarray(step(batch))
+
+    def _conv_step(self, objective):
         import tensorflow as tf
 
-        hvd, layout, head, K = self.hvd, self.layout, self.split.head, self.batch_size
+        from ralp.training.objective import regularization_gradients
+
+        hvd, layout, head, K = self.hvd, self.layout, self.split.head, self.K
+        share = 1.0 / layout.conv_workers
         _, widths, dtype = self._boundary()
         D = sum(widths)
         to_fc = [K if r == layout.fc_rank_of(self.rank) else 0 for r in range(layout.size)]
@@ -148,8 +172,11 @@ class StanzaTrainer:
         empty_rows = tf.zeros([0, D], dtype)
         alltoall, grouped_allreduce = _unconverted(tf, hvd)
 
+        width = objective.width
+
         @tf.function
-        def step(x, y, empty_rows):
+        def step(batch, empty_rows):
+            x, y = batch[0], batch[1]
             x = tf.ensure_shape(x, [K, *x.shape[1:]])  # the FC ranks count on K rows
             with tf.GradientTape() as tape:
                 outputs = head(x, training=True)
@@ -159,104 +186,101 @@ class StanzaTrainer:
             labels = tf.reshape(tf.cast(y, self.label_dtype), [K, *self.label_shape])
             sent = alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
             sent_labels = alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
-            with tf.control_dependencies([sent, sent_labels]):  # receive after sending
+            sends = [sent, tf.cast(tf.reduce_sum(sent_labels), sent.dtype)]
+            if self.weighted:
+                weights = tf.reshape(tf.cast(batch[2], tf.float32), [K])
+                sends.append(tf.cast(tf.reduce_sum(alltoall(hvd, weights, to_fc, WEIGHTS, [0])),
+                                     sent.dtype))
+            with tf.control_dependencies(sends):  # receive after sending
                 empty = tf.identity(empty_rows)
             grad = alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
             grads = tape.gradient(flat, self.variables, output_gradients=grad)
             if self.conv_set is not None:
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
                                           name=HEAD_GRADS, ignore_name_scope=True)
+            reg, reg_grads = regularization_gradients(head, self.variables)
+            grads = [g + tf.cast(r, g.dtype) for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # Horovod's ops are not stateful: one whose result feeds nothing the function
             # returns may be pruned. The sends' (empty) results feed the output.
-            return tf.reduce_sum(sent) + tf.cast(tf.reduce_sum(sent_labels), sent.dtype)
+            nothing_sent = tf.reduce_sum(tf.cast(tf.stack([tf.reduce_sum(t) for t in sends]),
+                                                 tf.float32))
+            zeros = tf.zeros([width - 4], tf.float32)
+            return tf.concat([tf.stack([nothing_sent * 0.0, 0.0, 0.0,
+                                        tf.cast(reg, tf.float32) * share]), zeros], axis=0)
 
-        return lambda x, y: step(x, y, empty_rows)
+        return lambda batch: step(batch, empty_rows)
 
-    def _fc_step(self):
+    def _fc_step(self, objective):
         import tensorflow as tf
 
-        hvd, layout, tail = self.hvd, self.layout, self.split.tail
+        from ralp.training.objective import regularization_gradients
+
+        hvd, layout, tail, K = self.hvd, self.layout, self.split.tail, self.K
         shapes, widths, dtype = self._boundary()
         D, fc_index = sum(widths), self.rank - layout.conv_workers
-        rows = self.batch_size * len(layout.group(fc_index))  # the stacked batch
         group = layout.group(fc_index)
-        back_to = [self.batch_size if r in group else 0 for r in range(layout.size)]
-        share = layout.share(fc_index)  # of the global batch
+        rows = K * len(group)  # the stacked batch
+        back_to = [K if r in group else 0 for r in range(layout.size)]
+        share = 1.0 / layout.fc_workers
         nothing = [0] * layout.size
 
         empty_rows = tf.zeros([0, D], dtype)  # arguments, not constants: see _alltoall
         empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
+        empty_weights = tf.zeros([0], tf.float32)
         alltoall, grouped_allreduce = _unconverted(tf, hvd)
+        allreduce = tf.autograph.experimental.do_not_convert(hvd.allreduce)
 
         @tf.function
-        def step(empty_rows, empty_labels):
+        def step(empty_rows, empty_labels, empty_weights):
             stacked = alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
             labels = alltoall(hvd, empty_labels, nothing, LABELS,
                               [rows, *self.label_shape])
+            weights = (alltoall(hvd, empty_weights, nothing, WEIGHTS, [rows])
+                       if self.weighted else None)
             with tf.GradientTape() as tape:
                 tape.watch(stacked)
                 parts = tf.split(stacked, widths, axis=1) if len(widths) > 1 else [stacked]
                 inputs = [tf.reshape(p, [rows, *s]) for p, s in zip(parts, shapes, strict=True)]
-                logits = tail(inputs if len(inputs) > 1 else inputs[0], training=True)
-                loss = self.loss_fn(labels, logits)
-                scaled = loss * share
-            *grads, grad_stacked = tape.gradient(scaled, [*self.variables, stacked])
+                predictions = tail(inputs if len(inputs) > 1 else inputs[0], training=True)
+                num, den = objective.loss_sums(labels, predictions, weights, share)
+            total = den if self.fc_set is None else allreduce(
+                den, op=hvd.Sum, process_set=self.fc_set, name=DEN)
+            *grads, grad_stacked = tape.gradient(num, [*self.variables, stacked])
+            grad_stacked = tf.math.divide_no_nan(grad_stacked, tf.cast(total, grad_stacked.dtype))
             back = alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
             if self.fc_set is not None:
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
                                           name=TAIL_GRADS, ignore_name_scope=True)
+            reg, reg_grads = regularization_gradients(tail, self.variables)
+            grads = [tf.math.divide_no_nan(g, tf.cast(total, g.dtype)) + tf.cast(r, g.dtype)
+                     for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
+            states = objective.metric_states(labels, predictions, weights)
+            sums = objective.sums(num, den, rows, reg * share, states)
             # The send's (empty) result feeds the output, or the unstateful op may be pruned.
-            return loss + tf.cast(tf.reduce_sum(back), loss.dtype)
+            return sums + tf.cast(tf.reduce_sum(back), sums.dtype) * 0.0
 
-        return lambda: step(empty_rows, empty_labels)
+        return lambda batch: step(empty_rows, empty_labels, empty_weights)
 
-    # ------------------------------------------------------------------ training
+    # ------------------------------------------------------------------ collectives
 
-    def run_steps(
-        self,
-        batches: Iterable | None,
-        steps: int,
-        on_step: Callable[[int, float | None], None] | None = None,
-    ) -> StanzaHistory:
-        """Run ``steps`` synchronous iterations; call it on every rank with the same ``steps``.
-
-        A CONV rank trains on its ``batches`` ((x, y) pairs, the same batch size on every
-        CONV rank); an FC rank reads no data (pass None). ``on_step(step, loss)`` is called
-        after each step; ``loss`` is the group's mean loss on FC ranks, None on CONV ranks.
-        """
-        history = StanzaHistory()
-        iterator = None if self.is_fc else iter(batches)
-        loss = None
-        for k in range(steps):
-            if self.is_fc:
-                loss = float(self._step())  # float(): waits for the step to finish
-                history.step_losses.append(loss)
-            else:
-                x, y = next(iterator)
-                self._step(x, y).numpy()
-            history.step_end_times.append(time.perf_counter())
-            if on_step is not None:
-                on_step(k, loss)
-        if steps:
-            history.final_loss = self._global_loss(loss)
-        return history
-
-    def _global_loss(self, group_loss: float | None) -> float:
-        """The last step's mean loss over the global batch: the sum of the groups' shares
-        (a collective; CONV ranks add nothing)."""
+    def _sum(self, array: np.ndarray) -> np.ndarray:
         import tensorflow as tf
 
-        share = self.layout.share(self.rank - self.layout.conv_workers) if self.is_fc else 0.0
-        value = tf.constant((group_loss or 0.0) * share, tf.float64)
-        return float(self.hvd.allreduce(value, op=self.hvd.Sum, name="ralp_stanza_loss"))
+        array = np.asarray(array, np.float64)
+        return self.hvd.allreduce(tf.constant(array), op=self.hvd.Sum,
+                                  name=f"ralp_sums_{'x'.join(map(str, array.shape))}").numpy()
 
     def barrier(self) -> None:
         """Wait until every rank gets here (an allreduce of one number)."""
-        import tensorflow as tf
+        self._sum(np.zeros(1))
 
-        self.hvd.allreduce(tf.constant(0.0), op=self.hvd.Sum, name="ralp_barrier")
+    def share_text(self, text: str) -> str:
+        """Rank 0's ``text`` on every rank (a collective)."""
+        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_share_text")
+
+    # ------------------------------------------------------------------ the whole model
 
     def share_weights(self):
         """Make every rank's ``model`` the trained model: the head from CONV rank 0, the tail
@@ -267,57 +291,28 @@ class StanzaTrainer:
         self.hvd.broadcast_variables(tail, root_rank=self.layout.fc_ranks[0])
         return self.model
 
-    def weights(self) -> list:
-        """This rank's weights, as numpy arrays in ``model.weights`` order (the other part is
-        stale until :meth:`share_weights`)."""
-        return [w.numpy() for w in self.model.weights]
+    def weights(self) -> list[np.ndarray]:
+        """The trained weights on every rank (a collective: each part from its ranks)."""
+        return [np.asarray(w) for w in self.share_weights().get_weights()]
 
-    @property
-    def data_shard(self) -> tuple[int, int] | None:
-        """(this CONV rank's shard, CONV ranks); None on an FC rank, which reads no data."""
-        return None if self.is_fc else (self.rank, self.layout.conv_workers)
-
-    @property
-    def data_ranks(self) -> int:
-        return self.layout.conv_workers
-
-    def mean_loss(self, losses) -> float:
-        """The mean step loss over the global batch (a collective: each FC rank adds its
-        group's mean, weighted by the group's share)."""
-        import tensorflow as tf
-
-        mine = [v for v in losses if v is not None]
-        share = self.layout.share(self.rank - self.layout.conv_workers) if self.is_fc else 0.0
-        value = tf.constant(float(sum(mine) / len(mine)) * share if mine else 0.0, tf.float64)
-        return float(self.hvd.allreduce(value, op=self.hvd.Sum, name="ralp_epoch_loss"))
-
-    def evaluate(self, x, y) -> dict[str, float]:
-        """Loss and accuracy of the trained model on every rank (it shares the weights
-        first: a collective)."""
-        from ralp.training.compile import BatchMetrics, evaluate_model
-
-        return evaluate_model(self.share_weights(), self.loss_fn, BatchMetrics(()), x, y)
-
-    # ------------------------------------------------------------------ Keras' fit
-
-    def fit(self, x=None, y=None, *, batches=None, batch_size: int = 32, epochs: int = 1,
-            steps_per_epoch: int | None = None, validation_data=None,
-            validation_split: float = 0.0, validation_freq=1, initial_epoch: int = 0,
-            callbacks=(), shuffle: bool = True, seed: int = 0, checkpoint_dir=None,
-            checkpoint_every: int | None = None):
-        """Keras' ``fit`` on this rank (call it on every rank with the same arguments):
-        arrays ``x``, ``y`` (each data rank trains on its shard) or ``batches``, validation,
-        callbacks and a ``history`` of epoch logs (:mod:`ralp.training.lockstep_fit`). With
-        ``checkpoint_dir``, checkpoints every ``checkpoint_every`` steps and at each epoch's
-        end (:mod:`ralp.horovod.stanza_checkpoints`), and the fit goes on from the newest."""
-        from ralp.training.lockstep_fit import fit_epochs
-
-        return fit_epochs(self, x, y, batches=batches, batch_size=batch_size, epochs=epochs,
-                          steps_per_epoch=steps_per_epoch, validation_data=validation_data,
-                          validation_split=validation_split, validation_freq=validation_freq,
-                          initial_epoch=initial_epoch, callbacks=callbacks, shuffle=shuffle,
-                          seed=seed, checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every)
+    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
+        """Both parts' optimizer state on every rank (a collective): the head's from CONV rank
+        0, the tail's from the first FC rank, keyed by the whole model's variables."""
+        index = {id(v): k for k, v in enumerate(self.model.trainable_variables)}
+        iterations, mine = optimizer_state(self.optimizer, self.variables)
+        arrays = {f"{index[id(self.variables[i])]}/{slot}": value
+                  for i, slots in mine.items() for slot, value in slots.items()}
+        arrays["iterations"] = np.array(iterations)
+        state: dict[int, dict[str, np.ndarray]] = {}
+        for root in (0, self.layout.fc_ranks[0]):
+            received = broadcast_arrays(self.hvd, arrays if self.rank == root else None, root,
+                                        f"ralp_stanza_optimizer_{root}",
+                                        self.hvd.global_process_set)
+            iterations = int(received.pop("iterations"))
+            for key, value in received.items():
+                k, slot = key.split("/", 1)
+                state.setdefault(int(k), {})[slot] = value
+        return iterations, state
 
     # ---------------------------- checkpoints (ralp.horovod.stanza_checkpoints: FC copies)
 
@@ -336,17 +331,6 @@ class StanzaTrainer:
 
     def restore_checkpoint(self, load) -> None:
         stanza_checkpoints.restore_checkpoint(self, load)
-
-    def share_text(self, text: str) -> str:
-        """Rank 0's ``text`` on every rank (a collective)."""
-        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_checkpoint_state")
-
-    def agree(self, flag: bool) -> bool:
-        """True on every rank when ``flag`` is True on any (a collective)."""
-        import tensorflow as tf
-
-        value = self.hvd.allreduce(tf.constant(float(flag)), op=self.hvd.Max, name="ralp_agree")
-        return bool(float(value) > 0.5)
 
 
 def _split(model, plan, batch_size: int):

@@ -2,8 +2,9 @@
 
 Its synchronized sibling is :class:`ralp.ps_strategy.sync.SyncedSteps`; both have the same
 shape: built with the traced step, a source of step tokens and the cluster's health check,
-``run(inputs, steps, on_step)`` returns an :class:`EpochRun`; ``on_step(fetch)`` is called as
-each step is seen finished, ``fetch()`` giving its result. Every step is called with a
+``run(inputs, steps, on_step)`` returns an :class:`EpochRun`; ``on_step(fetch)`` is called in
+the calling thread as each step is seen finished, ``fetch()`` giving its result; when it
+returns True no further step starts (those already started finish). Every step is called with a
 token of its own (:class:`ralp.ps_strategy.steps.StepLedger`: a rerun of an applied step
 changes nothing).
 """
@@ -26,7 +27,7 @@ IN_FLIGHT_PER_WORKER = 8  # steps queued ahead per worker while the loop watches
 
 @dataclass
 class EpochRun:
-    results: list[tuple]  # per step: (loss, correct, applied, *metrics) as numpy
+    results: list[tuple]  # per step: (sums, applied) as numpy
     end_times: list[float]  # time.perf_counter() when each step was seen finished
     workers: list[int] = field(default_factory=list)  # which worker ran each step, if known
     record: SyncRecord | None = None  # under a synchronization paradigm
@@ -97,8 +98,8 @@ class AsyncSteps:
             while done < len(remotes) and remote_value_done(remotes[done]):
                 done += 1
                 end_times.append(time.perf_counter())
-                if on_step is not None:
-                    on_step(remotes[done - 1].fetch)
+                if on_step is not None and on_step(remotes[done - 1].fetch):
+                    steps = len(remotes)  # stop: the steps already scheduled finish
             if done == steps:
                 break
             watch(done)

@@ -1,11 +1,18 @@
 """Per-batch training step functions, one plain PS and one RALP, with the same maths.
 
 Both are ``tf.function``s named ``ralp_train_step`` (the audit finds their graphs by it),
-scheduled by ``ClusterCoordinator`` on a worker, called as ``step(iterator, token)``; both
-return the batch's mean loss, its number of correct predictions, whether its update was
-applied (False when the step was a rerun of one already applied: see :class:`StepLedger`),
-and the batch's value of each of the user's metrics (``metrics_fn(labels, predictions)``,
-computed where the predictions are): ``(loss, correct, applied, *metrics)``.
+scheduled by ``ClusterCoordinator`` on a worker, called as ``step(iterator, token)``; a batch
+is ``(x, y)`` or ``(x, y, sample_weight)``. Both return the batch's sums
+(:class:`ralp.training.objective.Objective`: its loss sums, samples, its share of the
+model's own losses and what it adds to the metrics' state, computed where the predictions
+are) and whether its update was applied (False when the step was a rerun of one already
+applied: see :class:`StepLedger`): ``(sums, applied)``.
+
+An asynchronous step is one update of its own: the gradient of its batch's loss
+``num / den + reg``. Under BSP (``accumulators``) a step adds the gradient of its ``num`` to
+the accumulators and its ``den`` to the round's; the round's update
+(:func:`round_update`) applies ``sum(num gradients) / sum(den)`` plus the gradient of the
+model's own losses: one Keras step on the round's batches together.
 
 Plain PS: forward, loss, backward and the update's inputs are all computed on the worker;
 every variable is read from and every gradient written to the PS tasks.
@@ -48,13 +55,8 @@ from ralp._compat import variable_device
 from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
 from ralp.ps_strategy.pulls import BatchedPulls
-
-
-def count_correct(labels, logits):
-    labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
-    predicted = tf.argmax(logits, axis=-1, output_type=tf.int64)
-    return tf.reduce_sum(tf.cast(tf.equal(predicted, labels), tf.float32))
-
+from ralp.training.data import own, unpack
+from ralp.training.objective import Objective, regularization, regularization_gradients
 
 LEDGER_SIZE = 4096  # tokens remembered per ledger: far more than the steps ever in flight
 
@@ -113,12 +115,15 @@ class GroupUpdate:
     variables: list
     grads: list
     accumulators: list | None = None
+    den: tuple | None = None  # BSP: (the round's den accumulator, this batch's den)
 
     def run(self) -> None:
         if self.accumulators is None:
             self.optimizer.apply_gradients(zip(self.grads, self.variables, strict=True))
         else:
             accumulate(self.accumulators, self.grads)
+            if self.den is not None:
+                self.den[0].assign_add(self.den[1])
 
     def landed(self) -> GroupUpdate:
         """The same update on a copy of each gradient made on its variable's task (where the
@@ -128,7 +133,7 @@ class GroupUpdate:
         for target, grad in zip(targets, self.grads, strict=True):
             with tf.device(variable_device(target)):
                 grads.append(_copy(grad))
-        return GroupUpdate(self.optimizer, self.variables, grads, self.accumulators)
+        return GroupUpdate(self.optimizer, self.variables, grads, self.accumulators, self.den)
 
     def arrivals(self) -> list:
         """The tensors whose being computed means every gradient is there."""
@@ -137,7 +142,7 @@ class GroupUpdate:
 
     def written(self) -> list:
         if self.accumulators is not None:
-            return list(self.accumulators)
+            return list(self.accumulators) + ([self.den[0]] if self.den is not None else [])
         # the variables, their slots and the update counter (Keras variables: their tf.Variable)
         return [v.value for v in [*self.variables, *self.optimizer.variables]]
 
@@ -151,45 +156,54 @@ def _copy(grad):
     return tf.identity(grad)
 
 
-def group_update(optimizer, variables, grads, accumulators=None) -> GroupUpdate:
-    return GroupUpdate(optimizer, list(variables), list(grads), accumulators)
-
-
-def _no_metrics(labels, predictions) -> list:
-    return []
+def group_update(optimizer, variables, grads, accumulators=None, den=None) -> GroupUpdate:
+    return GroupUpdate(optimizer, list(variables), list(grads), accumulators, den)
 
 
 def forward(model, x, pulls: BatchedPulls | None, tape: tf.GradientTape):
     """``model(x)`` on the worker; with batched ``pulls``, on the pulled values (watched by
-    ``tape``). Returns the outputs and what gradients are taken against."""
+    ``tape``). Returns the outputs, what gradients are taken against, and the model's own
+    losses (regularizers) on those values."""
     if pulls is None:
-        return model(x, training=True), model.trainable_variables
+        outputs = model(x, training=True)
+        return outputs, model.trainable_variables, regularization(model)
     trainable, non_trainable = pulls.values()
     tape.watch(trainable)
-    outputs, state = model.stateless_call(trainable, non_trainable, x, training=True)
+    outputs, state, losses = model.stateless_call(trainable, non_trainable, x, training=True,
+                                                  return_losses=True)
     pulls.assign_state(state)
-    return outputs, trainable
+    reg = tf.add_n([tf.reduce_sum(v) for v in losses]) if losses else tf.constant(0.0)
+    return outputs, trainable, reg
 
 
-def plain_step(strategy, model, optimizer, loss_fn, ledger: StepLedger, accumulators=None,
-               pulls: BatchedPulls | None = None,
-               metrics_fn: Callable = _no_metrics) -> Callable:
-    """With ``accumulators`` (BSP) the step adds its gradients to them instead of updating;
-    with ``pulls`` the variables are pulled in those batches (:mod:`ralp.ps_strategy.pulls`)."""
+def plain_step(strategy, model, optimizer, objective: Objective, ledger: StepLedger,
+               accumulators=None, pulls: BatchedPulls | None = None,
+               workers: int = 1, den_accumulator=None) -> Callable:
+    """With ``accumulators`` (BSP, ``workers`` per round) the step adds its gradients to them
+    instead of updating; with ``pulls`` the variables are pulled in those batches
+    (:mod:`ralp.ps_strategy.pulls`)."""
     variables = model.trainable_variables
+    share = 1.0 / workers if accumulators is not None else 1.0
 
-    def replica_fn(x, y, token):
+    def replica_fn(batch, token):
+        x, y, weights, rows = unpack(batch)
         with tf.GradientTape() as tape:
-            logits, sources = forward(model, x, pulls, tape)
-            loss = loss_fn(y, logits)
-        grads = tape.gradient(loss, sources)
-        applied = ledger.guarded(token, group_update(optimizer, variables, grads, accumulators))
-        return (loss, count_correct(y, logits), applied, *metrics_fn(y, logits))
+            predictions, sources, reg = forward(model, x, pulls, tape)
+            y, predictions, weights = own(rows, y, predictions, weights)
+            num, den = objective.loss_sums(y, predictions, weights, share)
+            loss = tf.math.divide_no_nan(num, den) + tf.cast(reg, num.dtype)
+        if accumulators is None:
+            update = group_update(optimizer, variables, tape.gradient(loss, sources))
+        else:
+            update = group_update(optimizer, variables, tape.gradient(num, sources),
+                                  accumulators, (den_accumulator, den))
+        applied = ledger.guarded(token, update)
+        states = objective.metric_states(y, predictions, weights)
+        return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states), applied
 
     @tf.function
     def ralp_train_step(iterator, token):
-        x, y = next(iterator)
-        return strategy.run(replica_fn, args=(x, y, token))
+        return strategy.run(replica_fn, args=(next(iterator), token))
 
     return ralp_train_step
 
@@ -200,67 +214,82 @@ def ralp_step(
     split: Split,
     head_optimizer,
     tail_optimizer,
-    loss_fn,
+    objective: Objective,
     critical_section: tf.CriticalSection,
     ledgers: tuple[StepLedger, StepLedger],
     head_accumulators=None,
     tail_accumulators=None,
     pulls: BatchedPulls | None = None,
-    metrics_fn: Callable = _no_metrics,
+    workers: int = 1,
+    den_accumulator=None,
 ) -> Callable:
-    """With accumulators (BSP) the step adds the head's and the tail's gradients to them
-    instead of updating: the tail keeps its weights for the whole round, too. ``ledgers``:
-    the head's and the tail's (the tail's on the loss task, checked inside the section).
-    With ``pulls`` the head's variables are pulled in those batches."""
+    """With accumulators (BSP, ``workers`` per round) the step adds the head's and the tail's
+    gradients to them instead of updating: the tail keeps its weights for the whole round,
+    too. ``ledgers``: the head's and the tail's (the tail's on the loss task, checked inside
+    the section). With ``pulls`` the head's variables are pulled in those batches."""
     head, tail = split.head, split.tail
     head_ledger, tail_ledger = ledgers
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
     loss_device = ps_device(placed.loss_task, placed.device_type)
     device_fn = LayerDeviceFunction(placed.plan, loss_device, placed.device_type)
+    synced = tail_accumulators is not None
+    share = 1.0 / workers if synced else 1.0
     # Everything the PS section writes; reading them last orders the lock release after it.
     written = [v.value for v in tail.variables] + [v.value for v in tail_optimizer.variables]
     written += list(tail_accumulators or []) + [tail_ledger.ring]
+    written += [den_accumulator] if den_accumulator is not None else []
 
-    def replica_fn(x, y, token):
+    def replica_fn(batch, token):
+        x, y, weights, rows = unpack(batch)
         with tf.GradientTape() as tape:
-            boundary, sources = forward(head, x, pulls, tape)
+            boundary, sources, head_reg = forward(head, x, pulls, tape)
         boundary = list(boundary) if isinstance(boundary, list | tuple) else [boundary]
 
         def ps_section():
             on_ps = [tf.identity(a) for a in boundary]  # one copy of each activation to the PS
             labels = tf.identity(y)
+            sample_weight = None if weights is None else tf.identity(weights)
             with tf.GradientTape() as ps_tape:
                 ps_tape.watch(on_ps)
-                logits = tail(on_ps if len(on_ps) > 1 else on_ps[0], training=True)
-                logits = logits[0] if isinstance(logits, list | tuple) else logits
-                loss = loss_fn(labels, logits)
+                predictions = tail(on_ps if len(on_ps) > 1 else on_ps[0], training=True)
+                if isinstance(predictions, list | tuple):
+                    predictions = predictions[0]
+                labels, predictions, sample_weight = own(rows, labels, predictions, sample_weight)
+                num, den = objective.loss_sums(labels, predictions, sample_weight, share)
+                tail_reg = tf.cast(regularization(tail), num.dtype)
+                # BSP: the gradient of num (the round divides); else the batch's own loss
+                loss = num if synced else tf.math.divide_no_nan(num, den) + tail_reg
             grads = ps_tape.gradient(loss, tail_vars + on_ps)
             tail_grads = grads[: len(tail_vars)]
-            tail_ledger.guarded(token, group_update(tail_optimizer, tail_vars, tail_grads,
-                                                    tail_accumulators))
-            correct = count_correct(labels, logits)
-            values = metrics_fn(labels, logits)
+            tail_ledger.guarded(token, group_update(
+                tail_optimizer, tail_vars, tail_grads, tail_accumulators,
+                (den_accumulator, den) if synced else None))
+            states = objective.metric_states(labels, predictions, sample_weight)
+            samples = tf.shape(predictions)[0]
             # Each read runs where its variable lives; only a control edge crosses tasks.
             reads = []
             for v in written:
                 with tf.device(v.device):
                     reads.append(v.read_value())
             with tf.control_dependencies(reads):
-                return (tf.identity(loss), tf.identity(correct),
+                return ([tf.identity(t) for t in (num, den, tail_reg)], tf.identity(samples),
                         [tf.identity(g) for g in grads[len(tail_vars):]],
-                        [tf.identity(v) for v in values])
+                        [tf.identity(v) for v in states])
 
         with tf.compat.v1.device(device_fn):
-            loss, correct, boundary_grads, values = critical_section.execute(ps_section)
-        head_grads = tape.gradient(boundary, sources, output_gradients=boundary_grads)
+            (num, den, tail_reg), samples, boundary_grads, states = critical_section.execute(
+                ps_section)
+        targets = boundary + ([] if synced else [head_reg])
+        output_grads = boundary_grads + ([] if synced else [tf.ones_like(head_reg)])
+        head_grads = tape.gradient(targets, sources, output_gradients=output_grads)
         applied = head_ledger.guarded(token, group_update(head_optimizer, head_vars, head_grads,
                                                           head_accumulators))
-        return (loss, correct, applied, *values)
+        reg = (tf.cast(head_reg, tail_reg.dtype) + tail_reg) * share
+        return objective.sums(num, den, samples, reg, states), applied
 
     @tf.function
     def ralp_train_step(iterator, token):
-        x, y = next(iterator)
-        return strategy.run(replica_fn, args=(x, y, token))
+        return strategy.run(replica_fn, args=(next(iterator), token))
 
     ralp_train_step.device_function = device_fn
     return ralp_train_step
@@ -280,27 +309,39 @@ def make_accumulators(variables) -> list[tf.Variable]:
     return accumulators
 
 
+def make_den_accumulator(device: str) -> tf.Variable:
+    """The round's ``den`` (what its summed loss is divided by), on ``device`` (a PS task)."""
+    with tf.device(device):
+        return tf.Variable(0.0, trainable=False, name="bsp_den_accumulator")
+
+
 def accumulate(accumulators, grads) -> None:
     for acc, grad in zip(accumulators, grads, strict=True):
         acc.assign_add(grad)
 
 
-def round_update(groups) -> Callable:
+def round_update(groups, den_accumulator) -> Callable:
     """BSP's one update per round: ``groups`` is a list of (optimizer, variables,
-    accumulators); each optimizer (made
-    :func:`ralp._compat.update_where_variables_live`) applies the mean of its
-    accumulated gradients, then the accumulators are zeroed. Runs where the variables live."""
+    accumulators, model); each optimizer (made :func:`ralp._compat.update_where_variables_live`)
+    applies its accumulated gradients divided by the round's ``den``, plus the gradient of
+    ``model``'s own losses (regularizers) at the round's weights, where the variables live;
+    then the accumulators are zeroed."""
 
     @tf.function
-    def apply_round(count):
-        for optimizer, variables, accumulators in groups:
+    def apply_round():
+        den = den_accumulator.read_value()
+        for optimizer, variables, accumulators, model in groups:
+            _, reg_grads = regularization_gradients(model, variables)
             grads = []
-            for acc in accumulators:
+            for acc, g in zip(accumulators, reg_grads, strict=True):
                 with tf.device(acc.device):
-                    grads.append(acc.read_value() / tf.cast(count, acc.dtype))
+                    grads.append(tf.math.divide_no_nan(acc.read_value(), tf.cast(den, acc.dtype))
+                                 + tf.cast(g, acc.dtype))
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             for acc in accumulators:
                 with tf.device(acc.device):
                     acc.assign(tf.zeros_like(acc))
+        with tf.device(den_accumulator.device):
+            den_accumulator.assign(0.0)
 
     return apply_round

@@ -145,7 +145,7 @@ class SyncedSteps:
 
     ``step(iterator)`` is the traced step; ``make_iterator(worker)`` makes a worker's input
     iterator on that worker; ``worker_device(worker)`` is its device string. ``apply_round``
-    (BSP) applies the accumulated gradients of ``count`` pushes. ``check_cluster`` is called
+    (BSP) applies the round's accumulated gradients. ``check_cluster`` is called
     about once a second while waiting (it raises if the cluster cannot go on).
     """
 
@@ -181,7 +181,6 @@ class SyncedSteps:
 
     def run(self, iterators: list, steps: int,
             on_step: Callable[[Callable], None] | None = None) -> EpochRun:
-        import tensorflow as tf
 
         epoch = _Epoch(self, iterators, steps, on_step)
         tf_logger = logging.getLogger("tensorflow")
@@ -193,7 +192,7 @@ class SyncedSteps:
         try:
             for t in threads:
                 t.start()
-            self._wait(threads, epoch.lock, epoch.errors, lambda: len(epoch.results))
+            self._wait(threads, epoch)
         finally:
             with epoch.lock:
                 epoch.claimed = steps  # let every driver go home
@@ -204,7 +203,7 @@ class SyncedSteps:
         if epoch.errors:
             raise epoch.errors[0]
         if self.policy.paradigm == "bsp" and epoch.pushes_in_round:
-            self.apply_round(tf.constant(epoch.pushes_in_round))  # the last, partial round
+            self.apply_round()  # the last, partial round
         if epoch.slowdown is not None:
             epoch.server.record.slow_delay_s = epoch.slowdown.last_s
         return EpochRun(epoch.results, epoch.end_times, epoch.ran_on, epoch.server.record)
@@ -223,15 +222,29 @@ class SyncedSteps:
                 return lost
             time.sleep(0.2)
 
-    def _wait(self, threads, lock, errors, done: Callable[[], int]) -> None:
+    def _wait(self, threads, epoch: _Epoch) -> None:
+        """Watch the drivers until they are done; hand each finished step, in the order the
+        steps were pushed (BSP: round by round), to ``on_step`` in this thread."""
         watch = Watchdog(self.check_cluster, self.step_timeout, f" under {self.policy}")
-        while any(t.is_alive() for t in threads):
+        reported = 0
+        while True:
+            alive = any(t.is_alive() for t in threads)
             for t in threads:
                 t.join(timeout=0.05)
-            with lock:
-                if errors:
+            with epoch.lock:
+                if epoch.errors:
                     return
-            watch(done())
+                new = epoch.results[reported:]
+            for out in new:
+                reported += 1
+                if epoch.on_step is not None and epoch.on_step(lambda out=out: out):
+                    with epoch.lock:  # stop: the steps already claimed finish (BSP: the round)
+                        W = self.workers if self.policy.paradigm == "bsp" else 1
+                        epoch.steps = min(epoch.steps, -(-epoch.claimed // W) * W)
+                        epoch.lock.notify_all()
+            if not alive and reported == len(epoch.results):
+                return
+            watch(reported)
 
 
 class _Epoch:
@@ -278,9 +291,13 @@ class _Epoch:
                     continue  # this worker is fine: it goes on
                 return
             pushed = time.perf_counter()
-            self._pushed(w, out, pushed)
-            if self.on_step is not None:
-                self.on_step(lambda out=out: out)
+            try:
+                self._pushed(w, out, pushed)
+            except BaseException as e:  # noqa: BLE001 - BSP's round update: the epoch's error
+                with self.lock:
+                    self.errors.append(e)
+                    self.lock.notify_all()
+                return
             slow = self.of.slow_worker
             if self.slowdown is not None and w == slow.index:
                 time.sleep(self.slowdown.after(pushed - began))
@@ -319,7 +336,6 @@ class _Epoch:
     def _pushed(self, w: int, out: tuple, pushed: float) -> None:
         """Worker ``w``'s step is done: record it, report the push, release whom it frees
         (BSP: a complete round is applied first, one update from all its gradients)."""
-        import tensorflow as tf
 
         self.failures[w] = 0
         with self.lock:
@@ -330,7 +346,7 @@ class _Epoch:
             if self.of.policy.paradigm == "bsp":
                 self.pushes_in_round += 1
                 if go:
-                    self.of.apply_round(tf.constant(self.pushes_in_round))
+                    self.of.apply_round()
                     self.pushes_in_round = 0
             for g in go:
                 self.permitted[g] = True

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ralp.errors import InvalidArgumentError, RalpError
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 KEEP = 3  # checkpoints kept in the directory
 
 
@@ -32,18 +32,16 @@ class CheckpointError(RalpError, ValueError):
 
 @dataclass
 class Position:
-    """Where a fit is: epoch, steps done in it and in the whole fit, the data position
-    (batches each worker's input has given since the fit began), and the epoch's sums so
-    far (its loss, accuracy and the user's metrics cover every step of it, across restarts;
-    ``epoch_metric_sums``: the sum of each metric's per-batch values, in the metrics' order)."""
+    """Where a fit is: epoch, updates done in it and in the whole fit, the data position
+    (batches each worker's input has given since the fit began), and the epoch's running
+    figures so far (:class:`ralp.training.objective.EpochSums`: its loss and the metrics'
+    state cover every step of it, across restarts)."""
 
     epoch: int = 0
     step: int = 0
     done: int = 0
     worker_batches: list[int] = field(default_factory=list)
-    epoch_loss_sum: float = 0.0
-    epoch_correct: float = 0.0
-    epoch_metric_sums: list[float] = field(default_factory=list)
+    epoch_sums: dict | None = None
 
 
 @dataclass

@@ -1,19 +1,16 @@
-"""What a model trains with, for every trainer (PS, RALP, Horovod): the user's set-up first.
+"""What a model trains with, in every mode: the user's compiled set-up first.
 
-- A compiled model brings its optimizer, loss and metrics (``model.compile(...)``); ``wrap``
-  and the Horovod trainers use them unless given others.
-- The default loss matches the model's output: sparse categorical cross-entropy on logits,
-  or on probabilities when the output layer ends in a softmax (``keras.applications``
-  classifiers do; taking their output for logits would make Keras warn and fall back).
-- Labels are integer class ids (sparse), as for the zoo and the bench; ``"accuracy"`` means
-  sparse categorical accuracy.
-- One output: the trainers compute one loss on one output tensor. A model with several
-  outputs is refused with a message that says what to do.
-
-Metrics are computed per batch, statelessly (``Metric.stateless_update_state`` from the
-metric's initial state), where the batch's predictions are: the trainers report their mean
-over an epoch's batches (Keras' epoch value for mean metrics such as accuracy; for metrics
-such as AUC, the mean of per-batch values).
+- A compiled model (``model.compile(...)``) brings its optimizer, loss, metrics and weighted
+  metrics; ``ralp.wrap``'s ``optimizer=``, ``loss=`` and ``metrics=`` replace them.
+- An uncompiled model gets ralp's defaults: SGD with momentum, sparse categorical
+  cross-entropy on the model's logits (or on its probabilities when the output layer ends in
+  a softmax, as ``keras.applications`` classifiers do), and the metric "accuracy".
+- The loss and the metrics are resolved as Keras' ``compile`` resolves them on the first
+  batch, from the labels' shape ("accuracy" is binary, categorical or sparse categorical
+  accuracy; :mod:`ralp.training.objective`), when ``fit`` sees its data.
+- One output: a model with several outputs is refused with a message that says what to do;
+  so is a per-output ``loss_weights``, and a ``mixed_float16`` model (ralp applies no loss
+  scaling; ``mixed_bfloat16`` needs none).
 """
 
 from __future__ import annotations
@@ -77,69 +74,79 @@ def default_loss(model) -> keras.losses.Loss:
     return keras.losses.SparseCategoricalCrossentropy(from_logits=not outputs_probabilities(model))
 
 
-@dataclass(frozen=True)
-class _MeanOverBatch:
-    """A per-sample loss function reduced as Keras reduces a compiled loss function
-    ("sum_over_batch_size": the mean; Keras' own wrapper class is not public)."""
-
-    fn: Callable
-
-    def __call__(self, y_true, y_pred):
-        return keras.ops.mean(self.fn(y_true, y_pred))
-
-
-def _resolve_loss(loss, model) -> Callable:
-    if isinstance(loss, str) and loss.lower() in ("crossentropy", "ce"):
-        return default_loss(model)
-    resolved = keras.losses.get(loss)
-    if isinstance(resolved, keras.losses.Loss):
-        return resolved
-    if callable(resolved):  # a loss function: per-sample values, averaged as a Loss does
-        return _MeanOverBatch(resolved)
-    raise TrainingSetupError(f"cannot use {loss!r} as a loss; give a keras loss or its name")
+def _compiled(model) -> dict:
+    """The arguments ``model.compile`` was given (deserialized), or {}."""
+    if not getattr(model, "compiled", False):
+        return {}
+    config = model.get_compile_config() or {}
+    try:
+        return dict(keras.saving.deserialize_keras_object(config)) if config else {}
+    except (TypeError, ValueError):  # a custom object Keras cannot rebuild from its config
+        return {"metrics": config.get("metrics"), "weighted_metrics":
+                config.get("weighted_metrics"), "loss_weights": config.get("loss_weights")}
 
 
-def _resolve_metric(metric) -> keras.metrics.Metric:
-    if isinstance(metric, str) and metric.lower() in ("accuracy", "acc"):
-        return keras.metrics.SparseCategoricalAccuracy(name=metric)
-    resolved = keras.metrics.get(metric)
-    if isinstance(resolved, keras.metrics.Metric):
-        return resolved
-    if callable(resolved):
-        name = metric if isinstance(metric, str) else getattr(resolved, "__name__", None)
-        return keras.metrics.MeanMetricWrapper(resolved, name=name)
-    raise TrainingSetupError(f"cannot use {metric!r} as a metric; give a keras metric or its name")
-
-
-def _compiled_metrics(model) -> list:
-    metrics = (model.get_compile_config() or {}).get("metrics") or []
-    if isinstance(metrics, dict):  # per output name; one output here
+def _flat(metrics, where: str) -> list:
+    """A list of metric identifiers (one output: a dict or nested list by output is flattened)."""
+    if metrics is None:
+        return []
+    if isinstance(metrics, dict):
         metrics = [m for value in metrics.values() for m in (value if isinstance(value, list)
                                                              else [value])]
     return list(metrics) if isinstance(metrics, list | tuple) else [metrics]
 
 
+def _one_loss(loss, where: str):
+    if isinstance(loss, dict | list | tuple):  # per output: one output here
+        values = list(loss.values()) if isinstance(loss, dict) else list(loss)
+        if len(values) != 1:
+            raise TrainingSetupError(f"{where}: one loss expected for one output, got {loss!r}")
+        return values[0]
+    return loss
+
+
+def check_precision(model, where: str) -> None:
+    """Refuse float16 compute: its gradients need loss scaling, which ralp does not apply."""
+    def layers(layer):
+        yield layer
+        for inner in getattr(layer, "layers", ()):
+            yield from layers(inner)
+
+    policies = {getattr(getattr(layer, "dtype_policy", None), "name", "")
+                for layer in layers(model)}
+    if any("float16" in p and "bfloat16" not in p for p in policies):
+        raise TrainingSetupError(
+            f"{where}: model {model.name!r} computes in float16 (mixed_float16), whose "
+            "gradients need loss scaling, which ralp does not apply: build it with "
+            "keras.mixed_precision.set_global_policy('mixed_bfloat16') (no scaling needed) or "
+            "'float32'")
+
+
 @dataclass(frozen=True)
 class TrainingSetup:
-    """What a trainer trains ``model`` with, and where each piece came from."""
+    """What a trainer trains a model with, unresolved (Keras identifiers), and where each
+    piece came from (``sources``: piece -> "argument" | "compile" | "default")."""
 
-    optimizer: object  # an optimizer, its name, or None (the trainer's default)
-    loss: Callable  # loss(y_true, y_pred) -> scalar
-    metrics: tuple[keras.metrics.Metric, ...] = ()
-    sources: dict[str, str] = field(default_factory=dict)  # piece -> argument|compile|default
-
-    @property
-    def metric_names(self) -> list[str]:
-        return [m.name for m in self.metrics]
+    optimizer: object  # an optimizer, its name, or None (ralp's default)
+    loss: object  # a keras Loss, a loss function or its name
+    metrics: tuple = ()
+    weighted_metrics: tuple = ()
+    sources: dict[str, str] = field(default_factory=dict)
+    compile_config: dict | None = None  # the user's, to compile unwrap()'s model as they did
 
 
 def training_setup(model, optimizer=None, loss=None, metrics: Sequence | None = None,
                    where: str = "ralp") -> TrainingSetup:
     """The set-up to train ``model`` with: the arguments given, else the model's compiled
-    optimizer, loss and metrics, else the defaults (a ``None`` optimizer: the trainer's own;
-    the loss: :func:`default_loss`; no metrics beyond the trainers' loss and accuracy)."""
+    optimizer, loss and metrics, else the defaults (the module's docstring). Reads the
+    compiled model now: under a parameter-server connection it could not be read later."""
     check_one_output(model, where)
-    compiled = bool(getattr(model, "compiled", False))
+    check_precision(model, where)
+    compiled = _compiled(model)
+    weights = compiled.get("loss_weights")
+    if weights is not None and _flat(weights, where) not in ([1], [1.0]):
+        raise TrainingSetupError(f"{where}: loss_weights={weights!r}: ralp trains one output "
+                                 "with one loss; scale the loss itself (or the learning rate)")
     sources = {}
     if optimizer is None and compiled and getattr(model, "optimizer", None) is not None:
         optimizer, sources["optimizer"] = model.optimizer, "compile"
@@ -150,38 +157,18 @@ def training_setup(model, optimizer=None, loss=None, metrics: Sequence | None = 
     elif loss is not None:
         sources["loss"] = "argument"
     else:
-        sources["loss"] = "default"
-    if isinstance(loss, dict | list | tuple):  # per output: one output here
-        values = list(loss.values()) if isinstance(loss, dict) else list(loss)
-        if len(values) != 1:
-            raise TrainingSetupError(f"{where}: one loss expected for one output, got {loss!r}")
-        loss = values[0]
-    resolved_loss = default_loss(model) if loss is None else _resolve_loss(loss, model)
+        loss, sources["loss"] = default_loss(model), "default"
+    weighted: list = []
     if metrics is None and compiled:
-        metrics, sources["metrics"] = _compiled_metrics(model), "compile"
+        metrics, sources["metrics"] = _flat(compiled.get("metrics"), where), "compile"
+        weighted = _flat(compiled.get("weighted_metrics"), where)
+    elif metrics is None:
+        metrics, sources["metrics"] = ["accuracy"], "default"
     else:
-        sources["metrics"] = "argument" if metrics is not None else "default"
-    resolved = tuple(_resolve_metric(m) for m in (metrics or ()))
-    return TrainingSetup(optimizer, resolved_loss, resolved, sources)
-
-
-class BatchMetrics:
-    """Per-batch values of ``metrics`` inside a traced step, from their initial state (no
-    variables are read or written: the step may run on any task of a cluster)."""
-
-    def __init__(self, metrics: Sequence[keras.metrics.Metric]):
-        self.metrics = tuple(metrics)
-        # The initial state as constants, read now (before any cluster connection).
-        self._initial = [[v.numpy() for v in m.variables] for m in self.metrics]
-
-    def __call__(self, y_true, y_pred) -> list:
-        values = []
-        for metric, initial in zip(self.metrics, self._initial, strict=True):
-            state = metric.stateless_update_state(
-                [keras.ops.convert_to_tensor(v) for v in initial], y_true, y_pred
-            )
-            values.append(metric.stateless_result(state))
-        return values
+        sources["metrics"] = "argument"
+    config = model.get_compile_config() if compiled else None
+    return TrainingSetup(optimizer, _one_loss(loss, where), tuple(_flat(metrics, where)),
+                         tuple(weighted), sources, config)
 
 
 def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
@@ -201,45 +188,3 @@ def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
     raise InvalidTypeError(
         f"optimizer must be a keras optimizer or its name, got {type(template).__name__}"
     )
-
-
-def check_training_arrays(x, y, model, where: str = "fit") -> None:
-    """Refuse arrays a step would fail on, or train to nonsense with, before anything runs:
-    images with NaN or infinite values, labels that are not integer class ids of ``model``'s
-    output (``0 <= label < classes``), and a different number of images and labels."""
-    import numpy as np
-
-    x, y = np.asarray(x), np.asarray(y)
-    if len(x) != len(y):
-        raise TrainingSetupError(f"{where}: {len(x)} images but {len(y)} labels; give one "
-                                 "label per image")
-    if np.issubdtype(x.dtype, np.number) and not np.isfinite(x).all():
-        bad = int(x.size - np.isfinite(x).sum())
-        raise TrainingSetupError(f"{where}: the images hold {bad} NaN or infinite values; "
-                                 "clean or impute them first (training would reach a NaN loss)")
-    whole = np.issubdtype(y.dtype, np.floating) and bool(np.all(np.mod(y, 1) == 0))
-    if not np.issubdtype(y.dtype, np.integer) and not whole:
-        raise TrainingSetupError(f"{where}: labels must be integer class ids, got {y.dtype} "
-                                 f"values such as {y.flat[0]!r}")
-    classes = int(model.outputs[0].shape[-1])
-    low, high = (int(y.min()), int(y.max())) if y.size else (0, 0)
-    if low < 0 or high >= classes:
-        outside = int(np.sum((y < 0) | (y >= classes)))
-        raise TrainingSetupError(
-            f"{where}: {outside} labels lie outside [0, {classes}) (found {low}..{high}); "
-            f"{model.name!r} has {classes} output classes: labels are class ids 0..{classes - 1}"
-        )
-
-
-def evaluate_model(model, loss_fn, metrics: BatchMetrics, x, y,
-                   batch_size: int = 256) -> dict[str, float]:
-    """Loss, accuracy and the metrics of ``model`` on ``x``, ``y`` in this process."""
-    import numpy as np
-
-    y = np.asarray(y)
-    logits = model.predict(np.asarray(x), batch_size=batch_size, verbose=0)
-    out = {"loss": float(loss_fn(y, logits)),
-           "accuracy": float(np.mean(np.argmax(logits, -1) == y.reshape(-1)))}
-    for metric, value in zip(metrics.metrics, metrics(y, logits), strict=True):
-        out[metric.name] = float(value)
-    return out

@@ -1,0 +1,338 @@
+"""Data-parallel training of a Keras 3 model with TensorFlow's own collectives
+(``tf.distribute.MultiWorkerMirroredStrategy``): allreduce without a compiled Horovod.
+
+Every worker process runs the same program with its ``TF_CONFIG``. The strategy starts the
+worker's gRPC server in this process and must come before any other TensorFlow work (it
+configures the collective ops at the context's start), so the trainer takes a function that
+builds the model and calls it inside the strategy's scope: variables are then mirrored, and the
+strategy broadcasts every initial value from worker 0, so all replicas start the same.
+
+Each step runs one replica step per worker (``strategy.run``): the worker's own batch forward
+and backward, and the optimizer's ``apply_gradients``, which all-reduces the gradients (a sum:
+Keras 3's TensorFlow optimizer does it in the replica context, over the strategy's ring on CPU,
+NCCL on GPUs) and applies the same update everywhere. The loss each replica differentiates is
+its share of the global batch's mean, so the sum is the global batch's gradient.
+
+Keras 3 notes: Keras' own ``fit`` fails under this strategy (keras-team/keras issue 20585), so
+``fit`` here is ralp's lockstep loop (:mod:`ralp.training.lockstep_fit`); the optimizer is built
+eagerly in the scope before the first traced step, as Keras' ``fit`` does (a stateful optimizer
+first built inside a distributed ``tf.function`` fails in Keras 3.15: keras-team/keras issue
+23085).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ralp.errors import InvalidArgumentError, InvalidTypeError, RalpError
+from ralp.training.ranks import RankRuntime
+
+IMPLEMENTATIONS = ("auto", "ring", "nccl")
+
+
+class CollectiveError(RalpError, RuntimeError):
+    """The collective job could not start or a collective failed; the message says why.
+    ``worker``: the worker whose failure ended the job, where known."""
+
+    worker: int | None = None
+
+
+def tensorflow_started() -> bool:
+    """Whether TensorFlow has started in this process (after which its collectives can be
+    configured only by starting it again)."""
+    from ralp._compat import eager_context_started
+
+    return eager_context_started()
+
+
+def make_strategy(implementation: str = "auto", timeout_s: float | None = None,
+                  restart: bool = False):
+    """``MultiWorkerMirroredStrategy`` from this process's ``TF_CONFIG``: before any other
+    TensorFlow work, or with ``restart`` after it (everything TensorFlow and Keras made in this
+    process is gone then). Blocks until every worker has joined."""
+    if implementation not in IMPLEMENTATIONS:
+        raise InvalidArgumentError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
+                                   f"got {implementation!r}")
+    import tensorflow as tf
+
+    comm = tf.distribute.experimental.CommunicationImplementation[implementation.upper()]
+    options = tf.distribute.experimental.CommunicationOptions(implementation=comm,
+                                                              timeout_seconds=timeout_s)
+    if restart:
+        from ralp._compat import restart_tensorflow
+
+        with restart_tensorflow():
+            return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    try:
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except RuntimeError as e:
+        if "program startup" in str(e):
+            raise CollectiveError("the collective strategy must be made before any other "
+                                  "TensorFlow work in this process (TensorFlow configures its "
+                                  "collectives when it starts), or with restart=True") from None
+        raise
+
+
+class CollectiveRuntime(RankRuntime):
+    """Trains a Keras model data-parallel over this job's workers (the module's docstring).
+    Make it with :meth:`from_model` (``ralp.wrap(model, mode="collective")``)."""
+
+    mode = "collective"
+
+    def __init__(self, strategy, model, make_optimizer, setup, weights: list | None = None):
+        super().__init__()
+        self.strategy, self.setup = strategy, setup
+        workers = _cluster_workers(strategy)
+        if strategy.num_replicas_in_sync != workers:
+            raise CollectiveError(
+                f"this job has {strategy.num_replicas_in_sync} replicas on {workers} workers: "
+                "ralp trains one replica per worker; give each worker one GPU "
+                "(CUDA_VISIBLE_DEVICES) and run one worker per GPU")
+        from ralp.placement.rewriter import clone_uncompiled
+
+        in_scope = bool(model.weights) and all(
+            strategy.extended.variable_created_in_scope(w.value) for w in model.weights)
+        with strategy.scope():
+            self.model = model if in_scope else clone_uncompiled(model)
+            if not in_scope:
+                self.model.set_weights(model.get_weights() if weights is None else weights)
+            self.optimizer = make_optimizer()
+            self.optimizer.build(self.model.trainable_variables)
+        self.original = self.model
+        self._reducers: dict = {}
+        self._leaves = 0
+
+    @classmethod
+    def from_model(cls, model, optimizer=None, loss=None, metrics=None, *,
+                   implementation: str = "auto", timeout_s: float | None = None,
+                   strategy=None) -> CollectiveRuntime:
+        """The runtime for ``model`` (or a function that builds it, called in the strategy's
+        scope). TensorFlow configures its collectives when it starts; a model built before
+        (TensorFlow started) is read to numpy, TensorFlow is started again
+        (:func:`ralp._compat.restart_tensorflow`) and the model made anew in the strategy's
+        scope: the model object given is not usable afterwards (``trainer.unwrap()`` is)."""
+        import keras
+
+        from ralp.training.compile import optimizer_factory, training_setup
+
+        built = model if isinstance(model, keras.Model) else None
+        if built is None and not callable(model):
+            raise InvalidTypeError(f"mode 'collective' takes a keras.Model or a function that "
+                                   f"builds one, got {type(model).__name__}")
+        snapshot = None
+        if strategy is None:
+            if built is not None and tensorflow_started():
+                setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
+                make_optimizer = optimizer_factory(setup.optimizer)
+                snapshot = built.get_weights()
+                strategy = make_strategy(implementation, timeout_s, restart=True)
+            else:
+                strategy = make_strategy(implementation, timeout_s)
+        if built is None:
+            with strategy.scope():
+                built = model()
+            if not isinstance(built, keras.Model):
+                raise InvalidTypeError(f"the function returned {type(built).__name__}, not a "
+                                       "keras.Model")
+        if snapshot is None:
+            setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
+            make_optimizer = optimizer_factory(setup.optimizer)
+        return cls(strategy, built, make_optimizer, setup, weights=snapshot)
+
+    @property
+    def size(self) -> int:
+        return int(self.strategy.num_replicas_in_sync)
+
+    @property
+    def rank(self) -> int:
+        resolver = self.strategy.cluster_resolver
+        return int(resolver.task_id or 0) if resolver is not None else 0
+
+    data_index = property(lambda self: self.rank)
+    data_workers = property(lambda self: self.size)
+
+    def _build(self, objective, data) -> None:
+        import tensorflow as tf
+
+        from ralp.training.data import own, unpack
+        from ralp.training.objective import regularization_gradients
+
+        strategy, model, optimizer = self.strategy, self.model, self.optimizer
+        variables = model.trainable_variables
+        share = 1.0 / self.size
+
+        def replica_step(batch):
+            x, y, weights, rows = unpack(batch)
+            with tf.GradientTape() as tape:
+                predictions = model(x, training=True)
+                y, predictions, weights = own(rows, y, predictions, weights)
+                num, den = objective.loss_sums(y, predictions, weights, share)
+            total = tf.distribute.get_replica_context().all_reduce("sum", den)
+            grads = tape.gradient(num, variables)
+            reg, reg_grads = regularization_gradients(model, variables)
+            grads = [tf.math.divide_no_nan(g, tf.cast(total, g.dtype)) + tf.cast(r, g.dtype) * share
+                     for g, r in zip(grads, reg_grads, strict=True)]
+            optimizer.apply_gradients(zip(grads, variables, strict=True))  # sums over replicas
+            states = objective.metric_states(y, predictions, weights)
+            return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states)
+
+        @tf.function
+        def train_step(batch):
+            sums = strategy.run(replica_step, args=(batch,))
+            return strategy.experimental_local_results(sums)[0]
+
+        self._train = lambda batch: np.asarray(train_step(batch))
+
+    def _sum(self, array: np.ndarray) -> np.ndarray:
+        """``array`` summed over every worker (the strategy's reduction; one traced function
+        per shape, traced in the same order on every worker)."""
+        import tensorflow as tf
+
+        array = np.asarray(array, np.float64)
+        if array.shape not in self._reducers:
+
+            @tf.function
+            def reduce(v):
+                mine = self.strategy.run(tf.identity, args=(v,))  # on this worker's replica
+                return self.strategy.reduce(tf.distribute.ReduceOp.SUM, mine, axis=None)
+
+            self._reducers[array.shape] = reduce
+        return np.asarray(self._reducers[array.shape](tf.constant(array)))
+
+    def finish(self) -> None:
+        """Return once every worker is done with the fit's collectives (a worker leaving
+        early could break another's last one)."""
+        self.leave_together()
+
+    def leave_together(self) -> None:
+        """Return once every worker is done with its collectives (:func:`leave_together`)."""
+        self.barrier()
+        self._leaves += 1
+        leave_together(self.rank, self.size, f"ralp/leave{self._leaves}")
+
+    def barrier(self) -> None:
+        """Wait until every worker gets here."""
+        self._sum(np.zeros(1))
+
+    # ------------------------------------------------------------------ state
+
+    def weights(self) -> list[np.ndarray]:
+        """This replica's weights (every replica is the same)."""
+        local = self.strategy.experimental_local_results
+        return [np.asarray(local(_backing(w))[0]) for w in self.model.weights]
+
+    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
+        from ralp.horovod.runtime import optimizer_state
+
+        local = self.strategy.experimental_local_results
+        return optimizer_state(self.optimizer, self.model.trainable_variables,
+                               lambda v: np.asarray(local(_backing(v))[0]))
+
+    def _checkpoint_variables(self) -> list:
+        from ralp.training.rank_checkpoints import part_variables
+
+        return part_variables("model", self.model.variables, self.optimizer)
+
+    def checkpoint_fingerprint(self) -> dict:
+        from ralp.training.rank_checkpoints import lockstep_fingerprint
+
+        return lockstep_fingerprint(self.model, self.optimizer, "collective")
+
+    def checkpoint_parts(self) -> dict[str, dict]:
+        """What this worker writes of a checkpoint: worker 0 its replica (read from its own
+        copy of each mirrored variable, so no collective runs on one worker only), the
+        others nothing."""
+        from ralp.training.rank_checkpoints import read_arrays
+
+        if self.rank:
+            return {}
+        local = self.strategy.experimental_local_results
+        return {"model": read_arrays(self._checkpoint_variables(),
+                                     lambda v: local(_backing(v))[0].numpy())}
+
+    def restore_checkpoint(self, load) -> None:
+        """Worker 0 reads the checkpoint; every worker gets its values: a sum over the workers
+        of worker 0's values and the others' zeros (exact: x + 0 = x)."""
+        import tensorflow as tf
+
+        from ralp.training.rank_checkpoints import assign_arrays
+
+        named = self._checkpoint_variables()
+        arrays = load("model") if self.rank == 0 else {
+            key: np.zeros(v.shape, _wire_dtype(v)) for key, v in named}
+        if self.rank == 0:
+            assign_arrays(named, arrays, "model")  # checks every key and shape first
+        keys = [key for key, _ in named]
+        values = [tf.constant(np.asarray(arrays[k]).astype(_wire_dtype(v)))
+                  for k, (_, v) in zip(keys, named, strict=True)]
+        summed = self._sum_tensors(values)
+        assign_arrays(named, {k: np.asarray(t).astype(np.dtype(v.dtype)) for k, t, (_, v)
+                              in zip(keys, summed, named, strict=True)}, "model")
+
+    def _sum_tensors(self, values: list) -> list:
+        import tensorflow as tf
+
+        strategy = self.strategy
+
+        @tf.function
+        def reduce(values):
+            mine = strategy.run(lambda *v: [tf.identity(t) for t in v], args=tuple(values))
+            return [strategy.reduce(tf.distribute.ReduceOp.SUM, m, axis=None) for m in mine]
+
+        return [t.numpy() for t in reduce(values)]
+
+    def share_text(self, text: str) -> str:
+        """Worker 0's ``text`` on every worker (the coordination service's store)."""
+        from ralp._compat import coordination_key_values
+
+        put, get = coordination_key_values()
+        self._shares = getattr(self, "_shares", 0) + 1
+        key = f"ralp/checkpoint_state/{self._shares}"
+        if self.rank == 0:
+            put(key, text)
+            return text
+        return get(key)
+
+
+def _cluster_workers(strategy) -> int:
+    resolver = strategy.cluster_resolver
+    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    return max(1, len(spec.get("worker", [])) + len(spec.get("chief", [])))
+
+
+def _backing(variable):
+    """The TensorFlow variable behind a Keras 3 variable (a distributed one in the scope)."""
+    return getattr(variable, "value", variable)
+
+
+def _wire_dtype(variable) -> np.dtype:
+    """The dtype a variable's values cross in: integers (the optimizer's step count) as
+    float64, which the ring sums exactly up to 2**53."""
+    dtype = np.dtype(getattr(variable, "dtype", "float32"))
+    return np.dtype("float64") if np.issubdtype(dtype, np.integer) else dtype
+
+
+def leave_together(rank: int, workers: int, key: str = "ralp/leave") -> None:
+    """Return once every worker of this job has called it, after its last collective, so that
+    none exits while another still reads from it: a ring's chunks are pulled from their
+    senders, so a worker whose last collective has completed may be one that another is still
+    reading. Each worker says it is done through the coordination service's store and waits
+    for all the others; worker 0, which hosts the service, goes last."""
+    import contextlib
+
+    import tensorflow as tf
+
+    from ralp._compat import coordination_key_values
+
+    put, get = coordination_key_values()
+    put(f"{key}/done/{rank}", "1")
+    for k in range(workers):
+        get(f"{key}/done/{k}")
+    if rank:
+        # worker 0 exits as soon as the last key is in, and may close the service before the
+        # insert's reply comes back; every collective has completed by now either way
+        with contextlib.suppress(tf.errors.UnavailableError):
+            put(f"{key}/left/{rank}", "1")
+    else:
+        for k in range(1, workers):
+            get(f"{key}/left/{k}")

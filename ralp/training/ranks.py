@@ -1,0 +1,167 @@
+"""What the allreduce modes' runtimes share (horovod, stanza, collective): one process per
+rank, every rank running the same script, the ranks in lockstep.
+
+:class:`RankRuntime` is the part of the fit loop's runtime (:mod:`ralp.training.fit_loop`)
+that does not depend on the collectives: each rank that reads data reads its share of
+every global batch (:mod:`ralp.training.data`), runs one step per update, and sums are added
+up, seeds shared and decisions agreed through the subclass's collectives. A subclass gives:
+``rank``, ``size``, ``data_index`` (this rank's place among the ranks that read data, None
+if it reads none), ``data_workers``, ``_sum(array)`` (over every rank),
+``share_text(text)`` (rank 0's, on every rank), ``barrier()``, ``_build(objective)`` and
+``_train(batch)`` (one step: this rank's sums), and the checkpoint parts
+(:mod:`ralp.training.rank_checkpoints`).
+
+Checkpoints (:class:`RankCheckpoints`): every rank writes its part, rank 0 commits; a job a
+supervisor (:mod:`ralp.cluster.supervise`) restarted learns what was lost from
+``RALP_RESTART_FAILURE`` and lists it in ``History.failures``; with ``RALP_SUPERVISED=1``
+rank 0 reports each update done to the supervisor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from ralp.training.checkpoints import Failure, TrainingState
+from ralp.training.data import Sharding
+
+RESTART_FAILURE_ENV = "RALP_RESTART_FAILURE"  # set by a supervisor restarting the job
+SUPERVISED_ENV = "RALP_SUPERVISED"  # "1": rank 0 reports each step done to the supervisor
+
+
+class RankRuntime:
+    """The lockstep part of an allreduce mode's runtime (the module's docstring)."""
+
+    restart_timeout = 0.0
+    fixed_batch = False  # stanza: every rank's batch has the same, fixed size
+
+    def __init__(self):
+        self.total_steps = 0
+        self.objective = None
+        self._iterator = None
+        self._position = None
+        self.report = False
+
+    is_chief = property(lambda self: self.rank == 0)
+
+    @property
+    def synchronous_workers(self) -> int:
+        return self.data_workers
+
+    def describe(self) -> str:
+        return f"ranks={self.size}"
+
+    def sharding(self, data) -> Sharding:
+        return Sharding(self.data_workers, synchronous=True, drop_remainder=self.fixed_batch)
+
+    def check_data(self, data) -> None:
+        pass
+
+    def shared_seed(self, seed: int | None) -> int:
+        if seed is not None:
+            return int(seed)
+        mine = str(int(np.random.default_rng().integers(2**31)))
+        return int(self.share_text(mine))
+
+    def agree(self, flag: bool) -> bool:
+        return bool(self._sum(np.array([float(flag)]))[0] > 0.5)
+
+    def reduce(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self._sum(np.asarray(rows, np.float64)), np.float64).reshape(rows.shape)
+
+    def begin(self, objective, data, sharding: Sharding, seed: int, position) -> None:
+        if objective is not self.objective:
+            self._build(objective, data)
+            self.objective = objective
+        self._position = position
+        self._iterator = None
+        if self.data_index is not None:
+            self._iterator = iter(data.worker_dataset(sharding, self.data_index, seed=seed,
+                                                      skip=position.done))
+        self.report = os.environ.get(SUPERVISED_ENV) == "1" and self.rank == 0
+
+    def run(self, updates: int, *, on_begin, on_update, history) -> bool:
+        """``updates`` steps on this rank; ``on_update(sums)`` after each (True: stop)."""
+        for _ in range(updates):
+            on_begin(0)
+            batch = next(self._iterator) if self._iterator is not None else None
+            sums = self._train(batch)
+            self.total_steps += 1
+            stop = on_update(sums)
+            if self.report:  # a marker line: the supervisor knows the step a loss came at
+                from ralp._messages import emit
+
+                emit("step", self._position.done)
+            if stop:
+                return True
+        return False
+
+    def recoverable(self, error: BaseException) -> bool:
+        return False  # a lost rank ends the job: a supervisor restarts it whole
+
+    def finish(self) -> None:
+        """The fit is over (the collective runtime waits for every worker here)."""
+
+    def steps_seen(self) -> int:
+        return self._position.done if self._position is not None else 0
+
+    def checkpoint_store(self, directory, every: int | None) -> RankCheckpoints:
+        return RankCheckpoints(self, directory, every)
+
+    def optimizer_template(self, template):
+        cls, config = self.optimizer.__class__, self.optimizer.get_config()
+        return lambda: cls.from_config(config)
+
+
+class RankCheckpoints:
+    """The checkpoints of one lockstep ``fit`` (:class:`ralp.training.rank_checkpoints.
+    LockstepCheckpoints`), with the supervisor's restart noted."""
+
+    def __init__(self, runtime: RankRuntime, directory, every: int | None):
+        from ralp.training.rank_checkpoints import LockstepCheckpoints
+
+        self.runtime = runtime
+        self.store = LockstepCheckpoints(runtime, directory, every,
+                                         runtime.checkpoint_fingerprint())
+        self.directory, self.every = self.store.directory, every
+        self.pending: Failure | None = None  # the restart's failure, until back where lost
+
+    def save(self, state: TrainingState) -> None:
+        state.fingerprint = self.store.fingerprint
+        self.store.save(state)
+
+    def restore(self) -> TrainingState | None:
+        state = self.store.restore()
+        if state is not None:
+            self.runtime.total_steps = state.total_steps
+        return state
+
+    def restored(self, state: TrainingState | None, history) -> None:
+        """Note the failure a supervisor restarted the job after (this process's first fit
+        only), with the steps done again."""
+        raw = os.environ.pop(RESTART_FAILURE_ENV, None)
+        if not raw:
+            return
+        failure = Failure(**json.loads(raw))
+        if any(f.detected_at == failure.detected_at for f in history.failures):
+            return  # already recorded by an earlier restart
+        done = state.position.done if state is not None and not state.finished else 0
+        failure.restored_step = done
+        failure.steps_redone = max(0, failure.at_step - done)
+        failure.recovery_s = round(time.time() - failure.detected_at, 3)
+        history.failures.append(failure)
+        self.pending = failure
+        self.step_done(done)
+
+    def step_done(self, done: int) -> None:
+        if self.pending is not None and done >= self.pending.at_step:
+            self.pending.time_lost_s = round(time.time() - self.pending.detected_at, 3)
+            self.pending = None
+        if self.store.pending:  # stanza: the tail copies crossed during this step
+            self.store.finish()
+
+    def finish(self) -> None:
+        self.store.finish()
