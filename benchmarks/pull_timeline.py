@@ -38,7 +38,7 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
                         batch_size=batch, pull_schedule=schedule)
     data = synthetic_dataset_fn(image, batch, 1000)
     workers = trainer.connection.num_workers
-    trainer.fit(dataset_fn=data, steps_per_epoch=2 * workers, batch_size=batch, verbose=0)
+    trainer.fit(data, steps_per_epoch=2 * workers, batch_size=batch, verbose=0)
     steps = trace_while_training(trainer, data, batch, profiler_address, seconds, names)
     if not steps:
         raise RuntimeError("no complete step in the trace: trace for longer (--seconds)")

@@ -75,12 +75,12 @@ def measure(spec, model_name: str, image_size: int, batch: int, steps: int, mode
         return tf.data.Dataset.from_tensors((images, labels)).repeat()
 
     start = time.perf_counter()
-    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=1, batch_size=batch, verbose=0)
+    trainer.fit(dataset_fn, steps_per_epoch=1, batch_size=batch, verbose=0)
     timings["first_step_s"] = time.perf_counter() - start
     per_step = []
     for _ in range(steps):
         start = time.perf_counter()
-        trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=1, batch_size=batch, verbose=0)
+        trainer.fit(dataset_fn, steps_per_epoch=1, batch_size=batch, verbose=0)
         per_step.append(time.perf_counter() - start)
     timings["step_s"] = statistics.median(per_step)
     timings["trace_and_instantiate_s"] = timings["first_step_s"] - timings["step_s"]

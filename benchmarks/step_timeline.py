@@ -38,10 +38,10 @@ def measured_steps(cluster_spec, run) -> dict:
 
     trainer = _placed_trainer(cluster_spec, run, SetupClock())
     data = dataset_fn_for(run)
-    trainer.fit(dataset_fn=data, steps_per_epoch=run.warmup_steps, batch_size=run.batch_size,
+    trainer.fit(data, steps_per_epoch=run.warmup_steps, batch_size=run.batch_size,
                 verbose=0)
     start = time.perf_counter()
-    history = trainer.fit(dataset_fn=data, steps_per_epoch=run.measured_steps,
+    history = trainer.fit(data, steps_per_epoch=run.measured_steps,
                           batch_size=run.batch_size, verbose=0)
     return {"start": start, "end_times": list(history.step_end_times),
             "offloaded": list(trainer.plan.offloaded)}

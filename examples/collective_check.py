@@ -1,4 +1,4 @@
-"""Check ralp.CollectiveTrainer on this host: W local workers train a zoo model for a few steps
+"""Check mode "collective" (ralp.wrap) on this host: W local workers train a zoo model for a few steps
 with TensorFlow's own allreduce, then compare their weights and print images/s.
 
     python examples/collective_check.py --workers 2 --model alexnet --steps 20
@@ -24,31 +24,30 @@ MARK = "COLLECTIVE_CHECK "
 
 
 def worker(model_name: str, steps: int, batch: int, image: int, gpus: bool) -> None:
-    from ralp.collective.trainer import CollectiveTrainer
+    import ralp
 
     def build():
         from ralp.models import build_model
 
         return build_model(model_name, num_classes=1000, image_size=image)
 
-    trainer = CollectiveTrainer(build, implementation="nccl" if gpus else "ring")
+    # a function: the model is built in the strategy's scope (no restart of TensorFlow)
+    trainer = ralp.wrap(build, mode="collective")
     import tensorflow as tf
 
-    rng = np.random.default_rng(trainer.rank)
-    x = rng.normal(size=(batch, image, image, 3)).astype("float32")
-    y = rng.integers(0, 1000, size=batch).astype("int32")
-    trainer.run_steps(((x, y) for _ in range(2)), 2)  # warm-up: tracing and buffers
-    trainer.barrier()
+    runtime = trainer.runtime
+    rng = np.random.default_rng(0)
+    rows = runtime.size * batch  # the global batch: each worker trains on its batch rows
+    x = rng.normal(size=(rows, image, image, 3)).astype("float32")
+    y = rng.integers(0, 1000, size=rows).astype("int32")
+    trainer.fit(x, y, batch_size=rows, steps_per_epoch=2, verbose=0)  # warm-up: tracing
     start = time.perf_counter()
-    trainer.run_steps(((x, y) for _ in range(steps)), steps)
-    trainer.barrier()
+    trainer.fit(x, y, batch_size=rows, steps_per_epoch=steps, verbose=0)
     seconds = time.perf_counter() - start
-    digest = hashlib.sha256(b"".join(w.tobytes() for w in trainer.weights())).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(w.tobytes() for w in trainer.get_weights())).hexdigest()[:16]
     devices = [d.name for d in tf.config.list_logical_devices() if d.device_type != "CPU"]
-    print(MARK + json.dumps({"rank": trainer.rank, "weights": digest, "devices": devices,
-                             "images_per_sec": trainer.workers * batch * steps / seconds}),
-          flush=True)
-    trainer.leave_together()
+    print(MARK + json.dumps({"rank": runtime.rank, "weights": digest, "devices": devices,
+                             "images_per_sec": rows * steps / seconds}), flush=True)
 
 
 def main() -> int:
@@ -68,7 +67,7 @@ def main() -> int:
 
         os._exit(0)  # TensorFlow's collective server cannot stop cleanly
     from ralp.collective.launch import run_workers
-    from ralp.collective.trainer import CollectiveError
+    from ralp.collective.runtime import CollectiveError
 
     command = [sys.executable, __file__, "--worker", "--model", args.model, "--steps",
                str(args.steps), "--batch-size", str(args.batch_size), "--image-size",

@@ -34,8 +34,7 @@ function                        private API                                     
                                 convolutions (``backend.tensorflow.nn.conv``)
 ``cond_branch_graphs``          ``If`` op's ``_true_graph``/``_false_graph``    audit
                                 (cond_v2)
-``INLINED_BRANCH_OP``           the names lowering gives a cond's inlined       audit
-                                branch ops
+``INLINED_BRANCH_OP``           the names of a lowered cond's inlined branches  audit
 ``eager_context_started``,      ``context._context_handle``,                    collective
 ``restart_tensorflow``          ``context._reset_context``
 ``remove_autograph_sources``    AutoGraph's temporary modules                   cluster,
@@ -43,8 +42,7 @@ function                        private API                                     
 ``compile_metrics``             ``trainers.compile_utils.CompileMetrics``       training
 ``compiled_loss``               ``trainers.compile_utils.get_loss``             training
 ``same_rank``                   ``losses.loss.squeeze_or_expand_to_same_rank``  training
-``dataset_graph``,              the coordinator's dataset serialization         training
-``dataset_from_graph``          (``coordinator.values``)
+``dataset_graph``, ``..._from`` ``coordinator.values``' dataset serialization  training
 ==============================  ==============================================  =============
 """
 
@@ -143,13 +141,11 @@ def update_where_variables_live(optimizer):
     """Make a Keras 3 (TF backend) optimizer update each variable on that variable's task.
 
     ``TFOptimizer._backend_update_step`` all-reduces the gradients in the replica context and
-    applies them through ``merge_call``. For RALP's tail that is wrong twice: under PSS the
-    all-reduce result lands on the worker (the gradient would round-trip PS -> worker -> PS),
-    and a ``merge_call`` inside ``CriticalSection.execute`` deadlocks. With one replica per
-    worker the all-reduce is the identity, so applying each variable's update directly, under
-    its own device, computes the same thing where the variable and its slots live.
-    Rebinds ``_backend_update_step`` and ``_apply_weight_decay`` on this instance.
-    """
+    applies them through ``merge_call``: under PSS the result lands on the worker (RALP's tail
+    gradient would go PS -> worker -> PS), and a ``merge_call`` inside
+    ``CriticalSection.execute`` deadlocks. With one replica per worker the all-reduce is the
+    identity: each update runs directly, under its variable's device. Rebinds
+    ``_backend_update_step`` and ``_apply_weight_decay`` on this instance."""
     for name in ("_backend_update_step", "_apply_weight_decay"):
         _require(type(optimizer), name, "update each variable where it lives")
     optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
@@ -166,14 +162,12 @@ def _atomic_assign_add(self, value):
 def count_updates_atomically(optimizer):
     """Make the optimizer count its updates with one atomic add on the counter's task.
 
-    Keras 3's ``Variable.assign_add`` is ``assign(self + value)``: a read, then a write. When
-    workers update at once (the coordinator's asynchronous schedule, ASP, SSP, DSSP) two of
-    them read the same count and one increment is lost; two workers and 60 ASP steps counted
-    41-53. The count drives learning-rate schedules and Adam's bias correction, and users read
-    it as the step count. ``tf.Variable.assign_add`` is one ``AssignAddVariableOp``, which
-    holds the variable's lock. Rebinds ``assign_add`` of the private ``_iterations`` counter
-    (the public ``iterations`` may be a derived value under gradient accumulation).
-    """
+    Keras 3's ``Variable.assign_add`` is ``assign(self + value)``, a read then a write: when
+    workers update at once (asynchronous schedules) two read the same count and one increment
+    is lost, and the count drives learning-rate schedules and Adam's bias correction.
+    ``tf.Variable.assign_add`` is one ``AssignAddVariableOp``, which holds the variable's lock.
+    Rebinds ``assign_add`` of the private ``_iterations`` counter (the public ``iterations``
+    may be derived under gradient accumulation)."""
     counter = _require(optimizer, "_iterations", "count optimizer updates atomically")
     counter.assign_add = types.MethodType(_atomic_assign_add, counter)
     return optimizer
@@ -225,23 +219,20 @@ def same_rank(values, sample_weight):
 # ------------------------------------------------------------------ datasets on PS workers
 
 
-def _coordinator_values():
-    from tensorflow.python.distribute.coordinator import values
-
-    return values
-
-
 def dataset_graph(dataset):
     """``dataset`` serialized as a graph, as ``ClusterCoordinator.create_per_worker_dataset``
-    serializes a dataset to make it again on each worker."""
-    return _require(_coordinator_values(), "serialize_dataset_to_graph",
-                    "send a dataset to the workers")(dataset)
+    serializes one to make it again on each worker."""
+    from tensorflow.python.distribute.coordinator import values
+
+    return _require(values, "serialize_dataset_to_graph", "send a dataset to workers")(dataset)
 
 
 def dataset_from_graph(graph, element_spec):
     """The dataset of :func:`dataset_graph`'s graph, made where this runs (a worker)."""
-    return _require(_coordinator_values(), "deserialize_dataset_from_graph",
-                    "make a dataset on a worker")(graph, element_spec)
+    from tensorflow.python.distribute.coordinator import values
+
+    return _require(values, "deserialize_dataset_from_graph", "make a dataset on a worker")(
+        graph, element_spec)
 
 
 # ------------------------------------------------------------------ distribution
@@ -429,10 +420,8 @@ AUTOGRAPH_MODULE_PREFIX = "__autograph_generated_file"
 
 def remove_autograph_sources() -> int:
     """Delete the temporary source files of the functions AutoGraph converted in this process
-    (the modules stay loaded); returns how many. For a process that leaves by ``os._exit``
-    (forked from the zygote, or skipping TensorFlow's teardown), where AutoGraph's atexit
-    handlers never run: without this every run left hundreds of files in the temporary
-    directory. A traceback formatted afterwards shows no source lines for those frames."""
+    (the modules stay loaded); returns how many. For a process that leaves by ``os._exit``,
+    where AutoGraph's atexit handlers never run (hundreds of files were left per run)."""
     import os
     import sys
 

@@ -50,7 +50,7 @@ def cluster_losses(spec, mode: str, optimizer: str, steps: int, seed: int = 0,
     import ralp
 
     trainer = ralp.wrap(small_cnn(seed), spec, mode=mode, optimizer=make_optimizer(optimizer),
-                        batch_size=BATCH, threshold=10.0, pull_schedule=pull_schedule)
+                        batch_size=BATCH, threshold=10.0, pulls=pull_schedule)
     assert trainer.mode == mode, trainer.plan
     assert trainer.plan.pull_schedule == pull_schedule
     assert bool(trainer.plan.pull_batches) == (pull_schedule != "default"), trainer.plan
@@ -104,7 +104,7 @@ def digits_accuracy(spec, mode: str, epochs: int, seed: int = 0) -> dict:
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=32,
                         threshold=10.0)
     history = trainer.fit(x_train, y_train, batch_size=32, epochs=epochs, seed=seed, verbose=0)
-    result = trainer.evaluate(x_test, y_test)
+    result = trainer.evaluate(x_test, y_test, return_dict=True, verbose=0)
     result["train_loss"] = history.history["loss"]
     result["mode"] = trainer.mode
     return result
@@ -121,7 +121,7 @@ def checkpoint_round_trip(spec, directory: str) -> dict:
 
     def state():
         variables = list(trainer.model.variables)
-        for opt in trainer.optimizers.values():
+        for opt in trainer.runtime.optimizers.values():
             variables += list(opt.variables)
         return [v.numpy().copy() for v in variables], [v.path for v in variables]
 
@@ -155,15 +155,14 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
         for layer in trainer.model.layers
         for v in layer.variables
     }
-    slots = {v.path: v.value.device for opt in trainer.optimizers.values() for v in opt.variables}
+    slots = {v.path: v.value.device for opt in trainer.runtime.optimizers.values() for v in opt.variables}
     from ralp._compat import slot_variables
 
     slots_by_layer = {
-        layer.name: [slot.value.device for opt in trainer.optimizers.values()
+        layer.name: [slot.value.device for opt in trainer.runtime.optimizers.values()
                      for v in layer.trainable_variables for slot in slot_variables(opt, v)]
         for layer in trainer.model.layers if layer.trainable_variables
     }
-    again = ralp.wrap(trainer, spec, mode="ralp", plan=plan)
     plain = trainer.unwrap()
     same = all(
         np.array_equal(a, b)
@@ -171,7 +170,7 @@ def placement(spec, plan_json: str | None = None, mode: str = "ralp") -> dict:
     )
     return {"plan": trainer.plan.to_dict(), "layer_vars": layer_vars, "slots": slots,
             "slots_by_layer": slots_by_layer,
-            "wrap_twice_is_same": again is trainer, "unwrap_keeps_weights": same,
+            "unwrap_keeps_weights": same,
             "unwrapped_type": type(plain).__name__}
 
 
@@ -207,7 +206,7 @@ def train_long(spec, steps: int, step_timeout: float = 120.0) -> None:
     import ralp
 
     trainer = ralp.wrap(small_cnn(), spec, mode="ralp", batch_size=BATCH, threshold=10.0,
-                        step_timeout=step_timeout)
+                        failures=ralp.Failures(step_timeout=step_timeout))
     x, y = fixed_data()
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
 
@@ -273,7 +272,7 @@ def sequential_with_callback(spec) -> dict:
         x, y, batch_size=BATCH, epochs=2, steps_per_epoch=3, callbacks=[recorder], verbose=0
     )
 
-    graph = [f for f in trainer.step._list_all_concrete_functions()][-1].graph
+    graph = [f for f in trainer.runtime.step._list_all_concrete_functions()][-1].graph
     release = [op for op in graph.get_operations() if op.type == "ConsumeMutexLock"]
     ancestors, stack = set(), list(release)
     while stack:
@@ -324,10 +323,9 @@ def bsp_weights(spec, mode: str, rounds: int, workers: int) -> dict:
     initial = [w.copy() for w in model.get_weights()]
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(0.1),
                         batch_size=BATCH, threshold=10.0, sync="bsp")
-    history = trainer.fit(dataset_fn=worker_batches_fn(rounds, workers), batch_size=BATCH,
-                          steps_per_epoch=rounds * workers, verbose=0)
+    history = trainer.fit(worker_batches_fn(rounds, workers), steps_per_epoch=rounds, verbose=0)
     record = history.sync[0]
-    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.runtime.optimizers.items()}
     return {"initial": initial, "final": trainer.get_weights(), "max_gap": record.max_gap,
             "clocks": list(record.clocks), "iterations": iterations, "mode": trainer.mode}
 
@@ -352,23 +350,22 @@ def sync_sgd_weights(initial, rounds: int, workers: int) -> list:
     return model.get_weights()
 
 
-def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str = "ps",
-               hook: bool = False) -> dict:
+def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str = "ps") -> dict:
     """Train under ``sync`` with one slow worker; the recorded clocks and starts."""
     import keras
 
     import ralp
+    from ralp.ps_strategy.sync import SlowWorker
 
     x, y = fixed_data()
-    kwargs = {} if hook else {"sync": sync, "slow_worker": slow_worker}
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
                         optimizer=keras.optimizers.SGD(0.05), batch_size=BATCH, threshold=10.0,
-                        **kwargs)
-    callbacks = [ralp.StalenessHook(sync, slow_worker=slow_worker)] if hook else []
-    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
-                          callbacks=callbacks)
-    record = (callbacks[0].records if hook else history.sync)[0]
-    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+                        sync=sync)
+    if slow_worker:
+        trainer.runtime.slow_worker = SlowWorker.parse(slow_worker)
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
+    record = history.sync[0]
+    iterations = {name: int(opt.iterations.numpy()) for name, opt in trainer.runtime.optimizers.items()}
     return {"record": record.to_dict(), "workers": history.step_workers,
             "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}
 
@@ -384,7 +381,7 @@ def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
                         sync=sync)
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
-    return {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()}
+    return {name: int(opt.iterations.numpy()) for name, opt in trainer.runtime.optimizers.items()}
 
 
 # ---------------------------------------------------------------- failures
@@ -408,18 +405,19 @@ def train_through_failures(spec, mode: str, steps: int, directory: str, every: i
     x, y = fixed_data()
     trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
                         optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
-                        sync=sync, step_timeout=60)
+                        sync=sync, failures=ralp.Failures(step_timeout=60,
+                                                          restart_timeout=restart_timeout))
     history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
                           callbacks=[Progress()], checkpoint_dir=directory,
-                          checkpoint_every=every, restart_timeout=restart_timeout)
+                          checkpoint_every=every)
     return {
         "mode": trainer.mode,
         "steps": len(history.step_losses),
-        "iterations": {name: int(opt.iterations.numpy()) for name, opt in trainer.optimizers.items()},
+        "iterations": {name: int(opt.iterations.numpy()) for name, opt in trainer.runtime.optimizers.items()},
         "failures": [dataclasses.asdict(f) for f in history.failures],
         "duplicates": history.duplicate_steps,
         "steps_redone": history.steps_redone,
-        "total_steps": trainer.total_steps,
+        "total_steps": trainer.runtime.total_steps,
         "resumed_from": history.resumed_from_step,
         "loss": history.history["loss"],
     }
@@ -552,7 +550,7 @@ def fit_like_keras(spec, directory: str, mode: str) -> dict:
     history = trainer.fit(x, y, batch_size=BATCH, epochs=6, steps_per_epoch=3,
                           validation_data=(xv, yv), callbacks=callbacks, verbose=0)
     trained = trainer.unwrap().get_weights()  # what ModelCheckpoint saw at the last epoch
-    evaluated = trainer.evaluate(xv, yv)
+    evaluated = trainer.evaluate(xv, yv, return_dict=True, verbose=0)
     split = trainer.fit(x, y, batch_size=BATCH, epochs=3, initial_epoch=1, steps_per_epoch=2,
                         validation_split=0.25, validation_freq=2, verbose=0)
     restored = small_cnn(seed=5)

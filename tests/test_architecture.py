@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
     {"placement", "cluster"},  # plan and place; clusters (specs, task processes)
     {"ps_strategy", "horovod", "collective"},  # run
     {"planner"},  # predict every mode's throughput from calibration + byte model; choose
+    {"wrapping"},  # ralp.wrap: a mode's runtime, planned, behind the one trainer
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
     {"experiments"},  # the sync, Stanza and chaos experiments beside the benchmark

@@ -181,25 +181,34 @@ def test_the_python_api_refuses_bad_input_with_the_same_messages():
 
 
 def test_labels_and_images_are_checked_before_training():
+    import keras
     import numpy as np
 
     from ralp import TrainingSetupError, build_model
-    from ralp.training.compile import check_training_arrays
+    from ralp.training.fit_inputs import fit_data
 
     model = build_model("lenet", num_classes=10, image_size=28)
-    x, y = np.zeros((4, 28, 28, 1), "float32"), np.array([0, 3, 9, 2])
-    check_training_arrays(x, y, model)  # fine
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def check(x, y):
+        fit_data(x, y, sample_weight=None, class_weight=None, batch_size=2,
+                 steps_per_epoch=None, shuffle=True, model=model, loss=loss)
+
+    x, y = np.zeros((4, 28, 28, 3), "float32"), np.array([0, 3, 9, 2])
+    check(x, y)  # fine
     with pytest.raises(TrainingSetupError, match=r"4 labels lie outside \[0, 10\) \(found 100..109\)"):
-        check_training_arrays(x, y + 100, model)
+        check(x, y + 100)
     with pytest.raises(TrainingSetupError, match="labels must be integer class ids"):
-        check_training_arrays(x, y + 0.5, model)
-    check_training_arrays(x, y.astype("float32"), model)  # whole numbers as floats are ids
+        check(x, y + 0.5)
+    check(x, y.astype("float32"))  # whole numbers as floats are ids
     bad = x.copy()
     bad[0, 0, 0, 0] = np.nan
     with pytest.raises(TrainingSetupError, match="1 NaN or infinite values"):
-        check_training_arrays(bad, y, model)
-    with pytest.raises(TrainingSetupError, match="4 images but 3 labels"):
-        check_training_arrays(x, y[:3], model)
+        check(bad, y)
+    with pytest.raises(TrainingSetupError, match="4 images, 3 labels"):
+        check(x, y[:3])
+    with pytest.raises(TrainingSetupError, match=r"images of shape \(32, 32, 1\)"):
+        check(np.zeros((4, 32, 32, 1), "float32"), y)  # the model takes (28, 28, 3)
 
 
 CALIBRATE = ["-m", "ralp.planner", "--calibrate", "--model", "vgg11", "--output", "cal.json"]

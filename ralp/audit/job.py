@@ -49,7 +49,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     from ralp.audit.analysis import analyse
     from ralp.models import build_model, get_model_spec
     from ralp.placement.plan import Plan
-    from ralp.ps_strategy.wrap import wrap
+    from ralp.wrapping import wrap
 
     model_spec = get_model_spec(settings.model)
     image_size = settings.image_size or model_spec.default_image_size
@@ -57,6 +57,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings.model, settings.num_classes, image_size)
     trainer = wrap(model, spec, mode=settings.mode, batch_size=batch, threshold=float("inf"))
+    runtime = trainer.runtime
     plan, prof = trainer.plan, trainer.profile
     # The layers RALP moves; in ps mode, those it would move (the reference for "crossing").
     reference = plan if not plan.is_empty else Plan.from_profile(prof, settings.ps)
@@ -65,7 +66,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     offloaded_top = {name.split("/")[0] for name in reference.offloaded}
     offloaded_vars = [v for layer in trainer.model.layers if layer.name in offloaded_top
                       for v in layer.variables]
-    slots = [slot for opt in trainer.optimizers.values() for v in offloaded_vars
+    slots = [slot for opt in runtime.optimizers.values() for v in offloaded_vars
              for slot in slot_variables(opt, v)]
     handles = {id(v.value.handle) for v in offloaded_vars + slots}
     shapes = {tuple(v.shape) for v in offloaded_vars if len(v.shape) > 0}
@@ -106,10 +107,8 @@ def _worker0_partitions(trainer, dump_dir: str, settings: AuditSettings, image_s
     dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
     partitions, function = {}, None
     for _ in range(10):
-        trainer.fit(
-            dataset_fn=dataset_fn, steps_per_epoch=settings.workers, batch_size=batch, verbose=0
-        )
-        functions = [f for f in concrete_functions(trainer.step)
+        trainer.fit(dataset_fn, steps_per_epoch=settings.workers, verbose=0)
+        functions = [f for f in concrete_functions(trainer.runtime.step)
                      if _name(f).startswith(STEP_FUNCTION)]
         if functions:
             function = functions[-1]

@@ -157,14 +157,14 @@ def capture(worker_address: str, logdir: str, seconds: float) -> str:
 def trace_while_training(trainer, dataset_fn: Callable, batch_size: int, worker_address: str,
                          seconds: float, layer_names: Iterable[str] = ()) -> list[StepTimeline]:
     """The complete steps of a ``seconds`` trace of the worker serving tf.profiler at
-    ``worker_address``, while ``trainer`` (a :class:`ralp.ps_strategy.trainer.Trainer`) keeps
+    ``worker_address``, while ``trainer`` (a ``ralp.Trainer`` of a PS mode) keeps
     training on ``dataset_fn`` in a thread: a trace only sees the steps run while it lasts."""
     stop = threading.Event()
     workers = trainer.connection.num_workers
 
     def keep_training() -> None:
         while not stop.is_set():
-            trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=workers, batch_size=batch_size,
+            trainer.fit(dataset_fn, steps_per_epoch=workers, batch_size=batch_size,
                         verbose=0)
 
     thread = threading.Thread(target=keep_training, daemon=True)

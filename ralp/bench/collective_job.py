@@ -28,39 +28,41 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
     from ralp.bench.job import SetupClock, dataset_fn_for
 
     clock = SetupClock(started)
-    from ralp.collective.trainer import CollectiveTrainer, make_strategy
+    from ralp.collective.runtime import CollectiveRuntime, make_strategy
 
     strategy = make_strategy(timeout_s=None)
     clock.lap("rank_start")
     import keras
-    import tensorflow as tf
 
     from ralp.models import build_model
+    from ralp.training.stepper import Stepper
+    from ralp.training.trainer import Trainer
 
     def build():
         keras.utils.set_random_seed(run.seed)  # worker 0's initial values are broadcast
         return build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
 
-    trainer = CollectiveTrainer(build, keras.optimizers.SGD(learning_rate=1e-3),
-                                strategy=strategy)
-    rank, W = trainer.rank, trainer.workers
+    runtime = CollectiveRuntime.from_model(build, keras.optimizers.SGD(learning_rate=1e-3),
+                                           strategy=strategy)
+    trainer = Trainer(runtime, runtime.setup, runtime.original)
+    rank, W = runtime.rank, runtime.size
     if run.workers != W:
         raise RuntimeError(f"the run asks for {run.workers} workers but the job has {W}")
     clock.lap("place")
     say = emit if rank == 0 else (lambda kind, value: None)
     say("phase", "warm-up")
-    batches = dataset_fn_for(run)(tf.distribute.InputContext(W, rank, W))
-    trainer.run_steps(batches, max(run.warmup, 1))
-    trainer.barrier()
+    stepper = Stepper(trainer, dataset_fn_for(run), batch_size=run.batch_size * W, seed=run.seed)
+    stepper.run(max(run.warmup, 1))
+    stepper.barrier()
     clock.lap("warmup")
 
-    window = measured_window(trainer, batches, run, rank, read_links, read_cpu, say)
-    trainer.leave_together()
+    window = measured_window(stepper, run, rank, read_links, read_cpu, say)
+    runtime.leave_together()
     if rank != 0:
         return None
     return {
         **run.to_dict(),
-        **_prediction(run, trainer.model),
+        **_prediction(run, runtime.model),
         "setup": clock.phases,
         **window_figures(run, window),
         "final_loss": window["history"].step_losses[-1],

@@ -33,7 +33,6 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
     clock = SetupClock(started)
     import horovod.tensorflow as hvd
     import keras
-    import tensorflow as tf
 
     from ralp.models import build_model
 
@@ -51,39 +50,30 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
 
     say = emit if rank == 0 else (lambda kind, value: None)
     say("phase", "warm-up")
-    trainer, reads_data = _trainer(run, hvd, model, keras.optimizers.SGD(learning_rate=1e-3))
+    import ralp
+    from ralp.training.stepper import Stepper
+
+    # run.batch_size is one rank's batch (the papers' per-GPU batch)
+    trainer = ralp.wrap(model, mode=run.mode, optimizer=keras.optimizers.SGD(learning_rate=1e-3),
+                        batch_size=run.batch_size * W, **({"fc_workers": run.ps} if stanza else {}))
     clock.lap("place")
     # The same dataset function as the PS modes; a rank reads its shard as a worker would.
-    batches = dataset_fn_for(run)(tf.distribute.InputContext(W, rank, W)) if reads_data else None
-    trainer.run_steps(batches, max(run.warmup, 1))
-    trainer.barrier()
+    stepper = Stepper(trainer, dataset_fn_for(run), batch_size=run.batch_size * W, seed=run.seed)
+    stepper.run(max(run.warmup, 1))
+    stepper.barrier()
     clock.lap("warmup")
 
-    window = measured_window(trainer, batches, run, rank, read_links, read_cpu, say)
-    history = window["history"]
-    final_loss = history.final_loss if stanza else history.step_losses[-1]
+    window = measured_window(stepper, run, rank, read_links, read_cpu, say)
+    final_loss = window["history"].step_losses[-1]
     if rank != 0:
         return None
     return {
         **run.to_dict(),
-        **_prediction(run, model, trainer if stanza else None),
+        **_prediction(run, model, trainer.runtime if stanza else None),
         "setup": clock.phases,
         **window_figures(run, window),
         "final_loss": final_loss,
     }
-
-
-def _trainer(run, hvd, model, optimizer):
-    """The run's trainer on this rank, and whether this rank reads data."""
-    if run.mode == "stanza":
-        from ralp.horovod.stanza import StanzaTrainer
-
-        trainer = StanzaTrainer(hvd, model, optimizer, fc_workers=run.ps,
-                                batch_size=run.batch_size)
-        return trainer, not trainer.is_fc
-    from ralp.horovod.trainer import HorovodTrainer
-
-    return HorovodTrainer(hvd, model, optimizer), True
 
 
 def _prediction(run, model, stanza_trainer) -> dict:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralp.bench.measure import PROGRESS_EVERY, cpu_window, link_figures, sync_figures, timing
+from ralp.bench.measure import cpu_window, link_figures, sync_figures, timing
 from ralp.bench.runspec import RunSpec
 from ralp.errors import InvalidArgumentError
 from ralp.profiler.links import LinkBytes
@@ -110,24 +110,31 @@ def _placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
 
     from ralp.cluster.fresh_process import report_progress
     from ralp.models import build_model
-    from ralp.ps_strategy.wrap import wrap
+    from ralp.wrapping import Failures, wrap
 
     keras.utils.set_random_seed(run.seed)
     model = build_model(run.model, num_classes=run.num_classes, image_size=run.image_size)
     clock.lap("build_model")
     report_progress(("phase", "placing"))
+    # run.batch_size is one worker's batch (the papers' per-GPU batch); a BSP round's update
+    # is every worker's batch together
+    synced = run.sync is not None and str(run.sync).startswith("bsp")
     trainer = wrap(
         model,
         cluster_spec,
         mode="ps" if run.mode == "ps" else "ralp",
         optimizer=keras.optimizers.SGD(learning_rate=1e-3),
-        batch_size=run.batch_size,
+        batch_size=run.batch_size * (run.workers if synced else 1),
         device_type=run.device_type,
-        step_timeout=600.0,
+        failures=Failures(step_timeout=600.0),
         sync=run.sync,
-        slow_worker=run.slow_worker,
-        pull_schedule=run.pull_schedule,
+        pulls=run.pull_schedule,
     )
+    if run.slow_worker:
+        from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
+
+        trainer.runtime.slow_worker = SlowWorker.parse(run.slow_worker)
+        check_slow_worker(trainer.runtime.slow_worker, run.workers)
     clock.lap("place")
     return trainer
 
@@ -161,10 +168,10 @@ def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkRead
     from ralp.cluster.fresh_process import report_progress
 
     W, warm, steps = run.workers, run.warmup_steps, run.measured_steps
-    edges = _WindowEdges(warm, warm + steps, read_cpu, clock, report_progress)
+    edges = _callbacks().WindowEdges(warm, warm + steps, read_cpu, clock, report_progress)
     before = dict(read_links()) if read_links else None
-    history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=warm + steps + W,
-                          batch_size=run.batch_size, verbose=0, callbacks=[edges])
+    history = trainer.fit(dataset_fn, steps_per_epoch=warm + steps + W, verbose=0,
+                          callbacks=[edges])
     after = dict(read_links()) if read_links else None
     ends = history.step_end_times
     start = ends[warm - 1]
@@ -180,8 +187,7 @@ def _window_at_barrier(trainer, dataset_fn, run: RunSpec, barrier: Barrier,
     the load stays on until every job is done."""
     from ralp.cluster.fresh_process import report_progress
 
-    trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.warmup_steps,
-                batch_size=run.batch_size, verbose=0)
+    trainer.fit(dataset_fn, steps_per_epoch=run.warmup_steps, verbose=0)
     clock.lap("warmup")
     report_progress(("phase", "waiting for the other jobs"))
     barrier.arrive("ready")
@@ -190,21 +196,15 @@ def _window_at_barrier(trainer, dataset_fn, run: RunSpec, barrier: Barrier,
     before = dict(read_links()) if read_links else None
     cpu_before = read_cpu() if read_cpu else None
     start = time.perf_counter()
-    history = trainer.fit(
-        dataset_fn=dataset_fn,
-        steps_per_epoch=run.measured_steps,
-        batch_size=run.batch_size,
-        verbose=0,
-        callbacks=[_ProgressCallback(report_progress)],
-    )
+    history = trainer.fit(dataset_fn, steps_per_epoch=run.measured_steps, verbose=0,
+                          callbacks=[_callbacks().ProgressCallback(report_progress)])
     wall = time.perf_counter() - start
     cpu_after = read_cpu() if read_cpu else None
     after = dict(read_links()) if read_links else None
     barrier.arrive("done")
     report_progress(("phase", "keeping the load on"))
     while not barrier.passed("stop"):
-        trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=run.workers,
-                    batch_size=run.batch_size, verbose=0)
+        trainer.fit(dataset_fn, steps_per_epoch=run.workers, verbose=0)
     return _Window(history, start, wall, before, after, cpu_before, cpu_after)
 
 
@@ -243,6 +243,12 @@ def dataset_fn_for(run: RunSpec):
     return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed)
 
 
+def _callbacks():
+    from ralp.bench import window_callbacks
+
+    return window_callbacks
+
+
 @dataclass(frozen=True)
 class Barrier:
     """A file-system barrier between concurrent jobs and their launcher: a job marks a phase
@@ -263,43 +269,3 @@ class Barrier:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"job {self.index}: gate {gate!r} not opened in {timeout:.0f} s")
             time.sleep(0.05)
-
-
-class _ProgressCallback:
-    """Sends the number of measured steps done to the parent every few steps."""
-
-    def __init__(self, send: Callable[[object], None]):
-        self.send = send
-
-    def set_model(self, model) -> None:
-        pass
-
-    def on_train_batch_end(self, batch: int, logs=None) -> None:
-        if (batch + 1) % PROGRESS_EVERY == 0:
-            self.send(("step", batch + 1))
-
-    def __getattr__(self, name: str):
-        if name.startswith("on_"):  # every other Keras hook: nothing to do
-            return lambda *args, **kwargs: None
-        raise AttributeError(name)
-
-
-class _WindowEdges(_ProgressCallback):
-    """Marks the measured window inside the epoch: reads the CPU counters when the last
-    warm-up step and the last measured step are seen finished, and reports measured steps."""
-
-    def __init__(self, first: int, last: int, read_cpu, clock: SetupClock,
-                 send: Callable[[object], None]):
-        super().__init__(send)
-        self.first, self.last, self.read_cpu, self.clock = first, last, read_cpu, clock
-        self.cpu: list = [None, None]
-
-    def on_train_batch_end(self, batch: int, logs=None) -> None:
-        done = batch + 1
-        if done in (self.first, self.last):
-            self.cpu[done == self.last] = self.read_cpu() if self.read_cpu else None
-        if done == self.first:
-            self.clock.lap("warmup")
-            self.send(("phase", "measuring"))
-        elif self.first < done <= self.last and (done - self.first) % PROGRESS_EVERY == 0:
-            self.send(("step", done - self.first))

@@ -91,7 +91,7 @@ class Launcher:
                                  "--hostfile FILE (horovodrun's format: 'host slots=N' lines)")
         if self.backend == "tf-config" and set(modes) & set(COLLECTIVE_MODES):
             raise BenchError("mode collective runs on the local and netns backends; on a real "
-                             "cluster start ralp.CollectiveTrainer on every host with its "
+                             "cluster start ralp.wrap(model, mode='collective') on every host with its "
                              "TF_CONFIG (docs/training.md)")
         if (self.backend == "tf-config" and self.cluster_spec is None
                 and set(modes) - set(HOROVOD_MODES)):

@@ -71,7 +71,7 @@ def rank_main(prog: str, job: Callable, argv: list[str] | None = None,
     return 0
 
 
-def measured_window(trainer, batches, run, rank: int, read_links, read_cpu, say) -> dict:
+def measured_window(stepper, run, rank: int, read_links, read_cpu, say) -> dict:
     """Run the measured steps on this rank; rank 0 reads the link and CPU counters at their
     edges (behind barriers, so every rank's traffic is inside the window) and once more after
     an idle window: the allreduce libraries coordinate every cycle, tensors or not, a
@@ -84,19 +84,19 @@ def measured_window(trainer, batches, run, rank: int, read_links, read_cpu, say)
     cpu_before = read_cpu() if read_cpu and rank == 0 else None
     start = time.perf_counter()
 
-    def on_step(k: int, _loss) -> None:
+    def on_step(k: int) -> None:
         if (k + 1) % PROGRESS_EVERY == 0:
             say("step", (k + 1) * run.workers)  # worker batches done, as the PS modes count
 
-    history = trainer.run_steps(batches, run.steps, on_step=on_step)
-    trainer.barrier()
+    history = stepper.run(run.steps, on_step)
+    stepper.barrier()
     cpu_after = read_cpu() if read_cpu and rank == 0 else None
     after = dict(read_links()) if read_links and rank == 0 else None
     idle = None
     if read_links:
         time.sleep(CONTROL_WINDOW_S)
         idle = dict(read_links()) if rank == 0 else None
-        trainer.barrier()
+        stepper.barrier()
     return {"history": history, "start": start, "before": before, "after": after,
             "idle": idle, "cpu_before": cpu_before, "cpu_after": cpu_after}
 

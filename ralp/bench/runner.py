@@ -28,7 +28,7 @@ from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
 from ralp.collective.launch import launch as collective_launch
-from ralp.collective.trainer import CollectiveError
+from ralp.collective.runtime import CollectiveError
 from ralp.emulation.budget import fidelity
 from ralp.emulation.devices import CpuSnapshot
 from ralp.errors import InvalidArgumentError

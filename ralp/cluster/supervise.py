@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 from ralp._process import stop_processes
 from ralp.errors import InvalidArgumentError
-from ralp.training.lockstep_fit import RESTART_FAILURE_ENV, SUPERVISED_ENV
+from ralp.training.ranks import RESTART_FAILURE_ENV, SUPERVISED_ENV
 
 T = TypeVar("T")
 

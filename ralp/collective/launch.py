@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ralp._process import stop_processes
 from ralp.cluster.spec import free_ports
-from ralp.collective.trainer import CollectiveError
+from ralp.collective.runtime import CollectiveError
 
 STOP_GRACE_S = 5.0
 POLL_S = 0.1

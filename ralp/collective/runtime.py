@@ -14,7 +14,7 @@ NCCL on GPUs) and applies the same update everywhere. The loss each replica diff
 its share of the global batch's mean, so the sum is the global batch's gradient.
 
 Keras 3 notes: Keras' own ``fit`` fails under this strategy (keras-team/keras issue 20585), so
-``fit`` here is ralp's lockstep loop (:mod:`ralp.training.lockstep_fit`); the optimizer is built
+``fit`` here is ralp's own loop (:mod:`ralp.training.fit_loop`); the optimizer is built
 eagerly in the scope before the first traced step, as Keras' ``fit`` does (a stateful optimizer
 first built inside a distributed ``tf.function`` fails in Keras 3.15: keras-team/keras issue
 23085).
@@ -88,7 +88,7 @@ class CollectiveRuntime(RankRuntime):
                 f"this job has {strategy.num_replicas_in_sync} replicas on {workers} workers: "
                 "ralp trains one replica per worker; give each worker one GPU "
                 "(CUDA_VISIBLE_DEVICES) and run one worker per GPU")
-        from ralp.placement.rewriter import clone_uncompiled
+        from ralp.training.compile import clone_uncompiled
 
         in_scope = bool(model.weights) and all(
             strategy.extended.variable_created_in_scope(w.value) for w in model.weights)
@@ -222,7 +222,7 @@ class CollectiveRuntime(RankRuntime):
         return [np.asarray(local(_backing(w))[0]) for w in self.model.weights]
 
     def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
-        from ralp.horovod.runtime import optimizer_state
+        from ralp.training.ranks import optimizer_state
 
         local = self.strategy.experimental_local_results
         return optimizer_state(self.optimizer, self.model.trainable_variables,

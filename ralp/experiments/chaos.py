@@ -107,21 +107,21 @@ def chaos_training(spec, mode: str, steps: int, batch: int, optimizer: str,
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=make_optimizer(learning_rate),
                         batch_size=batch)
     start = time.perf_counter()
-    history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
+    history = trainer.fit(dataset_fn, steps_per_epoch=steps, batch_size=batch,
                           verbose=0, callbacks=[Progress()], checkpoint_dir=checkpoint_dir,
                           checkpoint_every=checkpoint_every)
     wall = time.perf_counter() - start
     logits = trainer.unwrap().predict(to_model_input(x_test, IMAGE), batch_size=512, verbose=0)
     return {
         "mode": trainer.mode,
-        "steps_completed": trainer.total_steps,
+        "steps_completed": trainer.runtime.total_steps,
         "steps_redone": history.steps_redone,
         "accuracy": float(np.mean(np.argmax(logits, -1) == y_test)),
         "wall_s": round(wall, 2),
         "time_lost_s": round(history.time_lost_s, 2),
         "failures": [asdict(f) for f in history.failures],
         "duplicate_steps": history.duplicate_steps,
-        "iterations": {k: int(o.iterations.numpy()) for k, o in trainer.optimizers.items()},
+        "iterations": {k: int(o.iterations.numpy()) for k, o in trainer.runtime.optimizers.items()},
     }
 
 

@@ -113,7 +113,7 @@ def run_lockstep(mode: str, args, kills, backend: str, bandwidth: str | None) ->
     """One run of the job (``kills`` empty: failure-free), restarted after each lost rank;
     rank 0's record with the kills, the restarts and what was left running."""
     from ralp.cluster.supervise import supervise
-    from ralp.collective.trainer import CollectiveError
+    from ralp.collective.runtime import CollectiveError
     from ralp.horovod.launch import HorovodRunError
 
     with tempfile.TemporaryDirectory(prefix="ralp-chaos-") as directory:

@@ -31,20 +31,11 @@ def make_trainer(mode: str, optimizer):
         keras.utils.set_random_seed(0)
         return build_model("lenet", num_classes=10, image_size=IMAGE)
 
-    if mode == "collective":
-        from ralp.collective.trainer import CollectiveTrainer
+    import ralp
 
-        return CollectiveTrainer(build, optimizer=optimizer)
-    import horovod.tensorflow as hvd
-
-    hvd.init(process_sets="dynamic" if mode == "stanza" else None)
-    if mode == "stanza":
-        from ralp.horovod.stanza import StanzaTrainer
-
-        return StanzaTrainer(hvd, build(), optimizer(), fc_workers=1, batch_size=BATCH[0])
-    from ralp.horovod.trainer import HorovodTrainer
-
-    return HorovodTrainer(hvd, build(), optimizer())
+    if mode == "collective":  # built in the strategy's scope: no restart of TensorFlow
+        return ralp.wrap(build, mode=mode, optimizer=optimizer())
+    return ralp.wrap(build(), mode=mode, optimizer=optimizer())
 
 
 BATCH = [32]  # the per-rank batch, set by main before the trainer is made
@@ -62,7 +53,8 @@ def main(argv: list[str]) -> None:
         return {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[optimizer_name](lr)
 
     trainer = make_trainer(mode, optimizer)
-    rank = trainer.rank
+    runtime = trainer.runtime
+    rank = runtime.rank
     with open(os.path.join(pids, f"rank{rank}.pid"), "w") as f:
         f.write(str(os.getpid()))
     from ralp._messages import emit
@@ -72,14 +64,16 @@ def main(argv: list[str]) -> None:
     x_train, y_train, x_test, y_test = digits_split(seed)
     x_train, x_test = to_model_input(x_train, IMAGE).numpy(), to_model_input(x_test, IMAGE).numpy()
     start = time.perf_counter()  # (rank 0's fit reports each step: RALP_SUPERVISED)
-    history = trainer.fit(x_train, y_train, batch_size=batch, epochs=1, steps_per_epoch=steps,
-                          seed=seed, checkpoint_dir=ckpt, checkpoint_every=every)
+    history = trainer.fit(x_train, y_train, batch_size=batch * runtime.data_workers, epochs=1,
+                          steps_per_epoch=steps, seed=seed, checkpoint_dir=ckpt,
+                          checkpoint_every=every, verbose=0)
     wall = time.perf_counter() - start
-    accuracy = trainer.evaluate(x_test, y_test)["accuracy"]  # Stanza: shares the weights first
-    if getattr(trainer, "copy_seconds", None):
-        emit("copy_seconds", {"rank": rank, "seconds": trainer.copy_seconds,
-                              "waited": trainer.copy_wait_seconds})
-    trainer.barrier()
+    # Stanza: every rank gathers the weights first
+    accuracy = trainer.evaluate(x_test, y_test, return_dict=True, verbose=0)["accuracy"]
+    if getattr(runtime, "copy_seconds", None):
+        emit("copy_seconds", {"rank": rank, "seconds": runtime.copy_seconds,
+                              "waited": runtime.copy_wait_seconds})
+    runtime.barrier()
     if rank == 0:
         emit("record", {
             "mode": mode, "accuracy": float(accuracy), "wall_s": round(wall, 2),
@@ -87,12 +81,13 @@ def main(argv: list[str]) -> None:
             "resumed_from_step": history.resumed_from_step,
             "steps_redone": history.steps_redone,
             "failures": [asdict(f) for f in history.failures],
-            "iterations": int(trainer.optimizer.iterations.numpy()),
+            "iterations": int(runtime.optimizer_state()[0]) if mode != "stanza"
+            else int(runtime.optimizer.iterations.numpy()),
             # the checkpoints' cost: rank 0's time in saves (every rank waits for them)
             "save_s": round(sum(history.save_seconds), 3), "saves": len(history.save_seconds),
         })
     if mode == "collective":
-        trainer.leave_together()
+        runtime.leave_together()
 
 
 if __name__ == "__main__":

@@ -65,7 +65,13 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
     model = ralp.build_model("lenet", num_classes=10, image_size=IMAGE)
     initial = model.get_weights()  # before wrap: PSS makes the local variables unreadable
     trainer = ralp.wrap(model, spec, mode=mode, optimizer=keras.optimizers.SGD(learning_rate),
-                        batch_size=batch, sync=sync, slow_worker=slow_worker)
+                        batch_size=batch, sync=sync)
+    if slow_worker:
+        from ralp.ps_strategy.sync import SlowWorker
+
+        trainer.runtime.slow_worker = SlowWorker.parse(slow_worker)
+    if sync == "bsp":  # a round (one update) takes a batch of every worker
+        steps //= len(spec.workers)
     links_before = dict(read_links()) if read_links else None
     history, snapshots, wall = _train_with_snapshots(trainer, dataset_fn, steps, batch,
                                                      eval_every)
@@ -113,7 +119,7 @@ def _train_with_snapshots(trainer, dataset_fn, steps: int, batch: int,
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        history = trainer.fit(dataset_fn=dataset_fn, steps_per_epoch=steps, batch_size=batch,
+        history = trainer.fit(dataset_fn, steps_per_epoch=steps, batch_size=batch,
                               verbose=0, callbacks=[Count()])
     finally:
         stop.set()

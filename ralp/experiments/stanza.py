@@ -51,39 +51,36 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
     import horovod.tensorflow as hvd
     import keras
     import numpy as np
-    import tensorflow as tf
 
-    from ralp.horovod.stanza import StanzaTrainer
+    import ralp
     from ralp.models import build_model
     from ralp.models.digits import to_model_input
+    from ralp.training.stepper import Stepper
 
     hvd.init(process_sets="dynamic")
     keras.utils.set_random_seed(seed)
     model = build_model(MODEL, num_classes=10, image_size=IMAGE)
-    trainer = StanzaTrainer(hvd, model, keras.optimizers.SGD(learning_rate), fc_workers=1,
-                            batch_size=batch)
-    conv = trainer.layout.conv_workers
+    trainer = ralp.wrap(model, mode="stanza", optimizer=keras.optimizers.SGD(learning_rate),
+                        fc_workers=1)
+    runtime = trainer.runtime
+    conv = runtime.layout.conv_workers
     x_train, y_train, x_test, y_test = digits_split(seed)
-    batches = None
-    if not trainer.is_fc:
-        xs, ys = x_train[hvd.rank()::conv], y_train[hvd.rank()::conv]
-        batches = iter(tf.data.Dataset.from_tensor_slices((xs, ys))
-                       .shuffle(len(ys), seed=seed + hvd.rank(), reshuffle_each_iteration=True)
-                       .repeat().batch(batch, drop_remainder=True)
-                       .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))
+    x_train = to_model_input(x_train, IMAGE).numpy()
+    stepper = Stepper(trainer, x_train, y_train, batch_size=batch * conv, seed=seed,
+                      shuffle=True)
     steps = max(1, samples // (conv * batch))  # each step takes one batch per CONV rank
-    snapshots = [(0.0, 0, trainer.share_weights().get_weights())]
-    trainer.barrier()
+    snapshots = [(0.0, 0, runtime.weights())]
+    stepper.barrier()
     before = dict(read_links()) if read_links and hvd.rank() == 0 else None
     clock, done = 0.0, 0
     while done < steps:
         chunk = min(eval_steps, steps - done)
         start = time.perf_counter()
-        history = trainer.run_steps(batches, chunk)
+        history = stepper.run(chunk)
         clock += history.step_end_times[-1] - start
         done += chunk
-        snapshots.append((clock, done * conv, trainer.share_weights().get_weights()))
-    trainer.barrier()
+        snapshots.append((clock, done * conv, runtime.weights()))
+    stepper.barrier()
     after = dict(read_links()) if read_links and hvd.rank() == 0 else None
     if hvd.rank() != 0:
         return None
@@ -95,7 +92,7 @@ def stanza_rank(samples: int, batch: int, learning_rate: float, eval_steps: int,
         curve.append({"time_s": t, "steps": n,
                       "accuracy": float(np.mean(np.argmax(logits, -1) == y_test))})
     return {"wall_s": clock, "steps": steps * conv, "curve": curve,
-            "final_accuracy": curve[-1]["accuracy"], "final_loss": history.final_loss,
+            "final_accuracy": curve[-1]["accuracy"], "final_loss": history.step_losses[-1],
             "link_bytes": {t: after[t].total - before[t].total for t in after}
             if after else None}
 

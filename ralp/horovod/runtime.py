@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ralp._compat import slot_variables
-from ralp.training.ranks import RankRuntime
+from ralp.training.ranks import RankRuntime, optimizer_state
 
 
 def init_horovod(hvd=None):
@@ -136,14 +135,3 @@ class HorovodRuntime(RankRuntime):
         if self.rank == 0:
             assign_arrays(self._checkpoint_variables(), load("model"), "model")
         self._broadcast_initial_state()
-
-
-def optimizer_state(optimizer, variables, read=np.asarray) -> tuple[int, dict]:
-    """(``optimizer``'s update count, {index into ``variables``: {slot name: value}})."""
-    slots: dict[int, dict[str, np.ndarray]] = {}
-    for index, variable in enumerate(variables):
-        prefix = variable.path.replace("/", "_") + "_"
-        for slot in slot_variables(optimizer, variable):
-            slots.setdefault(index, {})[slot.path.split("/", 1)[-1][len(prefix):]] = \
-                np.array(read(slot), copy=True)
-    return int(np.asarray(read(optimizer.iterations))), slots

@@ -29,7 +29,7 @@ broadcast from rank 0.
 Everything that crosses goes through Horovod's own collectives; Horovod matches collectives
 across ranks by name, so each has a fixed name here. Process sets are added after
 ``hvd.init(process_sets="dynamic")`` (the trainer initializes Horovod that way if nobody did).
-Keras 3 notes as for :mod:`ralp.horovod.trainer`: explicit collectives, ``v.value`` for
+Keras 3 notes as for :mod:`ralp.horovod.runtime`: explicit collectives, ``v.value`` for
 broadcasts. Neither TensorFlow nor Horovod is imported at import time.
 """
 
@@ -38,10 +38,10 @@ from __future__ import annotations
 import numpy as np
 
 from ralp.horovod import stanza_checkpoints
-from ralp.horovod.runtime import init_horovod, optimizer_state
+from ralp.horovod.runtime import init_horovod
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
-from ralp.training.ranks import RankRuntime
+from ralp.training.ranks import RankRuntime, optimizer_state
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
@@ -101,49 +101,13 @@ class StanzaRuntime(RankRuntime):
 
     def check_data(self, data) -> None:
         """Every CONV rank's batch has the same size: the global batch splits evenly."""
-        batch, n_c = data.global_batch, self.layout.conv_workers
-        if batch is None or batch % n_c:
+        n_c = self.layout.conv_workers
+        batch = getattr(data, "global_batch", None)
+        if data.worker_batch(self.sharding(data)) is None or (batch is not None and batch % n_c):
             raise StanzaError(
                 f"stanza splits each global batch evenly over its {n_c} CONV ranks (the FC "
                 f"ranks stack a fixed number of rows): the batch size ({batch}) must be a "
-                f"multiple of {n_c}")
-
-    # ------------------------------------------------------------------ set-up
-
-    def _process_set(self, ranks: tuple[int, ...]):
-        """A Horovod process set of ``ranks`` (None for one rank: nothing to reduce there).
-        Every rank adds every set, in the same order, as Horovod requires."""
-        if len(ranks) < 2:
-            return None
-        try:
-            return self.hvd.add_process_set(list(ranks))
-        except ValueError as e:
-            raise StanzaError(
-                f"could not add the process set {list(ranks)} ({e}); initialize Horovod with "
-                "hvd.init(process_sets='dynamic') before StanzaTrainer, or let it initialize "
-                "Horovod"
-            ) from None
-
-    def _broadcast_initial_state(self) -> None:
-        """Every rank starts from rank 0's weights; each part's optimizer state comes from the
-        first rank of that part, within the part's process set."""
-        hvd = self.hvd
-        hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
-        part_set = self.fc_set if self.is_fc else self.conv_set
-        if part_set is not None:
-            root = self.layout.fc_ranks[0] if self.is_fc else 0
-            state = [v.value for v in self.optimizer.variables]
-            hvd.broadcast_variables(state, root_rank=root, process_set=part_set)
-
-    def _boundary(self):
-        """(per-sample shapes, flat widths, dtype) of the tensors crossing at the split."""
-        import math
-
-        outputs = self.split.head.outputs
-        shapes = [tuple(t.shape[1:]) for t in outputs]
-        return shapes, [math.prod(s) for s in shapes], outputs[0].dtype
-
-    # ------------------------------------------------------------------ the two roles
+                f"multiple of {n_c}, and a dataset function's batches of a fixed size")
 
     def _build(self, objective, data) -> None:
         """The step of this rank's role, for ``objective`` and the data's labels."""
@@ -151,7 +115,7 @@ class StanzaRuntime(RankRuntime):
         self.label_shape = tuple(spec[1].shape[1:])
         self.label_dtype = spec[1].dtype
         self.weighted = len(spec) > 2
-        self.K = data.global_batch // self.layout.conv_workers
+        self.K = data.worker_batch(self.sharding(data))
         step = self._fc_step(objective) if self.is_fc else self._conv_step(objective)
         self._train = lambda batch: np.asarray(step(batch))
 

@@ -7,7 +7,7 @@
   nothing worth offloading gets an empty plan and a warning text saying why.
 
 (``"auto"``, the planner's choice from predicted throughput, is resolved above this layer, by
-:func:`ralp.planner.auto.wrap`, into ``"ps"`` or ``"ralp"``.)
+:func:`ralp.wrapping.wrap`, into ``"ps"`` or ``"ralp"``.)
 
 The profile is computed once here, for the cluster the plan is for, and handed on with the
 plan (the trainer keeps it; the bench reads its verdict and byte model from it).
@@ -54,7 +54,7 @@ def choose_plan(
     """The plan for ``mode`` on a cluster of ``workers`` workers and ``num_ps`` PS tasks."""
     if mode == "auto":
         raise InvalidArgumentError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
-                         "mode='auto', bandwidth=...) (ralp.planner.auto.wrap), which resolves "
+                         "mode='auto', bandwidth=...) (ralp.wrap), which resolves "
                          "it to 'ps' or 'ralp'")
     if mode not in PLACEMENT_MODES:
         raise InvalidArgumentError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")

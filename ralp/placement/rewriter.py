@@ -36,6 +36,7 @@ from ralp._compat import (
     read_kernel_outside_xla,
 )
 from ralp.placement.plan import Plan, PlanError, ps_device
+from ralp.training.compile import clone_uncompiled
 
 
 def _top_operations(model: keras.Model) -> list:
@@ -82,19 +83,6 @@ def snapshot_state(model: keras.Model) -> list:
     """Every variable's value as numpy. Take it *before* connecting to a cluster: variables
     created before ParameterServerStrategy connects cannot be read afterwards."""
     return [v.numpy() for v in model.variables]
-
-
-def clone_uncompiled(model: keras.Model, **kwargs) -> keras.Model:
-    """``keras.models.clone_model`` without compiling the clone. Keras compiles the clone of a
-    compiled model from the original's compile config, which reads the optimizer's
-    variables: unreadable once the process has connected to a cluster, and not wanted on a
-    placed clone (the trainer makes its own optimizers). The user's model is left as it was."""
-    compiled = getattr(model, "compiled", False)
-    model.compiled = False
-    try:
-        return keras.models.clone_model(model, **kwargs)
-    finally:
-        model.compiled = compiled
 
 
 def placed_clone(

@@ -44,7 +44,7 @@ def measure_collective(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
         CollectiveError: the probe's workers failed (the failing worker's error).
     """
     from ralp.collective.launch import run_workers
-    from ralp.collective.trainer import CollectiveError
+    from ralp.collective.runtime import CollectiveError
 
     command = [sys.executable, "-m", "ralp.planner.collective_cost",
                ",".join(map(str, sizes)), str(repeats)]
@@ -63,7 +63,7 @@ def ring_costs() -> tuple[float | None, float | None]:
     """CPU seconds per ring byte of Horovod's Gloo ring and of TensorFlow's own
     (:mod:`ralp.planner.collective_cost`); either None, with a warning, where its probe cannot
     run (Horovod missing: gRPC's transfer cost then serves for it)."""
-    from ralp.collective.trainer import CollectiveError
+    from ralp.collective.runtime import CollectiveError
     from ralp.errors import warn
 
     try:
@@ -93,7 +93,7 @@ def sum_all_reduce(strategy):
 
 
 def _worker_main(sizes: tuple[int, ...], repeats: int) -> None:
-    from ralp.collective.trainer import leave_together, make_strategy
+    from ralp.collective.runtime import leave_together, make_strategy
 
     strategy = make_strategy()
     import tensorflow as tf

@@ -74,7 +74,7 @@ def how_to_run(rec: Recommendation, p: Prediction) -> str:
     """The settings that run prediction ``p``: the bench's command and, for PS modes, the
     ``ralp.wrap`` call (Horovod modes run inside ``horovodrun``: docs/training.md)."""
     if p.mode == "collective":  # no bench backend starts it on a real cluster
-        return (f"ralp.CollectiveTrainer(build_model) on each of the {p.workers} workers, "
+        return (f"ralp.wrap(model, mode='collective') on each of the {p.workers} workers, "
                 "started with its TF_CONFIG (docs/training.md)")
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
     bench = (f"python -m ralp.bench --backend tf-config --models {rec.model} --modes {p.mode} "

@@ -274,7 +274,7 @@ def _horovod_rank(tensor_bytes: int, repeats: int, gap_s: float) -> None:
 def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     """A worker of TensorFlow's ring (its launcher started it in its device's group)."""
     from ralp._messages import emit
-    from ralp.collective.trainer import leave_together, make_strategy
+    from ralp.collective.runtime import leave_together, make_strategy
     from ralp.planner.collective_cost import sum_all_reduce
 
     strategy = make_strategy()

@@ -171,6 +171,19 @@ def training_setup(model, optimizer=None, loss=None, metrics: Sequence | None = 
                          tuple(weighted), sources, config)
 
 
+def clone_uncompiled(model: keras.Model, **kwargs) -> keras.Model:
+    """``keras.models.clone_model`` without compiling the clone. Keras compiles the clone of a
+    compiled model from the original's compile config, which reads the optimizer's
+    variables: unreadable once the process has connected to a cluster, and not wanted on a
+    placed clone (the trainer makes its own optimizers). The user's model is left as it was."""
+    compiled = getattr(model, "compiled", False)
+    model.compiled = False
+    try:
+        return keras.models.clone_model(model, **kwargs)
+    finally:
+        model.compiled = compiled
+
+
 def optimizer_factory(template) -> Callable[[], keras.optimizers.Optimizer]:
     """A maker of fresh optimizers like ``template`` (an instance, a name such as "adam", or
     None for SGD with momentum). Reads the template's config now: an optimizer made before

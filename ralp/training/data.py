@@ -127,6 +127,10 @@ class ArrayData:
         self.element_spec = (tf.TensorSpec((None, *x.shape[1:]), tf.as_dtype(x.dtype)),
                              tf.TensorSpec((None, *y.shape[1:]), tf.as_dtype(y.dtype)), *w)
 
+    def worker_batch(self, sharding: Sharding) -> int:
+        """One worker's rows of a full batch (a synchronous step's share of it)."""
+        return self.batch_size // sharding.workers if sharding.synchronous else self.batch_size
+
     def steps_per_epoch(self, sharding: Sharding) -> int:
         """``steps_per_epoch`` if given, else one pass (the module's docstring)."""
         return self.steps or self.pass_steps(sharding)
@@ -191,6 +195,12 @@ class DatasetData:
     def steps_per_epoch(self, sharding: Sharding) -> int:
         return self.steps
 
+    def worker_batch(self, sharding: Sharding) -> int | None:
+        if self.global_batch is None:
+            return None
+        return self.global_batch // sharding.workers if sharding.synchronous else \
+            self.global_batch
+
     def _source(self, remote: bool) -> tf.data.Dataset:
         if not remote:
             return self.dataset
@@ -215,14 +225,18 @@ class DatasetData:
 
 
 class FunctionData:
-    """A dataset function: each worker's own batches."""
+    """A dataset function: each worker's own batches (``batch``: their static size, if the
+    function's dataset has one)."""
 
-    def __init__(self, fn: DatasetFn, steps: int, element_spec, global_batch: int | None):
+    def __init__(self, fn: DatasetFn, steps: int, element_spec, batch: int | None):
         self.fn, self.steps, self.element_spec = fn, steps, tuple(element_spec)
-        self.global_batch = global_batch
+        self.batch = batch
 
     def steps_per_epoch(self, sharding: Sharding) -> int:
         return self.steps
+
+    def worker_batch(self, sharding: Sharding) -> int | None:
+        return self.batch
 
     def worker_dataset(self, sharding: Sharding, worker, *, seed: int, skip: int = 0,
                        remote: bool = False) -> tf.data.Dataset:

@@ -234,14 +234,13 @@ def _function_data(fn, y, sample_weight, class_weight, steps, model, rule,
     spec = tuple(dataset.element_spec) if isinstance(dataset.element_spec, tuple) else (
         dataset.element_spec,)
     _check_spec(spec, model, rule, where)
-    return FunctionData(fn, steps, spec, _batch_size_of(spec))
+    return FunctionData(fn, steps, spec, _batch_size_of(spec))  # each worker's batch
 
 
 def check_batch(batch_size, synchronous_workers: int, where: str = "fit") -> None:
     """A positive global batch that a synchronous step can split over its workers."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgumentError(f"{where}: batch_size must be a positive integer, got "
-                                   f"{batch_size!r}")
+        raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
     if batch_size < synchronous_workers:
         raise InvalidArgumentError(
             f"{where}: batch_size={batch_size} is the global batch, split over "

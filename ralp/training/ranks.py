@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from ralp._compat import slot_variables
 from ralp.training.checkpoints import Failure, TrainingState
 from ralp.training.data import Sharding
 
@@ -165,3 +166,14 @@ class RankCheckpoints:
 
     def finish(self) -> None:
         self.store.finish()
+
+
+def optimizer_state(optimizer, variables, read=np.asarray) -> tuple[int, dict]:
+    """(``optimizer``'s update count, {index into ``variables``: {slot name: value}})."""
+    slots: dict[int, dict[str, np.ndarray]] = {}
+    for index, variable in enumerate(variables):
+        prefix = variable.path.replace("/", "_") + "_"
+        for slot in slot_variables(optimizer, variable):
+            slots.setdefault(index, {})[slot.path.split("/", 1)[-1][len(prefix):]] = \
+                np.array(read(slot), copy=True)
+    return int(np.asarray(read(optimizer.iterations))), slots

@@ -21,7 +21,7 @@ import numpy as np
 
 from ralp._compat import slot_variables
 from ralp.errors import InvalidArgumentError
-from ralp.training.compile import TrainingSetup, optimizer_factory
+from ralp.training.compile import TrainingSetup, clone_uncompiled, optimizer_factory
 from ralp.training.fit_inputs import check_batch, fit_data, keras_spec
 from ralp.training.history import History
 from ralp.training.objective import Objective, spec_of
@@ -128,7 +128,8 @@ class Trainer:
             ralp.TrainingSetupError: data the model or the loss cannot take.
             ralp.InvalidArgumentError: a malformed argument.
         """
-        batch_size = self.batch_size or 32 if batch_size is None else batch_size
+        if batch_size is None:
+            batch_size = self.batch_size or 32
         _positive("epochs", epochs, allow_none=False)
         _positive("steps_per_epoch", steps_per_epoch)
         _positive("checkpoint_every", checkpoint_every)
@@ -144,7 +145,8 @@ class Trainer:
             validation_split=validation_split, validation_freq=validation_freq,
             validation_steps=validation_steps,
             validation_batch_size=validation_batch_size or batch_size)
-        check_batch(batch_size, self.runtime.synchronous_workers)
+        if not (callable(x) or hasattr(x, "element_spec")):  # arrays: batched by the fit
+            check_batch(batch_size, self.runtime.synchronous_workers)
         objective = self._objective(_label_spec(x, y))
         data = fit_data(x, y, sample_weight=sample_weight, class_weight=class_weight,
                         batch_size=batch_size, steps_per_epoch=steps_per_epoch, shuffle=shuffle,
@@ -206,8 +208,6 @@ class Trainer:
     # ------------------------------------------------------------------ unwrap
 
     def _clone(self) -> keras.Model:
-        from ralp.placement.rewriter import clone_uncompiled
-
         plain = clone_uncompiled(self.original)
         plain.set_weights(self.runtime.weights())
         return plain

@@ -25,7 +25,7 @@ class _ScriptedTrainer:
     def __init__(self):
         self.now, self.fits = 0.0, []
 
-    def fit(self, dataset_fn, steps_per_epoch, batch_size, verbose, callbacks=()):
+    def fit(self, dataset_fn, steps_per_epoch, verbose, callbacks=()):
         self.fits.append(steps_per_epoch)
         history = _History()
         for step in range(steps_per_epoch):

@@ -75,7 +75,7 @@ def test_the_loop_restarts_only_its_errors_and_only_so_often():
 @pytest.mark.slow
 @pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 def test_horovodrun_under_the_supervisor_goes_on_from_its_checkpoint(tmp_path):
-    script = str(ROOT / "tests" / "models" / "restart_ranks.py")
+    script = str(ROOT / "tests" / "training" / "restart_ranks.py")
     # rank 1 kills itself after step 11 of 12 on the first start (its later start counts
     # its own 4 steps only): the job is started again and goes on from step 8's checkpoint
     command = horovodrun_command(2, [sys.executable, script, str(tmp_path), "horovod", "1", "11"])

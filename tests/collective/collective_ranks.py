@@ -54,7 +54,7 @@ def build(optimizer: str, two_outputs: bool = False):
 def main() -> None:
     out_dir, steps, batch, optimizer = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     scenario = sys.argv[5] if len(sys.argv) > 5 else "steps"
-    from ralp.collective.trainer import CollectiveTrainer
+    from ralp.collective.runtime import CollectiveTrainer
 
     trainer = CollectiveTrainer(lambda: build(optimizer, scenario == "two_outputs"))
     k = trainer.rank

@@ -26,11 +26,11 @@ class _Store:
 def _leave_with(store, monkeypatch):
     """Worker 1 of 2 leaves, the other worker done."""
     from ralp import _compat
-    from ralp.collective import trainer
+    from ralp.collective import runtime
 
     store.keys.update({"ralp/leave/done/0", "ralp/leave/done/1"})
     monkeypatch.setattr(_compat, "coordination_key_values", lambda: (store.put, store.get))
-    trainer.leave_together(1, 2)
+    runtime.leave_together(1, 2)
 
 
 def test_a_last_worker_whose_leave_reply_is_lost_to_worker_0s_exit_leaves(monkeypatch):

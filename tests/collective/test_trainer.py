@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ralp.collective.launch import run_workers
-from ralp.collective.trainer import CollectiveError, make_strategy
+from ralp.collective.runtime import CollectiveError, make_strategy
 from ralp.errors import InvalidArgumentError
 
 pytestmark = pytest.mark.cluster
@@ -107,7 +107,7 @@ def test_bad_requests_are_clear_errors(tmp_path):
 
 
 def test_the_trainer_takes_a_function_that_builds_the_model():
-    from ralp.collective.trainer import CollectiveTrainer
+    from ralp.collective.runtime import CollectiveTrainer
     from ralp.errors import InvalidTypeError
 
     # refused before any strategy is made: this process's TensorFlow stays untouched

@@ -56,15 +56,15 @@ def test_bad_layouts_say_what_to_change(size, fc, message):
 def test_a_model_with_nothing_to_offload_is_refused_before_horovod_starts():
     import keras
 
-    from ralp.horovod.stanza import StanzaTrainer
+    from ralp.horovod.stanza import StanzaRuntime
 
     inputs = keras.Input((16, 16, 3))
     x = keras.layers.Conv2D(4, 3)(inputs)
     outputs = keras.layers.GlobalAveragePooling2D()(x)
     model = keras.Model(inputs, outputs, name="convs_only")
-    # hvd is never touched: the split is checked first
+    # Horovod is never touched: the split is checked first
     with pytest.raises(StanzaError, match="'convs_only' has none"):
-        StanzaTrainer(None, model, keras.optimizers.SGD())
+        StanzaRuntime(model, keras.optimizers.SGD)
 
 
 # ------------------------------------------------------------------ the byte model

@@ -5,12 +5,11 @@ trains with the choice."""
 
 import pytest
 
-import ralp
 from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
 from ralp.placement.choose import choose_plan
 from ralp.planner import model as pm
-from ralp.planner.auto import choose_for_cluster, wrap
+from ralp.planner.auto import choose_for_cluster
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.model import Host
 from ralp.planner.workload import Workload
@@ -74,46 +73,7 @@ def test_a_calibration_lacking_the_model_is_completed_here_and_says_so():
     assert model.name == "lenet" and choice.mode in ("ps", "ralp")
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        (dict(mode="bogus"), "mode 'bogus': choose from 'auto', 'skewness', 'ralp', 'ps'"),
-        (dict(mode="auto", bandwidth="1gbit", plan=object()), "pass mode='ralp' with it"),
-        (dict(mode="ps", bandwidth="1gbit"), "are for mode='auto'"),
-        (dict(mode="skewness", calibration="cal.json"), "are for mode='auto'"),
-        (dict(mode="auto", bandwidth="fast"), "not a positive rate"),
-        (dict(mode="auto", bandwidth="1gbit", calibration="/nonexistent.json"),
-         "cannot read calibration"),
-    ],
-)
-def test_bad_auto_requests_fail_before_any_connection(kwargs, message):
-    model = build_model("lenet", 10, 28)
-    with pytest.raises((ValueError, ralp.ClusterError), match=message):
-        wrap(model, REMOTE, batch_size=4, connect_timeout=0.1, **kwargs)
-
-
-def test_a_cluster_given_as_a_mapping_is_read_as_a_cluster_spec():
-    model = build_model("lenet", 10, 28)
-    spec = {"chief": [_PORTS[0]], "worker": [_PORTS[1]], "ps": [_PORTS[3]]}
-    with pytest.raises(ralp.ClusterError, match="unreachable"):  # it tried to connect
-        wrap(model, spec, mode="ps", batch_size=4, connect_timeout=0.1)
-    with pytest.raises(ralp.ClusterError, match="no 'ps' task"):
-        wrap(model, {"chief": ["h:1"], "worker": ["h:2"]}, mode="ps", batch_size=4)
-
-
-def test_wraps_signature_names_every_parameter():
-    import inspect
-
-    kinds = {p.kind for p in inspect.signature(ralp.wrap).parameters.values()}
-    assert inspect.Parameter.VAR_KEYWORD not in kinds
-    assert "Args:" in ralp.wrap.__doc__ and "Raises:" in ralp.wrap.__doc__
-
-
 def test_the_placement_layer_refuses_auto_and_names_the_planner():
     model = build_model("lenet", 10, 28)
     with pytest.raises(ValueError, match="call ralp.wrap"):
         choose_plan(model, "auto", workers=2, num_ps=1, batch_size=4)
-
-
-def test_public_wrap_is_the_planners():
-    assert ralp.wrap is wrap

@@ -1,7 +1,7 @@
 """Failure bookkeeping of fit: one record per lost task, however many reconnects it took."""
 
-from ralp.ps_strategy.callbacks import History
 from ralp.training.checkpoints import Failure, Recoveries
+from ralp.training.history import History
 
 
 def _lost_ps(at_step: int, restored: int, recovery_s: float, message: str) -> Failure:

@@ -9,7 +9,6 @@ import tensorflow as tf
 from keras import layers
 
 from ralp.training.compile import (
-    BatchMetrics,
     TrainingSetupError,
     default_loss,
     optimizer_factory,
@@ -69,8 +68,8 @@ def test_a_compiled_model_brings_its_optimizer_loss_and_metrics():
     assert isinstance(made, keras.optimizers.Adam)
     assert float(made.learning_rate) == pytest.approx(3e-4)
     assert setup.loss is model.loss
-    assert setup.metric_names == ["accuracy", "sparse_top_k_categorical_accuracy"]
-    assert isinstance(setup.metrics[0], keras.metrics.SparseCategoricalAccuracy)
+    assert setup.metrics[0] == "accuracy"
+    assert isinstance(setup.metrics[1], keras.metrics.SparseTopKCategoricalAccuracy)
     # arguments win over the compiled set-up
     given = training_setup(model, optimizer="sgd", loss="sparse_categorical_crossentropy",
                            metrics=[])
@@ -81,32 +80,44 @@ def test_a_compiled_model_brings_its_optimizer_loss_and_metrics():
 def test_an_uncompiled_model_gets_the_defaults():
     setup = training_setup(classifier())
     assert setup.sources == {"optimizer": "default", "loss": "default", "metrics": "default"}
-    assert setup.optimizer is None and setup.metrics == ()
+    assert setup.optimizer is None and setup.metrics == ("accuracy",)
     assert isinstance(optimizer_factory(None)(), keras.optimizers.SGD)
 
 
-def test_loss_names_and_functions_reduce_to_one_number():
-    model = classifier(lambda x: layers.Dense(4, activation="softmax")(x))
-    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
-    loss = training_setup(model).loss
-    y, out = np.array([1, 2]), model(np.ones((2, 6), "float32"))
-    assert np.shape(loss(y, out)) == ()
-    assert float(loss(y, out)) == pytest.approx(float(default_loss(model)(y, out)), rel=1e-6)
+def test_weighted_metrics_and_the_compile_config_come_along():
+    model = classifier()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"], weighted_metrics=["accuracy"], jit_compile=False)
+    setup = training_setup(model)
+    assert setup.weighted_metrics == ("accuracy",)
+    assert setup.compile_config["jit_compile"] is False
 
 
-def test_batch_metrics_inside_a_traced_step_equal_keras_on_that_batch():
-    metrics = [keras.metrics.SparseCategoricalAccuracy(), keras.metrics.SparseTopKCategoricalAccuracy(k=2)]
-    batch = BatchMetrics(metrics)
-    y = np.array([0, 1, 2, 3])
-    logits = np.random.RandomState(1).rand(4, 4).astype("float32")
-    values = tf.function(batch)(y, logits)
-    for metric, value in zip(metrics, values, strict=True):
-        reference = metric.__class__(**{k: v for k, v in metric.get_config().items()
-                                        if k in ("k",)})
-        reference.update_state(y, logits)
-        assert float(value) == pytest.approx(float(reference.result()))
-    # the metrics' own state is untouched (the step may run anywhere)
-    assert all(float(v.numpy().sum()) == 0 for m in metrics for v in m.variables)
+@pytest.mark.parametrize("policy", ["mixed_float16"])
+def test_float16_models_are_refused(policy):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = classifier()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    with pytest.raises(TrainingSetupError, match="loss scaling"):
+        training_setup(model)
+
+
+def test_bfloat16_models_are_taken():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        model = classifier()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert training_setup(model).sources["loss"] == "default"
+
+
+def test_per_output_loss_weights_are_refused():
+    model = classifier()
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", loss_weights=[0.5])
+    with pytest.raises(TrainingSetupError, match="loss_weights"):
+        training_setup(model)
 
 
 def test_several_outputs_are_refused_with_what_to_do():

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from ralp.collective.launch import run_workers
-from ralp.collective.trainer import CollectiveError
+from ralp.collective.runtime import CollectiveError
 from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
-from ralp.training.lockstep_fit import RESTART_FAILURE_ENV
 from ralp.training.rank_checkpoints import assign_arrays, named_variables
+from ralp.training.ranks import RESTART_FAILURE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = str(ROOT / "tests" / "models" / "restart_ranks.py")
+SCRIPT = str(ROOT / "tests" / "training" / "restart_ranks.py")
 HOROVOD = horovod_unavailable_reason()
 needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 RANKS = {"horovod": 2, "stanza": 3, "collective": 2}  # stanza: 2 CONV ranks + 1 FC rank

@@ -1,7 +1,7 @@
 """Run by the tests as every rank of a lockstep job (Horovod's, Stanza's or the collective
 one) that checkpoints, and that may lose a rank:
 
-    python tests/models/restart_ranks.py OUT_DIR horovod|stanza|collective [CRASH_RANK CRASH_STEP]
+    python tests/training/restart_ranks.py OUT_DIR horovod|stanza|collective [CRASH_RANK CRASH_STEP]
 
 Every rank trains lenet on the same digits arrays (each data rank on its shard) for 2 epochs
 of 6 steps with checkpoints every 4 steps in OUT_DIR/ckpt, going on from the newest one there.
@@ -33,21 +33,11 @@ def build():
 def make_trainer(kind: str):
     import keras
 
-    if kind == "collective":
-        from ralp.collective.trainer import CollectiveTrainer
+    import ralp
 
-        return CollectiveTrainer(build, optimizer=lambda: keras.optimizers.Adam(1e-3))
-    import horovod.tensorflow as hvd
-
-    hvd.init(process_sets="dynamic" if kind == "stanza" else None)
-    if kind == "stanza":
-        from ralp.horovod.stanza import StanzaTrainer
-
-        return StanzaTrainer(hvd, build(), keras.optimizers.Adam(1e-3), fc_workers=1,
-                             batch_size=BATCH)
-    from ralp.horovod.trainer import HorovodTrainer
-
-    return HorovodTrainer(hvd, build(), keras.optimizers.Adam(1e-3))
+    # collective: the model is built in the strategy's scope (a function)
+    model = build if kind == "collective" else build()
+    return ralp.wrap(model, mode=kind, optimizer=keras.optimizers.Adam(1e-3))
 
 
 def main() -> None:
@@ -59,7 +49,8 @@ def main() -> None:
 
     from ralp.models.digits import digits_arrays, to_model_input
 
-    rank = trainer.rank
+    runtime = trainer.runtime
+    rank = runtime.rank
     images, labels = digits_arrays(seed=0)
     x, y = to_model_input(images[:400], 28).numpy(), labels[:400]
     done = [0]
@@ -69,27 +60,27 @@ def main() -> None:
         if rank == crash_rank and done[0] == crash_step:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    history = trainer.fit(x, y, batch_size=BATCH, epochs=EPOCHS, steps_per_epoch=STEPS_PER_EPOCH,
-                          seed=1, checkpoint_dir=f"{out_dir}/ckpt", checkpoint_every=EVERY,
+    history = trainer.fit(x, y, batch_size=BATCH * runtime.data_workers, epochs=EPOCHS,
+                          steps_per_epoch=STEPS_PER_EPOCH, seed=1, verbose=0,
+                          checkpoint_dir=f"{out_dir}/ckpt", checkpoint_every=EVERY,
                           callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=after_step)])
-    if kind == "stanza":
-        trainer.share_weights()
+    weights = trainer.get_weights()  # stanza: gathered from both parts (every rank calls it)
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump({"history": history.history, "resumed_from_step": history.resumed_from_step,
                    "failures": [asdict(x) for x in history.failures],
                    "steps_done": done[0],
-                   "tail_restored_from": getattr(trainer, "tail_restored_from", None),
-                   "copy_seconds": getattr(trainer, "copy_seconds", []),
+                   "tail_restored_from": getattr(runtime, "tail_restored_from", None),
+                   "copy_seconds": getattr(runtime, "copy_seconds", []),
                    "save_seconds": history.save_seconds}, f)
     if rank == 0:
-        np.savez(f"{out_dir}/weights.npz", *[w.numpy() for w in trainer.model.weights])
-    trainer.barrier()
+        np.savez(f"{out_dir}/weights.npz", *weights)
+    runtime.barrier()
     if kind == "collective":
-        trainer.leave_together()
+        runtime.leave_together()
     elif rank == 0:  # the Horovod launcher's sign that the job finished
         from ralp._messages import emit
 
-        emit("record", {"ranks": trainer.hvd.size()})
+        emit("record", {"ranks": runtime.size})
 
 
 if __name__ == "__main__":
