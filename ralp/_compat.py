@@ -42,6 +42,7 @@ function                        private API                                     
 ``compile_metrics``             ``trainers.compile_utils.CompileMetrics``       training
 ``compiled_loss``               ``trainers.compile_utils.get_loss``             training
 ``same_rank``                   ``losses.loss.squeeze_or_expand_to_same_rank``  training
+``rows_of_predictions``         a softmax output's ``_keras_logits``            training
 ``dataset_graph``, ``..._from`` ``coordinator.values``' dataset serialization  training
 ==============================  ==============================================  =============
 """
@@ -209,6 +210,17 @@ def compiled_loss(identifier, y_true, y_pred):
         identifier, y_true, y_pred)
 
 
+def rows_of_predictions(predictions, rows):
+    """``predictions[:rows]``, keeping the logits Keras hangs on a softmax's output
+    (``_keras_logits``): its cross-entropy then computes from the logits, as on the whole
+    batch, instead of from clipped probabilities."""
+    out = predictions[:rows]
+    logits = getattr(predictions, "_keras_logits", None)
+    if logits is not None:
+        out._keras_logits = logits[:rows]
+    return out
+
+
 def same_rank(values, sample_weight):
     """Keras' alignment of loss values and sample weights (a trailing axis of 1 squeezed or
     added) before it multiplies them."""
@@ -239,8 +251,7 @@ def dataset_from_graph(graph, element_spec):
 
 
 def remote_value_done(remote) -> bool:
-    """Whether a ``ClusterCoordinator.schedule`` result has finished (or failed), without
-    waiting: ``RemoteValue`` has only the blocking ``fetch``/``get``."""
+    """Whether a scheduled step's ``RemoteValue`` has finished (or failed), without waiting."""
     from tensorflow.python.distribute.coordinator.remote_value import RemoteValueStatus
 
     status = _require(remote, "_status", "see whether a scheduled step has finished")
@@ -251,14 +262,10 @@ def remote_value_done(remote) -> bool:
 
 
 def stop_coordinator(coordinator) -> None:
-    """Stop a ``ClusterCoordinator``'s worker threads, failure handler and queue now.
-
-    TensorFlow does this only in the coordinator's ``__del__``, but a coordinator replaced
-    after a PS restart is kept (its remote objects must not be deleted through the new
-    connection), and its failure handler would go on reconnecting the process-wide context
-    with the old settings (``update_server_def``) while the new coordinator uses it. Returns
-    when the handler holds no update (``stop`` takes its lock).
-    """
+    """Stop a ``ClusterCoordinator``'s worker threads, failure handler and queue now (TF does
+    it only in ``__del__``; a coordinator replaced after a PS restart is kept, and its failure
+    handler would go on updating the process-wide context). Returns when the handler holds
+    no update (``stop`` takes its lock)."""
     cluster = _require(coordinator, "_cluster", "stop a replaced coordinator")
     _require(cluster, "stop", "stop a replaced coordinator")()
 
@@ -312,12 +319,9 @@ def read_xspace_events(path: str) -> Iterator[TraceEvent]:
 
 
 def colocating_creator(anchor) -> Callable:
-    """A variable creator that puts every variable on ``anchor``'s task.
-
-    Under ParameterServerStrategy ``tf.device`` is overridden by its round-robin placement,
-    but its ``_create_variable`` honours ``colocate_with`` (and then skips the round-robin):
-    that is how a variable is pinned to a chosen PS task.
-    """
+    """A variable creator that puts every variable on ``anchor``'s task: PSS overrides
+    ``tf.device`` with its round-robin, but its ``_create_variable`` honours
+    ``colocate_with`` (and skips the round-robin)."""
 
     def creator(next_creator, **kwargs):
         kwargs["colocate_with"] = anchor
@@ -330,15 +334,11 @@ def colocating_creator(anchor) -> Callable:
 def read_kernel_outside_xla(layer) -> None:
     """Let a grouped convolution run with its kernel held by another task (a PS).
 
-    Keras' TensorFlow backend runs a convolution with ``groups > 1`` (ConvNeXt's depthwise
-    layers are ``Conv2D(groups=C)``) inside a ``tf.function(jit_compile=True)``: grouped
-    convolutions are broken on CPU without XLA (``keras/src/backend/tensorflow/nn.py``,
-    ``conv``). An XLA function cannot read a variable that lives on another task, so under
-    ParameterServerStrategy the worker's step fails ("Trying to access resource ... located
-    in device /job:ps"). The kernel is read first, outside the XLA function, and handed in
-    as a tensor (``BaseConv.convolution_op(inputs, kernel)``); the gradient still flows to
-    the variable. Rebinds ``convolution_op`` on this layer only.
-    """
+    Keras' TF backend runs a convolution with ``groups > 1`` inside a ``tf.function(
+    jit_compile=True)`` (grouped convolutions are broken on CPU without XLA), and an XLA
+    function cannot read a variable on another task ("Trying to access resource ... located
+    in device /job:ps"). The kernel is read first, outside it, and handed in as a tensor; the
+    gradient still flows to the variable. Rebinds ``convolution_op`` on this layer only."""
     import keras
     import tensorflow as tf
 

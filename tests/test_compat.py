@@ -274,3 +274,48 @@ def test_autograph_sources_are_its_prefixed_modules_and_can_be_removed():
     assert not any(os.path.exists(p) for p in paths)
     # the converted code stays loaded: a retrace (a new dtype) still runs it
     assert float(branchy(tf.constant(-3.0, tf.float64))) == 3.0
+
+
+def test_compile_resolves_accuracy_and_crossentropy_by_the_labels_shape():
+    sparse = keras.KerasTensor((None,), dtype="int32")
+    onehot = keras.KerasTensor((None, 3), dtype="float32")
+    probabilities = keras.KerasTensor((None, 3), dtype="float32")
+    metrics = _compat.compile_metrics(["accuracy"], ["acc"], sparse, probabilities)
+    kinds = [type(m).__name__ for m in metrics.metrics]
+    assert kinds == ["SparseCategoricalAccuracy", "SparseCategoricalAccuracy"]
+    assert list(metrics.stateless_result([v.numpy() for v in metrics.variables])) == [
+        "accuracy", "acc"]
+    loss = _compat.compiled_loss("crossentropy", onehot, probabilities)
+    assert loss.fn is keras.losses.categorical_crossentropy
+    values, weights = _compat.same_rank(tf.zeros((4, 1)), tf.ones((4,)))
+    assert values.shape == weights.shape
+
+
+def test_a_softmax_output_keeps_its_logits_when_sliced():
+    logits = tf.constant([[30.0, 0.0, 0.0], [0.0, 0.0, 40.0]])
+    out = keras.activations.softmax(logits)
+    assert hasattr(out, "_keras_logits")  # what Keras' cross-entropy computes from
+    rows = _compat.rows_of_predictions(out, 1)
+    np.testing.assert_allclose(rows._keras_logits.numpy(), logits.numpy()[:1])
+    loss = keras.losses.sparse_categorical_crossentropy(tf.constant([1]), rows)
+    assert float(loss[0]) == pytest.approx(30.0, rel=1e-5)  # unclipped (clipped: 16.1)
+
+
+def test_a_dataset_travels_as_its_graph():
+    ds = tf.data.Dataset.range(5).map(lambda v: v * 2)
+    again = _compat.dataset_from_graph(_compat.dataset_graph(ds), ds.element_spec)
+    assert [int(v) for v in again] == [0, 2, 4, 6, 8]
+
+
+def test_tensorflow_can_be_started_again_for_its_collectives():
+    code = ("import keras, tensorflow as tf\nfrom ralp import _compat\n"
+            "keras.mixed_precision.set_global_policy('mixed_bfloat16')\n"
+            "m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
+            "assert _compat.eager_context_started()\n"
+            "with _compat.restart_tensorflow():\n"
+            "    s = tf.distribute.MultiWorkerMirroredStrategy()\n"
+            "assert keras.mixed_precision.global_policy().name == 'mixed_bfloat16'\n"
+            "print('ok', s.num_replicas_in_sync)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "ok 1" in done.stdout, done.stderr[-2000:]

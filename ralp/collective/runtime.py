@@ -22,6 +22,8 @@ first built inside a distributed ``tf.function`` fails in Keras 3.15: keras-team
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ralp.errors import InvalidArgumentError, InvalidTypeError, RalpError
@@ -45,14 +47,27 @@ def tensorflow_started() -> bool:
     return eager_context_started()
 
 
+_STRATEGY: list = []  # this process's strategy: TensorFlow configures its collectives once
+# keys of the coordination service's store this process used: every worker counts alike
+_KEYS = {"share": itertools.count(1), "leave": itertools.count(1)}
+
+
 def make_strategy(implementation: str = "auto", timeout_s: float | None = None,
                   restart: bool = False):
     """``MultiWorkerMirroredStrategy`` from this process's ``TF_CONFIG``: before any other
     TensorFlow work, or with ``restart`` after it (everything TensorFlow and Keras made in this
-    process is gone then). Blocks until every worker has joined."""
+    process is gone then). Blocks until every worker has joined. A process has one: later
+    calls return it."""
     if implementation not in IMPLEMENTATIONS:
         raise InvalidArgumentError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, "
                                    f"got {implementation!r}")
+    if _STRATEGY:
+        return _STRATEGY[0]
+    _STRATEGY.append(_new_strategy(implementation, timeout_s, restart))
+    return _STRATEGY[0]
+
+
+def _new_strategy(implementation: str, timeout_s: float | None, restart: bool):
     import tensorflow as tf
 
     comm = tf.distribute.experimental.CommunicationImplementation[implementation.upper()]
@@ -94,13 +109,12 @@ class CollectiveRuntime(RankRuntime):
             strategy.extended.variable_created_in_scope(w.value) for w in model.weights)
         with strategy.scope():
             self.model = model if in_scope else clone_uncompiled(model)
-            if not in_scope:
-                self.model.set_weights(model.get_weights() if weights is None else weights)
             self.optimizer = make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
         self.original = self.model
+        if not in_scope:  # worker 0's weights on every worker, as the scope's creation does
+            self._from_worker0(model.get_weights() if weights is None else weights)
         self._reducers: dict = {}
-        self._leaves = 0
 
     @classmethod
     def from_model(cls, model, optimizer=None, loss=None, metrics=None, *,
@@ -121,7 +135,7 @@ class CollectiveRuntime(RankRuntime):
                                    f"builds one, got {type(model).__name__}")
         snapshot = None
         if strategy is None:
-            if built is not None and tensorflow_started():
+            if built is not None and tensorflow_started() and not _STRATEGY:
                 setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
                 make_optimizer = optimizer_factory(setup.optimizer)
                 snapshot = built.get_weights()
@@ -207,8 +221,7 @@ class CollectiveRuntime(RankRuntime):
     def leave_together(self) -> None:
         """Return once every worker is done with its collectives (:func:`leave_together`)."""
         self.barrier()
-        self._leaves += 1
-        leave_together(self.rank, self.size, f"ralp/leave{self._leaves}")
+        leave_together(self.rank, self.size, f"ralp/leave{next(_KEYS['leave'])}")
 
     def barrier(self) -> None:
         """Wait until every worker gets here."""
@@ -253,8 +266,6 @@ class CollectiveRuntime(RankRuntime):
     def restore_checkpoint(self, load) -> None:
         """Worker 0 reads the checkpoint; every worker gets its values: a sum over the workers
         of worker 0's values and the others' zeros (exact: x + 0 = x)."""
-        import tensorflow as tf
-
         from ralp.training.rank_checkpoints import assign_arrays
 
         named = self._checkpoint_variables()
@@ -262,6 +273,23 @@ class CollectiveRuntime(RankRuntime):
             key: np.zeros(v.shape, _wire_dtype(v)) for key, v in named}
         if self.rank == 0:
             assign_arrays(named, arrays, "model")  # checks every key and shape first
+        self._sum_into(named, arrays)
+
+    def _from_worker0(self, weights: list) -> None:
+        """Set the model's weights to worker 0's ``weights`` on every worker (a collective)."""
+        from ralp.training.rank_checkpoints import named_variables
+
+        named = named_variables("model", self.model.weights)
+        arrays = {key: (np.asarray(w) if self.rank == 0 else np.zeros(v.shape, _wire_dtype(v)))
+                  for (key, v), w in zip(named, weights, strict=True)}
+        self._sum_into(named, arrays)
+
+    def _sum_into(self, named: list, arrays: dict) -> None:
+        """Assign each variable of ``named`` the sum over the workers of ``arrays``' value."""
+        import tensorflow as tf
+
+        from ralp.training.rank_checkpoints import assign_arrays
+
         keys = [key for key, _ in named]
         values = [tf.constant(np.asarray(arrays[k]).astype(_wire_dtype(v)))
                   for k, (_, v) in zip(keys, named, strict=True)]
@@ -286,8 +314,7 @@ class CollectiveRuntime(RankRuntime):
         from ralp._compat import coordination_key_values
 
         put, get = coordination_key_values()
-        self._shares = getattr(self, "_shares", 0) + 1
-        key = f"ralp/checkpoint_state/{self._shares}"
+        key = f"ralp/share/{next(_KEYS['share'])}"
         if self.rank == 0:
             put(key, text)
             return text

@@ -48,6 +48,7 @@ ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 WEIGHTS = "ralp_stanza_weights"
 GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
 DEN = "ralp_stanza_den"
+_PROCESS_SETS: dict = {}  # ranks -> this process's Horovod process set of them
 
 
 class StanzaRuntime(RankRuntime):
@@ -88,6 +89,47 @@ class StanzaRuntime(RankRuntime):
         self.variables = self.part.trainable_variables
         self.optimizer.build(self.variables)
         self._broadcast_initial_state()
+
+    # ------------------------------------------------------------------ set-up
+
+    def _process_set(self, ranks: tuple[int, ...]):
+        """A Horovod process set of ``ranks`` (None for one rank: nothing to reduce there).
+        Every rank adds every set, in the same order, as Horovod requires; a set is added
+        once per process (a later trainer uses it again)."""
+        if len(ranks) < 2:
+            return None
+        if tuple(ranks) in _PROCESS_SETS:
+            return _PROCESS_SETS[tuple(ranks)]
+        try:
+            _PROCESS_SETS[tuple(ranks)] = self.hvd.add_process_set(list(ranks))
+            return _PROCESS_SETS[tuple(ranks)]
+        except ValueError as e:
+            raise StanzaError(
+                f"could not add the process set {list(ranks)} ({e}); initialize Horovod with "
+                "hvd.init(process_sets='dynamic') before ralp.wrap, or let it initialize "
+                "Horovod"
+            ) from None
+
+    def _broadcast_initial_state(self) -> None:
+        """Every rank starts from rank 0's weights; each part's optimizer state comes from the
+        first rank of that part, within the part's process set."""
+        hvd = self.hvd
+        hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
+        part_set = self.fc_set if self.is_fc else self.conv_set
+        if part_set is not None:
+            root = self.layout.fc_ranks[0] if self.is_fc else 0
+            state = [v.value for v in self.optimizer.variables]
+            hvd.broadcast_variables(state, root_rank=root, process_set=part_set)
+
+    def _boundary(self):
+        """(per-sample shapes, flat widths, dtype) of the tensors crossing at the split."""
+        import math
+
+        outputs = self.split.head.outputs
+        shapes = [tuple(t.shape[1:]) for t in outputs]
+        return shapes, [math.prod(s) for s in shapes], outputs[0].dtype
+
+    # ------------------------------------------------------------------ the two roles
 
     data_workers = property(lambda self: self.layout.conv_workers)
 

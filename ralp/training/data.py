@@ -107,8 +107,12 @@ def unpack(batch) -> tuple:
 
 
 def own(rows, y, predictions, weights) -> tuple:
-    """The labels, predictions and weights of a batch's own rows (not a stand-in)."""
-    return y[:rows], predictions[:rows], None if weights is None else weights[:rows]
+    """The labels, predictions and weights of a batch's own rows (not a stand-in). A softmax's
+    output keeps its logits (Keras' cross-entropy computes from them, unclipped)."""
+    from ralp._compat import rows_of_predictions
+
+    return (y[:rows], rows_of_predictions(predictions, rows),
+            None if weights is None else weights[:rows])
 
 
 def _as_tuple(*element):

@@ -234,7 +234,8 @@ class FitLoop:
         for cb in self.callbacks.callbacks:
             cb.set_model(self.runtime.model)
         redo, recovery_s = at_step - state.position.done, time.perf_counter() - clock
-        names = getattr(error, "task_names", "ps")
+        names = ",".join(f"{job}:{index}" for job, index, _ in getattr(error, "tasks", [])) \
+            or "ps"
         self._recoveries.record(Failure(
             task=names, kind="worker" if names.startswith("worker") else "ps",
             at_step=at_step, detected_at=detected, restored_step=state.position.done,

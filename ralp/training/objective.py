@@ -89,8 +89,9 @@ class Objective:
         import tensorflow as tf
 
         dtype = self.loss.dtype
-        y_pred = tf.cast(y_pred, dtype)
-        y = tf.cast(y, dtype)
+        # as Loss.__call__ converts them (a softmax's output keeps its logits)
+        y_pred = keras.ops.convert_to_tensor(y_pred, dtype=dtype)
+        y = keras.ops.convert_to_tensor(y, dtype=dtype)
         values = tf.cast(self.loss.call(y, y_pred), dtype)
         if sample_weight is not None:
             weights = tf.cast(sample_weight, dtype)

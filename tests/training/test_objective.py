@@ -121,3 +121,25 @@ def test_built_in_metric_states_add(metric):
     whole = metric.stateless_update_state(initial, y, pred)
     assert float(metric.stateless_result(added)) == pytest.approx(
         float(metric.stateless_result(whole)), rel=1e-6)
+
+
+def test_a_softmax_output_split_over_workers_keeps_keras_unclipped_loss():
+    """Keras computes a softmax output's cross-entropy from its logits (unclipped); a
+    worker's own rows of its output must too, or a batch with confident mistakes reports
+    and trains on clipped probabilities (losses over 16 become 16.1)."""
+    from ralp.training.data import own
+
+    logits = np.array([[40.0, 0, 0], [0, 0, 1], [0, 35.0, 0], [2, 1, 0]], "float32")
+    y = np.array([1, 2, 0, 0], "int32")
+    loss = keras.losses.SparseCategoricalCrossentropy()
+    objective = Objective(loss, y_spec=spec_of((None,), "int32"),
+                          pred_spec=spec_of((None, 3), "float32"))
+    expected = float(loss(y, keras.activations.softmax(tf.constant(logits))))
+    assert expected > 18  # two rows far beyond the clip
+    num_total = den_total = 0.0
+    for a, b in ((0, 2), (2, 4)):  # each worker's forward ends in its own softmax
+        predictions = keras.activations.softmax(tf.constant(logits[a:b]))
+        yy, pp, _ = own(b - a, y[a:b], predictions, None)
+        num, den = objective.loss_sums(yy, pp)
+        num_total, den_total = num_total + float(num), den_total + float(den)
+    assert num_total / den_total == pytest.approx(expected, rel=1e-5)

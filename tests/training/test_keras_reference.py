@@ -1,0 +1,88 @@
+"""Every mode against one Keras process (tests/training/reference.py): after 5 updates from the
+same initial weights, each synchronous mode's weights equal one Keras process's ``fit`` on the
+concatenated global batches, with SGD, SGD with momentum and Adam, to rtol 1e-4; the epoch's
+loss and accuracy equal Keras' too. An asynchronous mode with one worker is one Keras process
+step by step."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ralp import LocalCluster, Plan, run_in_fresh_process
+from ralp.horovod.launch import horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import run_and_collect as run_horovod
+from tests.training import reference
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = str(ROOT / "tests" / "training" / "reference.py")
+DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0", "CUDA_VISIBLE_DEVICES": "-1"}
+HOROVOD = horovod_unavailable_reason()
+needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+TWO_PS = Plan.offloading(reference.LAYERS, ["flatten", "fc1", "logits"], 2).override(
+    {"fc1": 1, "logits": 0})
+
+
+def _compare(results: dict, batch_of) -> None:
+    initials = {name: r["initial"] for name, r in results.items()}
+    # the reference runs each optimizer from that run's own initial weights, at its batch
+    expected = {}
+    for name in results:
+        expected.update(run_in_fresh_process(reference.keras_reference, {name: initials[name]},
+                                             batch_of(results[name]), env=DETERMINISTIC,
+                                             timeout=300))
+    for name, result in results.items():
+        assert any(not np.allclose(a, b) for a, b in
+                   zip(result["initial"], result["weights"], strict=True)), "nothing trained"
+        for ours, theirs in zip(result["weights"], expected[name]["weights"], strict=True):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6, err_msg=name)
+        for key in ("loss", "accuracy"):
+            np.testing.assert_allclose(result["history"][key], expected[name]["history"][key],
+                                       rtol=1e-5, err_msg=f"{name} {key}")
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(("mode", "sync", "workers", "ps", "batch", "plan"), [
+    ("ps", "bsp", 2, 1, 12, None),
+    ("ps", "bsp", 3, 1, 10, None),  # 10 rows over 3 workers: 3, 3 and 4
+    ("ralp", "bsp", 2, 1, 12, None),
+    ("ralp", "bsp", 2, 2, 12, TWO_PS),  # the tail over two PS tasks
+    ("ps", None, 1, 1, 12, None),  # asynchronous, one worker: every update is Keras' step
+    ("ralp", None, 1, 1, 12, None),
+], ids=["ps-bsp-2", "ps-bsp-3-uneven", "ralp-bsp-1ps", "ralp-bsp-2ps", "ps-async-1",
+        "ralp-async-1"])
+def test_parameter_server_modes_equal_one_keras_process(mode, sync, workers, ps, batch, plan):
+    with LocalCluster(workers=workers, ps=ps, env=DETERMINISTIC) as cluster:
+        results = run_in_fresh_process(reference.ps_job, cluster.spec, mode, sync, batch,
+                                       plan.to_json() if plan else None, env=DETERMINISTIC,
+                                       timeout=600)
+    if plan is not None:
+        assert all(r["tasks"] == [0, 1] for r in results.values())
+    _compare(results, lambda r: batch)
+
+
+def _ranks(tmp_path, mode: str, ranks: int, *extra: int) -> dict:
+    command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra)]
+    if mode == "collective":
+        from ralp.collective.launch import run_workers
+
+        run_workers(command, ranks, timeout=600, env=DETERMINISTIC)
+    else:
+        import os
+
+        run_horovod(horovodrun_command(ranks, command), None, 600,
+                    {**os.environ, **DETERMINISTIC})
+    return reference.read_ranks(tmp_path)
+
+
+@pytest.mark.parametrize(("mode", "ranks", "extra"), [
+    pytest.param("horovod", 2, (), marks=needs_horovod),
+    ("collective", 2, ()),
+    pytest.param("stanza", 3, (1,), marks=needs_horovod),  # 2 CONV ranks + 1 FC rank
+    pytest.param("stanza", 5, (2,), marks=needs_horovod),  # 3 + 2: groups of 2 and 1
+], ids=["horovod-2", "collective-2", "stanza-2+1", "stanza-3+2"])
+def test_allreduce_modes_equal_one_keras_process(tmp_path, mode, ranks, extra):
+    results = _ranks(tmp_path, mode, ranks, *extra)
+    _compare(results, lambda r: r["batch"])
