@@ -37,7 +37,7 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
     trainer = ralp.wrap(model, spec, mode="ps", optimizer=keras.optimizers.SGD(1e-3),
                         batch_size=batch, pull_schedule=schedule)
     data = synthetic_dataset_fn(image, batch, 1000)
-    workers = trainer.connection.num_workers
+    workers = trainer.runtime.workers
     trainer.fit(data, steps_per_epoch=2 * workers, batch_size=batch, verbose=0)
     steps = trace_while_training(trainer, data, batch, profiler_address, seconds, names)
     if not steps:
@@ -46,8 +46,8 @@ def traced_steps(spec, profiler_address: str, model_name: str, image: int, batch
     return {
         "schedule": schedule,
         "plan": str(trainer.plan),
-        "predicted_pull_and_forward_s": trainer.pull_choice.predicted_s
-        if trainer.pull_choice else None,
+        "predicted_pull_and_forward_s": trainer.runtime.pull_choice.predicted_s
+        if trainer.runtime.pull_choice else None,
         "steps_traced": len(steps),
         "step_s_median": statistics.median(s.seconds for s in steps),
         "hidden_share_median": statistics.median(

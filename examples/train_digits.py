@@ -65,7 +65,7 @@ def train(
         checkpoint_dir=checkpoint_dir,
         checkpoint_every=checkpoint_every,
     )
-    test = trainer.evaluate(x_test, y_test)
+    test = trainer.evaluate(x_test, y_test, return_dict=True, verbose=0)
     return {
         "mode": trainer.mode,
         "train_loss": history.history["loss"],

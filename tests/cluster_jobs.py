@@ -370,18 +370,61 @@ def synced_run(spec, sync: str, steps: int, slow_worker: str | None, mode: str =
             "losses": history.step_losses, "iterations": iterations, "mode": trainer.mode}
 
 
+PROBE_RATE = 2.0 ** -10  # exact in float32: the probe counts updates without rounding
+
+
+def probed_cnn():
+    """small_cnn with a counter of its own: a scalar whose loss is itself, so every update of
+    plain SGD (rate PROBE_RATE) takes PROBE_RATE off it, however the updates are counted
+    elsewhere (the optimizer's count, the step ledger, the sync server)."""
+    import keras
+
+    class UpdateProbe(keras.layers.Layer):
+        def build(self, input_shape):
+            self.count = self.add_weight(shape=(), initializer="zeros", name="count")
+
+        def call(self, x):
+            self.add_loss(self.count)
+            return x
+
+    model = small_cnn(0, dropout=0.0)
+    x = keras.layers.Dense(CLASSES, name="probe_logits")(model.layers[-2].output)
+    return keras.Model(model.input, UpdateProbe(name="probe")(x), name="probed_cnn")
+
+
 def counted_updates(spec, mode: str, sync: str | None, steps: int) -> dict:
-    """Each optimizer's update count after ``steps`` batches from concurrent workers."""
+    """After ``steps`` updates from concurrent workers: each optimizer's count, and the
+    probe's (updates it saw applied)."""
     import keras
 
     import ralp
 
     x, y = fixed_data()
-    trainer = ralp.wrap(small_cnn(0, dropout=0.0), spec, mode=mode,
-                        optimizer=keras.optimizers.Adam(1e-3), batch_size=BATCH, threshold=10.0,
-                        sync=sync)
+    trainer = ralp.wrap(probed_cnn(), spec, mode=mode,
+                        optimizer=keras.optimizers.SGD(PROBE_RATE), batch_size=BATCH,
+                        threshold=10.0, sync=sync)
     trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0)
-    return {name: int(opt.iterations.numpy()) for name, opt in trainer.runtime.optimizers.items()}
+    counts = {name: int(opt.iterations.numpy())
+              for name, opt in trainer.runtime.optimizers.items()}
+    probe = trainer.model.get_layer("probe").count
+    return {**counts, "probe": -float(probe.numpy()) / PROBE_RATE}
+
+
+def every_sample_once(spec, rows: int, batch: int) -> dict:
+    """One BSP epoch of a model that records which samples it saw: input row i is the
+    one-hot vector of sample i, so the (zero-started) kernel's row i moves only in the update
+    of i's batch, by 2 x rate / (that batch's rows) for a label of 1 and a squared loss."""
+    import keras
+
+    import ralp
+
+    model = keras.Sequential([keras.Input((rows,)), keras.layers.Dense(
+        1, use_bias=False, kernel_initializer="zeros", name="seen")], name="ids")
+    model.compile(optimizer=keras.optimizers.SGD(PROBE_RATE), loss="mse")
+    trainer = ralp.wrap(model, spec, mode="ps", sync="bsp")
+    x, y = np.eye(rows, dtype="float32"), np.ones((rows, 1), "float32")
+    history = trainer.fit(x, y, batch_size=batch, epochs=1, verbose=0, seed=3)
+    return {"kernel": trainer.get_weights()[0][:, 0].tolist(), "updates": len(history.step_losses)}
 
 
 # ---------------------------------------------------------------- failures

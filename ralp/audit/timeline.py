@@ -160,7 +160,7 @@ def trace_while_training(trainer, dataset_fn: Callable, batch_size: int, worker_
     ``worker_address``, while ``trainer`` (a ``ralp.Trainer`` of a PS mode) keeps
     training on ``dataset_fn`` in a thread: a trace only sees the steps run while it lasts."""
     stop = threading.Event()
-    workers = trainer.connection.num_workers
+    workers = trainer.runtime.workers
 
     def keep_training() -> None:
         while not stop.is_set():

@@ -111,6 +111,7 @@ class CollectiveRuntime(RankRuntime):
             self.model = model if in_scope else clone_uncompiled(model)
             self.optimizer = make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
+            self.model.optimizer = self.optimizer  # as compile() does: callbacks read it
         self.original = self.model
         if not in_scope:  # worker 0's weights on every worker, as the scope's creation does
             self._from_worker0(model.get_weights() if weights is None else weights)
@@ -133,15 +134,21 @@ class CollectiveRuntime(RankRuntime):
         if built is None and not callable(model):
             raise InvalidTypeError(f"mode 'collective' takes a keras.Model or a function that "
                                    f"builds one, got {type(model).__name__}")
+        # An optimizer or metrics made before TensorFlow restarts are read now (their
+        # variables are gone after it).
+        if isinstance(optimizer, keras.optimizers.Optimizer):
+            optimizer = optimizer_factory(optimizer)
+        if metrics is not None:
+            metrics = [keras.saving.serialize_keras_object(m)
+                       if isinstance(m, keras.metrics.Metric) else m for m in metrics]
         snapshot = None
         if strategy is None:
-            if built is not None and tensorflow_started() and not _STRATEGY:
+            restart = tensorflow_started() and not _STRATEGY
+            if built is not None and restart:  # read the model before TensorFlow restarts
                 setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
                 make_optimizer = optimizer_factory(setup.optimizer)
                 snapshot = built.get_weights()
-                strategy = make_strategy(implementation, timeout_s, restart=True)
-            else:
-                strategy = make_strategy(implementation, timeout_s)
+            strategy = make_strategy(implementation, timeout_s, restart=restart)
         if built is None:
             with strategy.scope():
                 built = model()

@@ -43,6 +43,7 @@ class HorovodRuntime(RankRuntime):
         self.model = model
         self.optimizer = make_optimizer()
         self.optimizer.build(model.trainable_variables)
+        model.optimizer = self.optimizer  # as compile() does: callbacks read its step count
         self._broadcast_initial_state()
 
     rank = property(lambda self: self.hvd.rank())

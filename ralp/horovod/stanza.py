@@ -88,6 +88,7 @@ class StanzaRuntime(RankRuntime):
         self.part = self.split.tail if self.is_fc else self.split.head
         self.variables = self.part.trainable_variables
         self.optimizer.build(self.variables)
+        model.optimizer = self.optimizer  # as compile() does: callbacks read its step count
         self._broadcast_initial_state()
 
     # ------------------------------------------------------------------ set-up
@@ -150,6 +151,10 @@ class StanzaRuntime(RankRuntime):
                 f"stanza splits each global batch evenly over its {n_c} CONV ranks (the FC "
                 f"ranks stack a fixed number of rows): the batch size ({batch}) must be a "
                 f"multiple of {n_c}, and a dataset function's batches of a fixed size")
+
+    def _data_key(self, data, sharding):
+        spec = data.element_spec
+        return len(spec), tuple(spec[1].shape[1:]), spec[1].dtype, data.worker_batch(sharding)
 
     def _build(self, objective, data) -> None:
         """The step of this rank's role, for ``objective`` and the data's labels."""

@@ -121,6 +121,8 @@ class PSRuntime:
                                                    self.pull_choice.layer_batches)
             self.pulls = batched_pulls(worker_model, plan.pull_batches)
         self._make_optimizers()
+        # as compile() does: callbacks (TensorBoard) read the step count and learning rate
+        self.model.optimizer = next(iter(self.optimizers.values()))
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
@@ -228,6 +230,8 @@ class PSRuntime:
         if objective is not self.objective:
             self._build_steps(objective)
         W = self.workers
+        if hasattr(data, "serialize"):  # a dataset travels to the workers as its graph
+            data.serialize()
         if self.sync is None:
             # ParameterServerStrategy's own schedule: one dataset function on every worker,
             # which asks where it runs; each worker skips its share of the steps done

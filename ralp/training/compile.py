@@ -87,13 +87,17 @@ def _compiled(model) -> dict:
 
 
 def _flat(metrics, where: str) -> list:
-    """A list of metric identifiers (one output: a dict or nested list by output is flattened)."""
+    """A list of metric identifiers (one output: a dict or nested list by output is flattened),
+    a metric object as its config: the trainer makes its own from it where it trains (a
+    metric's variables made before a parameter-server connection cannot be read after it)."""
     if metrics is None:
         return []
     if isinstance(metrics, dict):
         metrics = [m for value in metrics.values() for m in (value if isinstance(value, list)
                                                              else [value])]
-    return list(metrics) if isinstance(metrics, list | tuple) else [metrics]
+    metrics = list(metrics) if isinstance(metrics, list | tuple) else [metrics]
+    return [keras.saving.serialize_keras_object(m) if isinstance(m, keras.metrics.Metric) else m
+            for m in metrics]
 
 
 def _one_loss(loss, where: str):

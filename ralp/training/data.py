@@ -205,13 +205,20 @@ class DatasetData:
         return self.global_batch // sharding.workers if sharding.synchronous else \
             self.global_batch
 
-    def _source(self, remote: bool) -> tf.data.Dataset:
-        if not remote:
-            return self.dataset
-        from ralp._compat import dataset_from_graph, dataset_graph
+    def serialize(self) -> None:
+        """Serialize the dataset for the workers of a PS cluster, here (eagerly: a dataset
+        made on the coordinator cannot be read from a worker's function)."""
+        from ralp._compat import dataset_graph
 
         if self._graph is None:
             self._graph = dataset_graph(self.dataset)
+
+    def _source(self, remote: bool) -> tf.data.Dataset:
+        if not remote:
+            return self.dataset
+        from ralp._compat import dataset_from_graph
+
+        self.serialize()
         return dataset_from_graph(self._graph, self.dataset.element_spec)
 
     def worker_dataset(self, sharding: Sharding, worker, *, seed: int, skip: int = 0,

@@ -63,9 +63,10 @@ class Objective:
         self.names: list[str] = ["loss"]
         self._initial: list[np.ndarray] = []
         if metrics or weighted_metrics:
+            metrics, weighted_metrics = _made(metrics), _made(weighted_metrics)
             try:
-                self.metrics = compile_metrics(list(metrics) or None,
-                                               list(weighted_metrics) or None, y_spec, pred_spec)
+                self.metrics = compile_metrics(metrics or None, weighted_metrics or None, y_spec,
+                                               pred_spec)
             except (ValueError, TypeError) as e:
                 raise TrainingSetupError(f"{where}: cannot use the metrics {list(metrics)} / "
                                          f"weighted metrics {list(weighted_metrics)}: {e}") from None
@@ -145,6 +146,13 @@ class Objective:
             values.append(keras.ops.convert_to_tensor((initial + part).astype(initial.dtype)))
             start += size
         return {k: float(np.asarray(v)) for k, v in self.metrics.stateless_result(values).items()}
+
+
+def _made(metrics: Sequence) -> list:
+    """Metric identifiers, a config made into its metric here (a fresh one, with variables of
+    this process)."""
+    return [keras.saving.deserialize_keras_object(m) if isinstance(m, dict) else m
+            for m in metrics]
 
 
 def regularization(model) -> object:

@@ -42,6 +42,7 @@ class RankRuntime:
     def __init__(self):
         self.total_steps = 0
         self.objective = None
+        self._built_for = None  # what the step was built for
         self._iterator = None
         self._position = None
         self.report = False
@@ -74,15 +75,21 @@ class RankRuntime:
         return np.asarray(self._sum(np.asarray(rows, np.float64)), np.float64).reshape(rows.shape)
 
     def begin(self, objective, data, sharding: Sharding, seed: int, position) -> None:
-        if objective is not self.objective:
+        key = (objective, self._data_key(data, sharding))
+        if key != self._built_for:
             self._build(objective, data)
-            self.objective = objective
+            self.objective, self._built_for = objective, key
         self._position = position
         self._iterator = None
         if self.data_index is not None:
             self._iterator = iter(data.worker_dataset(sharding, self.data_index, seed=seed,
                                                       skip=position.done))
         self.report = os.environ.get(SUPERVISED_ENV) == "1" and self.rank == 0
+
+    def _data_key(self, data, sharding: Sharding):
+        """What of the data the step is built for, beside the objective (stanza: its
+        batches' structure and size)."""
+        return None
 
     def run(self, updates: int, *, on_begin, on_update, history) -> bool:
         """``updates`` steps on this rank; ``on_update(sums)`` after each (True: stop)."""
@@ -91,12 +98,11 @@ class RankRuntime:
             batch = next(self._iterator) if self._iterator is not None else None
             sums = self._train(batch)
             self.total_steps += 1
-            stop = on_update(sums)
-            if self.report:  # a marker line: the supervisor knows the step a loss came at
-                from ralp._messages import emit
+            if self.report:  # a marker line, before the next collective: the supervisor
+                from ralp._messages import emit  # knows the step a lost rank came at
 
-                emit("step", self._position.done)
-            if stop:
+                emit("step", self._position.done + 1)
+            if on_update(sums):
                 return True
         return False
 

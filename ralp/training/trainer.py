@@ -45,6 +45,8 @@ def _verbosity(verbose) -> int:
 
 def _fresh(identifier):
     """A metric or loss identifier, an object made anew from its config (not shared)."""
+    if isinstance(identifier, dict):
+        return keras.saving.deserialize_keras_object(identifier)
     if isinstance(identifier, keras.metrics.Metric | keras.losses.Loss):
         return identifier.__class__.from_config(identifier.get_config())
     return identifier

@@ -20,22 +20,14 @@ def main() -> None:
     import horovod.tensorflow as hvd
     import keras
 
+    import ralp
     from ralp.models import build_model
     from ralp.models.digits import digits_arrays, to_model_input
 
-    hvd.init(process_sets="dynamic" if kind == "stanza" else None)
-    rank = hvd.rank()
     keras.utils.set_random_seed(7)
     model = build_model("lenet", num_classes=10, image_size=28)
-    optimizer = keras.optimizers.SGD(learning_rate=0.05)
-    if kind == "stanza":
-        from ralp.horovod.stanza import StanzaTrainer
-
-        trainer = StanzaTrainer(hvd, model, optimizer, fc_workers=1, batch_size=16)
-    else:
-        from ralp.horovod.trainer import HorovodTrainer
-
-        trainer = HorovodTrainer(hvd, model, optimizer)
+    trainer = ralp.wrap(model, mode=kind, optimizer=keras.optimizers.SGD(learning_rate=0.05))
+    rank = hvd.rank()
     images, labels = digits_arrays(seed=0)
     x, y = to_model_input(images[:256], 28).numpy(), labels[:256]
     xv, yv = to_model_input(images[256:320], 28).numpy(), labels[256:320]
@@ -45,8 +37,8 @@ def main() -> None:
         on_train_batch_end=lambda b, logs: batch_logs.append(dict(logs or {})))]
     if rank == 0:
         callbacks.append(keras.callbacks.CSVLogger(f"{out_dir}/log.csv"))
-    history = trainer.fit(x, y, batch_size=16, epochs=5, steps_per_epoch=3,
-                          validation_data=(xv, yv), callbacks=callbacks)
+    history = trainer.fit(x, y, batch_size=16 * trainer.runtime.data_workers, epochs=5,
+                          steps_per_epoch=3, validation_data=(xv, yv), callbacks=callbacks)
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump({"history": history.history, "stopped_epoch": stopper.stopped_epoch,
                    "batch_logs": batch_logs}, f)

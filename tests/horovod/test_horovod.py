@@ -9,7 +9,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ralp._messages import MARK, parse_message
@@ -83,65 +82,6 @@ def test_horovodrun_commands():
                        "python", "job.py"]
     cmd = horovodrun_command(8, ["python", "job.py"], hostfile="hosts.txt")
     assert cmd[1:] == ["-np", "8", "--hostfile", "hosts.txt", "--gloo", "python", "job.py"]
-
-
-# ------------------------------------------------------------------ two ranks, real Horovod
-
-
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
-    """Train lenet on digits with 2 Horovod ranks; each rank's initial and final weights."""
-    if HOROVOD is not None:
-        pytest.skip(f"Horovod unavailable: {HOROVOD}")
-    out = tmp_path_factory.mktemp("hvd")
-    script = str(ROOT / "tests" / "horovod" / "hvd_replicas.py")
-    command = horovodrun_command(2, [sys.executable, script, str(out), str(STEPS), str(BATCH)])
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    ranks = [np.load(out / f"rank{r}.npz") for r in range(2)]
-    n = sum(1 for k in ranks[0].files if k.startswith("final_"))
-    return [
-        {
-            "initial": [z[f"initial_{i}"] for i in range(n)],
-            "final": [z[f"final_{i}"] for i in range(n)],
-            "losses": z["losses"],
-            "accuracy": z["accuracy"],
-        }
-        for z in ranks
-    ]
-
-
-@needs_horovod
-def test_replicas_start_equal_and_stay_identical(two_ranks):
-    a, b = two_ranks
-    # Each rank seeded its own different initial weights: equality means the broadcast ran.
-    for wa, wb in zip(a["initial"], b["initial"], strict=True):
-        assert np.array_equal(wa, wb)
-    for wa, wb in zip(a["final"], b["final"], strict=True):
-        assert np.array_equal(wa, wb)  # bit for bit: every rank applies the same averaged update
-    assert any(not np.array_equal(i, f) for i, f in zip(a["initial"], a["final"], strict=True))
-    assert not np.allclose(a["losses"], b["losses"])  # the ranks did see different data
-
-
-@needs_horovod
-def test_two_ranks_match_one_process_on_the_concatenated_batch(two_ranks):
-    import keras
-
-    from tests.horovod.hvd_replicas import LEARNING_RATE
-    from tests.horovod.reference import train_on_concatenated_batches
-
-    weights, losses = train_on_concatenated_batches(
-        two_ranks[0]["initial"], keras.optimizers.SGD(learning_rate=LEARNING_RATE), STEPS, 2 * BATCH
-    )
-    for expected, got in zip(weights, two_ranks[0]["final"], strict=True):
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
-    # The mean loss of the whole batch is the mean of the two halves' mean losses.
-    halves = (two_ranks[0]["losses"] + two_ranks[1]["losses"]) / 2
-    np.testing.assert_allclose(halves, losses, rtol=1e-5)
-    # The compiled metric is reported per step: a share of BATCH correct answers.
-    for rank in two_ranks:
-        assert rank["accuracy"].shape == (STEPS,)
-        np.testing.assert_allclose(rank["accuracy"] * BATCH, np.round(rank["accuracy"] * BATCH))
 
 
 # ------------------------------------------------------------------ failures and clean-up
@@ -428,10 +368,10 @@ def test_rank_trainers_fit_as_keras_does(kind, ranks, tmp_path):
     assert all(s["history"] == history for s in seen)
     assert set(history) >= {"loss", "val_loss", "val_accuracy"} and len(history["loss"]) == 2
     assert all(s["stopped_epoch"] == 1 for s in seen)
-    # Keras' batch logs: a loss where the rank computes one (every Horovod rank; Stanza's FC)
-    with_loss = [r for r, s in enumerate(seen) if all("loss" in b for b in s["batch_logs"])]
-    assert with_loss == (list(range(ranks)) if kind == "horovod" else [ranks - 1])
-    assert all(len(s["batch_logs"]) == 6 for s in seen)
+    # Keras' batch logs: the epoch's running loss and metrics, the same on every rank
+    assert all(set(b) == {"loss", "accuracy"} for s in seen for b in s["batch_logs"])
+    assert all(s["batch_logs"] == seen[0]["batch_logs"] and len(s["batch_logs"]) == 6
+               for s in seen)
     with open(tmp_path / "log.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]

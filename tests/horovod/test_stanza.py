@@ -2,7 +2,6 @@
 requests, and CONV + FC ranks under horovodrun against a single-process Keras run of the same
 model on the concatenated batch."""
 
-import re
 import subprocess
 import sys
 import uuid
@@ -102,58 +101,7 @@ def test_byte_model_per_link_kind_from_the_layer_table():
 
 
 # ------------------------------------------------------------------ CONV + FC ranks, real Horovod
-
-
-def _train(tmp_path, conv: int, fc: int) -> list:
-    out = tmp_path / f"stanza{conv}x{fc}"
-    out.mkdir()
-    script = str(ROOT / "tests" / "horovod" / "stanza_replicas.py")
-    command = horovodrun_command(
-        conv + fc, [sys.executable, script, str(out), str(STEPS), str(BATCH), str(fc)]
-    )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return [dict(np.load(out / f"rank{r}.npz")) for r in range(conv + fc)]
-
-
-def _weights(z: dict, which: str) -> list:
-    n = sum(1 for k in z if re.fullmatch(rf"{which}_\d+", k))
-    return [z[f"{which}_{i}"] for i in range(n)]
-
-
-def _reference(initial: list, n_c: int) -> tuple[list, list]:
-    """Synchronous SGD in one process on the concatenated batch of the n_c CONV ranks."""
-    import keras
-
-    from tests.horovod.reference import train_on_concatenated_batches
-    from tests.horovod.stanza_replicas import LEARNING_RATE, MOMENTUM
-
-    optimizer = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-    return train_on_concatenated_batches(initial, optimizer, STEPS, n_c * BATCH)
-
-
-@needs_horovod
-@pytest.mark.cluster
-@pytest.mark.parametrize(("conv", "fc"), [(2, 1), (2, 2)])
-def test_stanza_matches_one_process_on_the_concatenated_batch(tmp_path, conv, fc):
-    ranks = _train(tmp_path, conv, fc)
-    assert [bool(z["is_fc"]) for z in ranks] == [False] * conv + [True] * fc
-    initial = _weights(ranks[0], "initial")
-    # Each rank seeded different weights: equal initial weights mean the broadcast ran.
-    for z in ranks[1:]:
-        for a, b in zip(initial, _weights(z, "initial"), strict=True):
-            assert np.array_equal(a, b)
-    expected, losses = _reference(initial, conv)
-    for z in ranks:  # after share_weights every rank holds the trained model
-        for want, got in zip(expected, _weights(z, "final"), strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    # The FC ranks' group losses, weighted by their groups, are the global batch's loss.
-    layout = StanzaLayout(conv + fc, fc)
-    fc_losses = [ranks[r]["losses"] for r in layout.fc_ranks]
-    weighted = sum(layout.share(g) * fc_losses[g] for g in range(fc))
-    np.testing.assert_allclose(weighted, losses, rtol=1e-5)
-    for z in ranks:
-        assert float(z["final_loss"]) == pytest.approx(losses[-1], rel=1e-5)
+# (their weights against one Keras process: tests/training/test_keras_reference.py)
 
 
 @needs_horovod

@@ -102,15 +102,32 @@ def test_ssp_with_ralp_never_lets_the_tail_go_stale():
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize(("mode", "sync"), [("ps", "asp"), ("ralp", None)])
-def test_every_update_of_concurrent_workers_is_counted(mode, sync):
-    # Keras counts an update with read-then-assign; two workers at once lost 10-30% of counts
-    # (41-53 of 60) before the trainer made the counter's add atomic.
+@pytest.mark.parametrize(("mode", "sync"), [("ps", "asp"), ("ralp", None), ("ps", None)])
+def test_every_update_of_concurrent_workers_is_applied_once(mode, sync):
+    """Asynchronous workers: the optimizers' counts and a probe in the model (its own loss:
+    each applied update moves it by exactly the rate) both say ``steps``. (Keras counts an
+    update with read-then-assign; two workers at once lost 10-30% of the counts before the
+    trainer made the counter's add atomic.)"""
     steps = 60
     with LocalCluster(workers=2, ps=1) as cluster:
         got = run_in_fresh_process(jobs.counted_updates, cluster.spec, mode, sync, steps,
                                    timeout=300)
     assert set(got.values()) == {steps}, got
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(("workers", "rows", "batch"), [(2, 48, 12), (3, 50, 12)])
+def test_one_bsp_epoch_uses_every_sample_exactly_once(workers, rows, batch):
+    """Read back from the weights: every sample moved its own weight once, by its batch's
+    share (50 rows: a last batch of 2 rows, one of 3 workers running a stand-in)."""
+    with LocalCluster(workers=workers, ps=1) as cluster:
+        got = run_in_fresh_process(jobs.every_sample_once, cluster.spec, rows, batch,
+                                   timeout=300)
+    assert got["updates"] == -(-rows // batch)
+    sizes = [min(batch, rows - k) for k in range(0, rows, batch)]
+    moves = sorted(got["kernel"])
+    expected = sorted(2 * jobs.PROBE_RATE / size for size in sizes for _ in range(size))
+    np.testing.assert_allclose(moves, expected, rtol=1e-6)
 
 
 @pytest.mark.cluster
