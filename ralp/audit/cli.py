@@ -28,6 +28,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=positive_int, help="default: the model's benchmark default")
     p.add_argument("--num-classes", type=positive_int, default=1000)
+    p.add_argument("--sync", choices=("bsp",), help="audit BSP's step (gradients into the "
+                   "round's accumulators) instead of the asynchronous one")
+    p.add_argument("--pulls", choices=("default", "layer", "ibatch"), default="default",
+                   help="how workers pull their variables (iBatch's packed pulls)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--timeout", type=positive_int, default=600, help="seconds (default 600)")
     return p
@@ -50,7 +54,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             f"--image-size {args.image_size} is too small for {args.model}: the minimum is {minimum}",
         )
     settings = AuditSettings(args.model, args.mode, args.workers, args.ps, args.image_size,
-                             args.batch_size, args.num_classes)
+                             args.batch_size, args.num_classes, sync=args.sync, pulls=args.pulls)
     interrupt_on_sigterm()
     try:
         report = audit(settings, timeout=args.timeout)
@@ -68,7 +72,8 @@ def to_text(r: dict) -> str:
 
     lines = [
         f"Audit of {r['model']} (image {r['image_size']}, batch {r['batch_size']}) in mode "
-        f"{r['mode']!r}: {r['workers']} worker(s), {r['ps']} PS task(s); step {r['step_function']}",
+        f"{r['mode']!r}{' under ' + r['sync'] if r['sync'] else ''}: {r['workers']} worker(s), "
+        f"{r['ps']} PS task(s); step {r['step_function']}",
         f"Offloaded layers: {', '.join(r['offloaded_layers']) or '-'}",
         f"Misplaced ops of offloaded layers: {len(r['misplaced_ops'])}",
         f"Offloaded-variable bytes crossing per step: {human_bytes(r['offloaded_variable_bytes_crossing'])}"
@@ -76,6 +81,9 @@ def to_text(r: dict) -> str:
         f"Bytes crossing per step: {human_bytes(r['crossing_bytes_per_step'])} measured in the "
         f"partitions, {human_bytes(r['model_bytes_per_step'])} predicted by the byte model "
         f"(ratio {r['crossing_to_model_ratio']:.4f})",
+        *([f"Packed pulls: {r['pull_messages']} messages, {human_bytes(r['pull_bytes'])} "
+           f"(the worker's variables: {human_bytes(r['pull_bytes_model'])}; "
+           f"{r['pull_batches']} batches)"] if r["pulls"] != "default" else []),
         "",
         "Per link, one worker batch:",
     ]

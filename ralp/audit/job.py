@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ class AuditSettings:
     batch_size: int | None = None
     num_classes: int = 1000
     seed: int = 0
+    sync: str | None = None  # None (ParameterServerStrategy's schedule) or "bsp"
+    pulls: str = "default"  # how workers pull their variables: "default", "layer", "ibatch"
 
 
 def audit(settings: AuditSettings, timeout: float = 600.0) -> dict:
@@ -56,7 +59,9 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
     batch = settings.batch_size or model_spec.default_batch_size
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings.model, settings.num_classes, image_size)
-    trainer = wrap(model, spec, mode=settings.mode, batch_size=batch, threshold=float("inf"))
+    synced = settings.sync == "bsp"  # the placement is planned for one worker's batch
+    trainer = wrap(model, spec, mode=settings.mode, threshold=float("inf"), sync=settings.sync,
+                   pulls=settings.pulls, batch_size=batch * (settings.workers if synced else 1))
     runtime = trainer.runtime
     plan, prof = trainer.plan, trainer.profile
     # The layers RALP moves; in ps mode, those it would move (the reference for "crossing").
@@ -85,6 +90,8 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
         "plan": plan.to_dict(),
         "misplaced_ops": _misplaced_ops(step, plan, offloaded_top),
         **_byte_figures(step, prof.traffic(plan.offloaded), settings.workers),
+        **_pull_figures(step, runtime),
+        "sync": settings.sync, "pulls": settings.pulls,
         "layers": {
             layer: dict(step.layer_devices[layer])
             for layer in [*(x.name for x in trainer.model.layers), "(no layer)"]
@@ -106,9 +113,11 @@ def _worker0_partitions(trainer, dump_dir: str, settings: AuditSettings, image_s
 
     dataset_fn = synthetic_dataset_fn(image_size, batch, settings.num_classes, settings.seed)
     partitions, function = {}, None
-    for _ in range(10):
-        trainer.fit(dataset_fn, steps_per_epoch=settings.workers, verbose=0)
-        functions = [f for f in concrete_functions(trainer.runtime.step)
+    runtime = trainer.runtime
+    for _ in range(10):  # BSP: one round is a step of every worker
+        trainer.fit(dataset_fn, steps_per_epoch=1 if runtime.bsp else settings.workers, verbose=0)
+        step = runtime._bsp[0] if runtime.bsp else runtime.step
+        functions = [f for f in concrete_functions(step)
                      if _name(f).startswith(STEP_FUNCTION)]
         if functions:
             function = functions[-1]
@@ -152,6 +161,29 @@ def _byte_figures(step, predicted, workers: int) -> dict:
         "links_per_worker_batch": step.bytes_by_link(),
         "model_traffic": predicted.to_dict(),
     }
+
+
+# a batched pull (ps_strategy/pulls.py): the batch's concat, or a one-variable batch's read
+_PULL = re.compile(r"(^|/)ralp_pull_\d+(_\d+)?(_flat(_\d+)?)?(:\d+)?$")
+_READ = re.compile(r"ReadVariableOp(:\d+)?$")  # a variable read on its own
+
+
+def _pull_figures(step, runtime) -> dict:
+    """The messages that bring the worker its variables, read from worker 0's partitions:
+    packed pulls (iBatch, or one per layer: a batch's concat on its PS task; a batch of one
+    variable is its read), and reads of single variables (ParameterServerStrategy's own, one
+    per variable), beside the bytes of the variables the worker's layers hold."""
+    found = [c for c in step.crossings if c.src_task.startswith("ps")
+             and c.dst_task.startswith("worker") and c.dtype.startswith("float")
+             and (_PULL.search(c.tensor) or _READ.search(c.tensor))]
+    pulled = (*runtime.pulls.trainable, *runtime.pulls.non_trainable) if runtime.pulls else (
+        runtime.split.head if runtime.split is not None else runtime.model).variables
+    floating = [getattr(v, "value", v) for v in pulled]
+    floating = [v for v in floating if v.dtype.is_floating]
+    return {"pull_messages": len(found), "pull_bytes": sum(c.nbytes or 0 for c in found),
+            "packed_messages": sum(1 for c in found if _PULL.search(c.tensor)),
+            "pull_bytes_model": sum(v.shape.num_elements() * v.dtype.size for v in floating),
+            "pulled_variables": len(floating), "pull_batches": len(runtime.plan.pull_batches)}
 
 
 def _name(function) -> str:

@@ -52,8 +52,11 @@ class BatchedPulls:
             for (device, _), members in groups.items():
                 after = arrived if self.chained else []
                 with tf.device(device), tf.control_dependencies(after):
-                    packed = tf.concat([tf.reshape(variables[i].value, [-1]) for i in members],
-                                       axis=0, name=f"ralp_pull_{b}")
+                    # named, so the audit finds a batch's message in the partitions (a batch
+                    # of one variable is its flattened read: the concat goes)
+                    packed = tf.concat([tf.reshape(variables[i].value, [-1],
+                                                   name=f"ralp_pull_{b}_flat")
+                                        for i in members], axis=0, name=f"ralp_pull_{b}")
                 sizes = [variables[i].value.shape.num_elements() for i in members]
                 parts = tf.split(packed, sizes, name=f"ralp_unpack_{b}")  # on the worker
                 for i, part in zip(members, parts, strict=True):

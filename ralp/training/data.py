@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from ralp._compat import rows_of_predictions
 from ralp.errors import InvalidArgumentError
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
@@ -109,8 +110,6 @@ def unpack(batch) -> tuple:
 def own(rows, y, predictions, weights) -> tuple:
     """The labels, predictions and weights of a batch's own rows (not a stand-in). A softmax's
     output keeps its logits (Keras' cross-entropy computes from them, unclipped)."""
-    from ralp._compat import rows_of_predictions
-
     return (y[:rows], rows_of_predictions(predictions, rows),
             None if weights is None else weights[:rows])
 
@@ -239,15 +238,19 @@ class FunctionData:
     """A dataset function: each worker's own batches (``batch``: their static size, if the
     function's dataset has one)."""
 
-    def __init__(self, fn: DatasetFn, steps: int, element_spec, batch: int | None):
+    def __init__(self, fn: DatasetFn, steps: int, element_spec):
         self.fn, self.steps, self.element_spec = fn, steps, tuple(element_spec)
-        self.batch = batch
 
     def steps_per_epoch(self, sharding: Sharding) -> int:
         return self.steps
 
     def worker_batch(self, sharding: Sharding) -> int | None:
-        return self.batch
+        """The static size of the batches the function makes for a worker of ``sharding``
+        (traced with that input context), or None."""
+        context = sharding.context(0)
+        dataset = tf.function(lambda: self.fn(context)).get_concrete_function().structured_outputs
+        first = tf.nest.flatten(dataset.element_spec)[0]
+        return int(first.shape[0]) if first.shape.rank and first.shape[0] is not None else None
 
     def worker_dataset(self, sharding: Sharding, worker, *, seed: int, skip: int = 0,
                        remote: bool = False) -> tf.data.Dataset:

@@ -234,7 +234,7 @@ def _function_data(fn, y, sample_weight, class_weight, steps, model, rule,
     spec = tuple(dataset.element_spec) if isinstance(dataset.element_spec, tuple) else (
         dataset.element_spec,)
     _check_spec(spec, model, rule, where)
-    return FunctionData(fn, steps, spec, _batch_size_of(spec))  # each worker's batch
+    return FunctionData(fn, steps, spec)
 
 
 def check_batch(batch_size, synchronous_workers: int, where: str = "fit") -> None:

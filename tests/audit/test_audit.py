@@ -88,3 +88,35 @@ def test_cli_bad_input(args, message):
         [sys.executable, "-m", "ralp.audit", *args], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2 and message in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["ralp", "ps"])
+def test_the_bsp_step_is_placed_as_the_asynchronous_one(mode):
+    """BSP's step (gradients into the round's accumulators on the PS): the offloaded layers'
+    ops on their PS task, and the bytes crossing those of the byte model."""
+    image, batch = CASES["vgg11"]
+    r = audit(AuditSettings("vgg11", mode, workers=2, ps=1, image_size=image, batch_size=batch,
+                            sync="bsp"))
+    assert r["mode"] == mode and r["sync"] == "bsp"
+    assert r["misplaced_ops"] == [] and r["unknown_size_crossings"] == []
+    if mode == "ralp":
+        assert r["offloaded_variable_bytes_crossing"] == 0
+    assert r["crossing_bytes_per_step"] == pytest.approx(r["model_bytes_per_step"], rel=0.10)
+
+
+@pytest.mark.parametrize(("pulls", "ps"), [("ibatch", 1), ("layer", 1), ("default", 1),
+                                           ("ibatch", 2)])
+def test_batched_pulls_are_messages_in_the_real_graph(pulls, ps):
+    """The worker's variables arrive as one message per pull batch and PS task (packed on the
+    PS), not one per variable, and carry exactly the worker's variables."""
+    image, batch = CASES["vgg11"]
+    r = audit(AuditSettings("vgg11", "ps", workers=2, ps=ps, image_size=image, batch_size=batch,
+                            pulls=pulls))
+    assert r["pull_bytes"] == r["pull_bytes_model"] > 0
+    if pulls == "default":  # ParameterServerStrategy's own: a receive per variable
+        assert r["pull_messages"] == r["pulled_variables"] and r["packed_messages"] == 0
+    else:
+        assert 0 < r["pull_batches"] <= r["pull_messages"] <= r["pull_batches"] * ps
+        assert r["packed_messages"] > 0
+        if pulls == "ibatch":
+            assert r["pull_messages"] < r["pulled_variables"]
