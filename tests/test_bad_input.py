@@ -44,7 +44,7 @@ CASES = {
     "--jobs without netns": (BENCH + ["--jobs", "2", "--backend", "local"], None,
                              "--jobs needs the netns backend"),
     "ssp without its staleness": (BENCH + ["--sync", "ssp"], None,
-                                  "ssp needs its bound: ssp:S or staleness=S"),
+                                  "ssp needs its bound: ssp:S"),
     "horovod without Horovod": (["-c", WITHOUT_HOROVOD, "--modes", "horovod", "--models", "lenet",
                                  "--backend", "local", "--out", "{tmp}/out.json"], None,
                                 "mode horovod is unavailable: Horovod is not installed"),

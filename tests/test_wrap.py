@@ -82,3 +82,23 @@ def test_the_trainers_keras_methods_have_keras_signatures():
         theirs = list(inspect.signature(getattr(keras.Model, name)).parameters)[1:]
         theirs = [p for p in theirs if p not in ("kwargs",)]
         assert ours[:len(theirs)] == theirs, name
+
+
+def test_a_worker_with_several_devices_is_refused():
+    """One replica per worker: a strategy reporting more replicas than workers (a worker that
+    sees several GPUs) is refused before anything is placed. (The strategies here are
+    stand-ins for the counts a GPU cluster reports; CI has no GPU.)"""
+    from types import SimpleNamespace
+
+    from ralp.collective.runtime import CollectiveError, check_one_replica_per_worker
+    from ralp.ps_strategy.runtime import check_one_replica
+
+    with pytest.raises(ralp.ClusterError, match="one worker task per GPU"):
+        check_one_replica(SimpleNamespace(num_replicas_in_sync=2))
+    check_one_replica(SimpleNamespace(num_replicas_in_sync=1))
+    resolver = SimpleNamespace(cluster_spec=lambda: SimpleNamespace(
+        as_dict=lambda: {"worker": ["a:1", "b:1"]}))
+    with pytest.raises(CollectiveError, match="4 replicas on 2 workers"):
+        check_one_replica_per_worker(SimpleNamespace(num_replicas_in_sync=4,
+                                                     cluster_resolver=resolver))
+    check_one_replica_per_worker(SimpleNamespace(num_replicas_in_sync=2, cluster_resolver=resolver))

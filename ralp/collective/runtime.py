@@ -97,12 +97,7 @@ class CollectiveRuntime(RankRuntime):
     def __init__(self, strategy, model, make_optimizer, setup, weights: list | None = None):
         super().__init__()
         self.strategy, self.setup = strategy, setup
-        workers = _cluster_workers(strategy)
-        if strategy.num_replicas_in_sync != workers:
-            raise CollectiveError(
-                f"this job has {strategy.num_replicas_in_sync} replicas on {workers} workers: "
-                "ralp trains one replica per worker; give each worker one GPU "
-                "(CUDA_VISIBLE_DEVICES) and run one worker per GPU")
+        check_one_replica_per_worker(strategy)
         from ralp.training.compile import clone_uncompiled
 
         in_scope = bool(model.weights) and all(
@@ -328,10 +323,17 @@ class CollectiveRuntime(RankRuntime):
         return get(key)
 
 
-def _cluster_workers(strategy) -> int:
+def check_one_replica_per_worker(strategy) -> None:
+    """Refuse workers that each hold several devices: each worker feeds its own rows to one
+    replica (several would all get the same rows)."""
     resolver = strategy.cluster_resolver
     spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
-    return max(1, len(spec.get("worker", [])) + len(spec.get("chief", [])))
+    workers = max(1, len(spec.get("worker", [])) + len(spec.get("chief", [])))
+    if strategy.num_replicas_in_sync != workers:
+        raise CollectiveError(
+            f"this job has {strategy.num_replicas_in_sync} replicas on {workers} workers: "
+            "ralp trains one replica per worker; give each worker one GPU "
+            "(CUDA_VISIBLE_DEVICES=<its GPU>) and run one worker per GPU")
 
 
 def _backing(variable):

@@ -31,8 +31,9 @@ def digits_split(seed: int = 0):
 
 
 def sharded_dataset_fn(x_train, y_train, batch: int, seed: int):
-    """The training digits sharded over the workers (by input pipeline), each shard shuffled
-    with its own seed, repeated, batched and scaled to the model's input on the worker."""
+    """The training digits sharded over the workers (by input pipeline), each shard shuffled,
+    repeated, batched and scaled to the model's input on the worker. (The pipeline id may be a
+    tensor: the PS modes' own schedule traces the function once for every worker.)"""
     import tensorflow as tf
 
     from ralp.models.digits import to_model_input
@@ -40,9 +41,8 @@ def sharded_dataset_fn(x_train, y_train, batch: int, seed: int):
     def dataset_fn(context=None):
         shard, shards = (context.input_pipeline_id, context.num_input_pipelines) if context \
             else (0, 1)
-        xs, ys = x_train[shard::shards], y_train[shard::shards]
-        return (tf.data.Dataset.from_tensor_slices((xs, ys))
-                .shuffle(len(ys), seed=seed + shard, reshuffle_each_iteration=True).repeat()
+        return (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shard(shards, shard)
+                .shuffle(len(y_train), seed=seed, reshuffle_each_iteration=True).repeat()
                 .batch(batch, drop_remainder=True)
                 .map(lambda x, y: (to_model_input(x, IMAGE), y)).prefetch(2))
 
@@ -70,11 +70,12 @@ def sync_curve(spec, sync: str, slow_worker: str | None, mode: str, steps: int, 
         from ralp.ps_strategy.sync import SlowWorker
 
         trainer.runtime.slow_worker = SlowWorker.parse(slow_worker)
-    if sync == "bsp":  # a round (one update) takes a batch of every worker
-        steps //= len(spec.workers)
+    per_update = len(spec.workers) if sync == "bsp" else 1  # a BSP round: a batch per worker
+    steps //= per_update
     links_before = dict(read_links()) if read_links else None
     history, snapshots, wall = _train_with_snapshots(trainer, dataset_fn, steps, batch,
                                                      eval_every)
+    snapshots = [(t, n * per_update, w) for t, n, w in snapshots]  # worker batches done
     links_after = dict(read_links()) if read_links else None
     curve = _accuracy_curve(trainer.unwrap(), [(0.0, 0, initial), *snapshots], x_test, y_test)
     record = history.sync[0].to_dict() if history.sync else {}

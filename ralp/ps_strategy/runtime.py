@@ -57,6 +57,17 @@ def worker_device(index: int) -> str:
     return f"/job:worker/replica:0/task:{index}"
 
 
+def check_one_replica(strategy) -> None:
+    """Refuse workers that each hold several devices: the steps train one replica per worker
+    (its variables read and updated once per step), and several would each need their share
+    of the batch and their gradients summed first."""
+    if strategy.num_replicas_in_sync > 1:
+        raise ClusterError(
+            f"each worker of this cluster has {strategy.num_replicas_in_sync} devices; ralp "
+            "trains one replica per worker task: run one worker task per GPU "
+            "(CUDA_VISIBLE_DEVICES=<its GPU>)")
+
+
 class PSRuntime:
     """Plain PS or RALP on a connected cluster (the module's docstring)."""
 
@@ -102,11 +113,7 @@ class PSRuntime:
             self.connection.keep(self.__dict__.copy())
         self.connection = connection
         strategy, plan = connection.strategy, self.plan
-        if strategy.num_replicas_in_sync > 1:
-            raise ClusterError(
-                f"each worker of this cluster has {strategy.num_replicas_in_sync} devices; ralp "
-                "trains one replica per worker task: run one worker task per GPU "
-                "(CUDA_VISIBLE_DEVICES), or train with mode='collective'")
+        check_one_replica(strategy)
         self.placed: PlacedModel = placed_clone(self.original, plan, strategy, self.device_type,
                                                 self._state)
         self.model = self.placed.model

@@ -79,13 +79,13 @@ class SyncPolicy:
                 raise SyncError("ssp takes one staleness bound: ssp:S")
             s = int(a) if a is not None else staleness
             if not isinstance(s, int):
-                raise SyncError("ssp needs its bound: ssp:S or staleness=S")
+                raise SyncError("ssp needs its bound: ssp:S (e.g. ssp:3)")
             return cls("ssp", s)
         if a is not None and b is not None:
             return cls(name, int(a), int(b))
         if a is None and isinstance(staleness, Sequence) and len(staleness) == 2:
             return cls(name, int(staleness[0]), int(staleness[1]))
-        raise SyncError(f"{name} needs its range: {name}:L:U or staleness=(L, U)")
+        raise SyncError(f"{name} needs its range: {name}:L:U (e.g. {name}:3:15)")
 
     @property
     def is_dssp(self) -> bool:

@@ -1,8 +1,7 @@
 """The one ``fit`` loop of every mode: epochs of updates, Keras' callbacks and logs,
 validation, checkpoints, and going on after a lost task.
 
-What differs by mode is the *runtime* (``ralp.ps_strategy.runtime``, ``ralp.horovod``,
-``ralp.collective``): it places each worker's data, runs updates and reports each one's sums
+What differs by mode is the *runtime* (:class:`ralp.training.runtime.Runtime`): it places each worker's data, runs updates and reports each one's sums
 (:mod:`ralp.training.objective`), adds up sums over its processes, and saves and restores
 checkpoints. The loop is the same in the coordinator of a parameter-server cluster and in
 every rank of an allreduce job; in a job of several processes every one of them runs it with

@@ -257,12 +257,21 @@ class Trainer:
         return plain
 
     def save_checkpoint(self, path: str) -> str:
-        """Save every variable and the optimizers' state; returns the checkpoint's path."""
-        return self.runtime.save_checkpoint(path)
+        """Save every variable and the optimizers' state (wherever they live); returns the
+        checkpoint's path. Parameter-server modes; elsewhere ``fit(checkpoint_dir=...)`` or
+        ``unwrap().save(...)``."""
+        return self._checkpoints("save_checkpoint")(path)
 
     def restore_checkpoint(self, path: str) -> None:
         """Restore a checkpoint :meth:`save_checkpoint` (or ``fit``) wrote."""
-        self.runtime.restore_checkpoint(path)
+        self._checkpoints("restore_checkpoint")(path)
+
+    def _checkpoints(self, name: str):
+        if not hasattr(self.runtime, "save_checkpoint"):
+            raise InvalidArgumentError(
+                f"{name} is for the parameter-server modes; in mode {self.mode!r} checkpoint with "
+                "fit(checkpoint_dir=...), or save the model with trainer.unwrap().save(path)")
+        return getattr(self.runtime, name)
 
     def __repr__(self) -> str:
         return f"<ralp.Trainer mode={self.mode!r} {self.runtime.describe()}>"
