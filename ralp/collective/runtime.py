@@ -171,7 +171,7 @@ class CollectiveRuntime(RankRuntime):
         import tensorflow as tf
 
         from ralp.training.data import own, unpack
-        from ralp.training.objective import regularization_gradients
+        from ralp.training.objective import plus, regularization_gradients
 
         strategy, model, optimizer = self.strategy, self.model, self.optimizer
         variables = model.trainable_variables
@@ -186,7 +186,7 @@ class CollectiveRuntime(RankRuntime):
             total = tf.distribute.get_replica_context().all_reduce("sum", den)
             grads = tape.gradient(num, variables)
             reg, reg_grads = regularization_gradients(model, variables)
-            grads = [tf.math.divide_no_nan(g, tf.cast(total, g.dtype)) + tf.cast(r, g.dtype) * share
+            grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r, share)
                      for g, r in zip(grads, reg_grads, strict=True)]
             optimizer.apply_gradients(zip(grads, variables, strict=True))  # sums over replicas
             states = objective.metric_states(y, predictions, weights)

@@ -61,7 +61,7 @@ class HorovodRuntime(RankRuntime):
         import tensorflow as tf
 
         from ralp.training.data import own, unpack
-        from ralp.training.objective import regularization_gradients
+        from ralp.training.objective import plus, regularization_gradients
 
         hvd, model, optimizer = self.hvd, self.model, self.optimizer
         variables = model.trainable_variables
@@ -81,7 +81,7 @@ class HorovodRuntime(RankRuntime):
             reg, reg_grads = regularization_gradients(model, variables)
             # One grouped allreduce: the gradients' and den's sums over every rank.
             *summed, total = grouped_allreduce([*grads, tf.reshape(den, [1])], op=hvd.Sum)
-            update = [tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)) + tf.cast(r, g.dtype)
+            update = [plus(tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)), r)
                       for g, r in zip(summed, reg_grads, strict=True)]
             optimizer.apply_gradients(zip(update, variables, strict=True))
             states = objective.metric_states(y, predictions, weights)

@@ -169,7 +169,7 @@ class StanzaRuntime(RankRuntime):
     def _conv_step(self, objective):
         import tensorflow as tf
 
-        from ralp.training.objective import regularization_gradients
+        from ralp.training.objective import plus, regularization_gradients
 
         hvd, layout, head, K = self.hvd, self.layout, self.split.head, self.K
         share = 1.0 / layout.conv_workers
@@ -210,7 +210,7 @@ class StanzaRuntime(RankRuntime):
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
                                           name=HEAD_GRADS, ignore_name_scope=True)
             reg, reg_grads = regularization_gradients(head, self.variables)
-            grads = [g + tf.cast(r, g.dtype) for g, r in zip(grads, reg_grads, strict=True)]
+            grads = [plus(g, r) for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # Horovod's ops are not stateful: one whose result feeds nothing the function
             # returns may be pruned. The sends' (empty) results feed the output.
@@ -225,7 +225,7 @@ class StanzaRuntime(RankRuntime):
     def _fc_step(self, objective):
         import tensorflow as tf
 
-        from ralp.training.objective import regularization_gradients
+        from ralp.training.objective import plus, regularization_gradients
 
         hvd, layout, tail, K = self.hvd, self.layout, self.split.tail, self.K
         shapes, widths, dtype = self._boundary()
@@ -264,7 +264,7 @@ class StanzaRuntime(RankRuntime):
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
                                           name=TAIL_GRADS, ignore_name_scope=True)
             reg, reg_grads = regularization_gradients(tail, self.variables)
-            grads = [tf.math.divide_no_nan(g, tf.cast(total, g.dtype)) + tf.cast(r, g.dtype)
+            grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r)
                      for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             states = objective.metric_states(labels, predictions, weights)

@@ -56,7 +56,7 @@ from ralp.placement.plan import ps_device
 from ralp.placement.rewriter import LayerDeviceFunction, PlacedModel, Split
 from ralp.ps_strategy.pulls import BatchedPulls
 from ralp.training.data import own, unpack
-from ralp.training.objective import Objective, regularization, regularization_gradients
+from ralp.training.objective import Objective, plus, regularization, regularization_gradients
 
 LEDGER_SIZE = 4096  # tokens remembered per ledger: far more than the steps ever in flight
 
@@ -335,8 +335,8 @@ def round_update(groups, den_accumulator) -> Callable:
             grads = []
             for acc, g in zip(accumulators, reg_grads, strict=True):
                 with tf.device(acc.device):
-                    grads.append(tf.math.divide_no_nan(acc.read_value(), tf.cast(den, acc.dtype))
-                                 + tf.cast(g, acc.dtype))
+                    grads.append(plus(tf.math.divide_no_nan(acc.read_value(),
+                                                            tf.cast(den, acc.dtype)), g))
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             for acc in accumulators:
                 with tf.device(acc.device):

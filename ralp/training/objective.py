@@ -165,15 +165,22 @@ def regularization(model) -> object:
 
 
 def regularization_gradients(model, variables) -> tuple:
-    """``(regularization(model), its gradient for each of variables)``, zeros where a variable
-    has no regularizer."""
+    """``(regularization(model), its gradient for each of variables)``, None where a variable
+    has no regularizer (every one, for a model without: nothing is added to its step)."""
     import tensorflow as tf
 
+    if not model.losses:
+        return tf.constant(0.0, keras.backend.floatx()), [None] * len(variables)
     with tf.GradientTape() as tape:
         reg = regularization(model)
-    grads = tape.gradient(reg, variables)
-    return reg, [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables,
-                                                                          strict=True)]
+    return reg, tape.gradient(reg, variables)
+
+
+def plus(grad, reg_grad, scale: float = 1.0):
+    """``grad`` plus ``scale`` x a regularizer's gradient (None: nothing to add)."""
+    import tensorflow as tf
+
+    return grad if reg_grad is None else grad + tf.cast(reg_grad, grad.dtype) * scale
 
 
 def step_loss(sums: np.ndarray) -> float:
