@@ -57,9 +57,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to run")
-    g.add_argument("--models", nargs="+", metavar="MODEL",
-                   help="zoo models, by spaces or commas (default: "
-                   f"{' '.join(_D.models)})")
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--models", nargs="+", metavar="MODEL",
+                       help="zoo models, by spaces or commas (default: "
+                       f"{' '.join(_D.models)})")
+    which.add_argument("--keras-model", metavar="FILE", help="your own model, saved with "
+                       "model.save('FILE.keras'): measured on synthetic data of its input "
+                       "shape and classes")
     g.add_argument("--modes", nargs="+", metavar="MODE",
                    help=f"from {', '.join(MODES)}, by spaces or commas (default: "
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
@@ -173,7 +177,8 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         return tuple(words(values)) if values else None
 
     return BenchRequest(
-        models=listed(args.models), modes=listed(args.modes),
+        models=(args.keras_model,) if args.keras_model else listed(args.models),
+        modes=listed(args.modes),
         devices=tuple(args.devices) if args.devices else None, workers=args.workers,
         ps=args.ps, fc_workers=args.fc_workers, batch_size=args.batch_size, num_classes=args.num_classes, data=args.data,
         image_size=args.image_size, steps=args.steps, warmup=args.warmup,

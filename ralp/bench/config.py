@@ -98,11 +98,13 @@ class BenchRequest:
 
     def model_names(self) -> list[str]:
         from ralp.models import MODEL_NAMES
+        from ralp.models.model_file import is_model_file
 
         models = list(self.models or DEFAULT_COMPARISON.models)
-        unknown = [m for m in models if m not in MODEL_NAMES]
+        unknown = [m for m in models if m not in MODEL_NAMES and not is_model_file(m)]
         if unknown:
-            raise BenchError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)}")
+            raise BenchError(f"unknown model(s) {unknown}; the zoo has {', '.join(MODEL_NAMES)} "
+                             "(or pass --keras-model FILE.keras)")
         return models
 
     def mode_names(self, horovod_missing: str | None = None) -> list[str]:
@@ -154,6 +156,14 @@ class BenchRequest:
     def workload(self, model: str) -> dict:
         """RunSpec fields other than model and resources: what was asked, else the defaults."""
         default = self.is_default_comparison
+        file_facts = _file_facts(model, self.image_size, self.num_classes, self.data)
+        if file_facts:
+            image, classes = file_facts
+            return {**self._workload_fields(model, default), "image_size": image,
+                    "num_classes": classes}
+        return self._workload_fields(model, default)
+
+    def _workload_fields(self, model: str, default: bool) -> dict:
         return dict(
             batch_size=self.batch_size or (DEFAULT_COMPARISON.batch_size if default else None),
             image_size=self.image_size
@@ -270,3 +280,23 @@ class BenchRequest:
             raise ClusterError(f"TF_CONFIG says this is task {job!r}; run the bench as the 'chief' "
                                "(each other host runs python -m ralp.server)")
         return spec
+
+
+def _file_facts(model: str, image_size: int | None, num_classes: int | None,
+                data: str) -> tuple[int, int] | None:
+    """(input side, classes) of a model given as a saved ``.keras`` file, checked against
+    what was asked (None for a zoo model)."""
+    from ralp.models.model_file import is_model_file, model_file_facts
+
+    if not is_model_file(model):
+        return None
+    try:
+        image, classes = model_file_facts(model)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    if image_size not in (None, image) or num_classes not in (None, classes):
+        raise BenchError(f"{model} takes {image} px images and has {classes} classes: leave "
+                         "--image-size and --num-classes out for a model file")
+    if data == "digits" and classes != 10:
+        raise BenchError(f"--data digits has 10 classes; {model} has {classes}")
+    return image, classes

@@ -211,7 +211,10 @@ def model_sizes(model: str, image_size: int | None, batch_size: int | None) -> t
     benchmark's defaults; an image too small for the model's strides and pools raises
     :class:`BenchError`. Needs no TensorFlow (the zoo's table, :mod:`ralp.models.zoo`)."""
     from ralp.models import get_model_spec
+    from ralp.models.model_file import DEFAULT_FILE_BATCH_SIZE, is_model_file
 
+    if is_model_file(model):  # its own input side (checked when the file is read)
+        return image_size or 0, batch_size or DEFAULT_FILE_BATCH_SIZE
     try:
         spec = get_model_spec(model)
     except ValueError as e:

@@ -48,7 +48,8 @@ def build_model(
     """Builds the zoo model ``name`` for ``image_size`` x ``image_size`` x 3 inputs.
 
     Args:
-        name: one of :data:`MODEL_NAMES`.
+        name: one of :data:`MODEL_NAMES`, or the path of a model saved as ``.keras`` (a
+            user's own model; loaded uncompiled, its classes and input side must match).
         num_classes: width of the final linear ``logits`` layer (>= 1).
         image_size: input side; ``None`` means the model's benchmark default. Must be at
             least the model's ``min_image_size``.
@@ -58,6 +59,10 @@ def build_model(
     Raises:
         ValueError: unknown name, ``num_classes < 1``, or an image size below the minimum.
     """
+    from ralp.models.model_file import build_from_file, is_model_file
+
+    if is_model_file(name):
+        return build_from_file(name, num_classes, image_size)
     spec = get_model_spec(name)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int):
         raise InvalidTypeError(f"num_classes must be an int, got {num_classes!r}")

@@ -19,6 +19,7 @@ from ralp._cli import (
 )
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.errors import RalpError
+from ralp.planner.modes import MODES
 
 PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
@@ -88,6 +89,23 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "the workers queueing beyond it), inside them "
                         "(in-step: plain PS's workers in step), or from the queueing "
                         "network alone, as before (queue; docs/planner.md)")
+    real = p.add_argument_group("a real cluster (docs/planner.md)")
+    real.add_argument("--nodes", type=positive_int, nargs="+", metavar="K",
+                      help="plan nodes of several GPUs: K nodes (several: one row each); "
+                      "--bandwidth is then each node's NIC")
+    real.add_argument("--gpus-per-node", type=positive_int, default=1, metavar="G")
+    real.add_argument("--intra-node-bandwidth", metavar="RATE", help="each GPU's link "
+                      "inside its node (default: PCIe 3.0 x16, 126gbit)")
+    real.add_argument("--device-throughput", type=positive_float, metavar="IMAGES_PER_S",
+                      help="one GPU's training throughput at this batch, as you measured it")
+    real.add_argument("--modes", nargs="+", choices=MODES, help="the candidate modes")
+    real.add_argument("--sync", choices=("async", "bsp"), default="async",
+                      help="the PS modes' synchronization")
+    real.add_argument("--horovod-build", choices=("installed", "nccl", "gloo", "none"),
+                      default="installed", help="the cluster's Horovod: its GPU operations "
+                      "(gloo: gradients through host memory), or none")
+    real.add_argument("--save", metavar="DIR", help="write the chosen configuration "
+                      "(ralp_plan.json) and the commands that run it (cmd_optimal.txt)")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--plot", metavar="PNG", help="draw the prediction (and write its CSV "
                    "beside: same name, .csv)")
@@ -358,6 +376,10 @@ def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
             output = _calibrate(args)
         elif args.validate:
             output = _validate(args)
+        elif args.nodes:
+            from ralp.planner.recommend import cluster_cli
+
+            output = cluster_cli(args, _zoo_workload)
         else:
             from ralp.planner.recommend import recommend_cli
 

@@ -26,6 +26,7 @@ class Recommendation:
     skewness: float
     skewness_verdict: str  # the paper's rule: eligible for RALP or not
     predictions: tuple[Prediction, ...]  # every mode that fits each (devices, bandwidth)
+    source: str = ""  # a saved model's file, which the bench's run-it line names
 
     def best(self) -> list[Prediction]:
         """The fastest mode per (bandwidth, devices), in input order."""
@@ -77,7 +78,9 @@ def how_to_run(rec: Recommendation, p: Prediction) -> str:
         return (f"ralp.wrap(model, mode='collective') on each of the {p.workers} workers, "
                 "started with its TF_CONFIG (docs/training.md)")
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
-    bench = (f"python -m ralp.bench --backend tf-config --models {rec.model} --modes {p.mode} "
+    model = (f"--keras-model {rec.source}" if rec.source.endswith(".keras")
+             else f"--models {rec.model}")
+    bench = (f"python -m ralp.bench --backend tf-config {model} --modes {p.mode} "
              f"--devices {p.devices}{fc} --batch-size {rec.batch_size}")
     wrap = {"ps": "ps", "ralp-h": "ralp", "ralp-n": "ralp"}.get(p.mode)
     if wrap is None:
@@ -172,10 +175,24 @@ def plot(rec: Recommendation, path: str) -> None:
     plt.close(fig)
 
 
-def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
-    """The recommendation the CLI prints (and draws with ``--plot``)."""
-    from ralp.models import build_model, get_model_spec
-    from ralp.planner.calibration import Calibration, measure, this_machine
+@dataclass(frozen=True)
+class Subject:
+    """The model a CLI plan is for: its name, batch, input side and classes (a saved model's
+    own), its workload and, for a saved model, the model and its file."""
+
+    name: str
+    batch: int
+    image: int
+    classes: int
+    work: Workload
+    model: object = None
+    source: str = ""
+
+
+def subject(args, workload_for: Callable[[str, int, int, int], Workload]) -> Subject:
+    """The zoo model or saved Keras model ``args`` name."""
+    from ralp.models import get_model_spec
+    from ralp.planner.calibration import shape_facts
     from ralp.profiler.api import profile
 
     if args.model is None and args.keras_model is None:
@@ -185,29 +202,51 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
-        name = args.model
-        work = workload_for(name, batch, image, args.num_classes)
-        model = None
-    else:
-        from ralp.profiler.cli import _load_keras_model
+        return Subject(args.model, batch, image, args.num_classes,
+                       workload_for(args.model, batch, image, args.num_classes),
+                       source=args.model)
+    from ralp.profiler.cli import _load_keras_model
 
-        model = _load_keras_model(args.keras_model)
-        batch = args.batch_size or DEFAULT_BATCH_SIZE
-        image = int(model.inputs[0].shape[1])
-        name = model.name
-        work = Workload(profile(model, batch, threshold=args.threshold))
+    model = _load_keras_model(args.keras_model)
+    batch = args.batch_size or DEFAULT_BATCH_SIZE
+    image, classes = shape_facts(model)  # the model's own input side and classes
+    return Subject(model.name, batch, image, classes,
+                   Workload(profile(model, batch, threshold=args.threshold)), model,
+                   args.keras_model)
+
+
+def cluster_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
+    """The plan for a real cluster of ``--nodes`` (:mod:`ralp.planner.cluster_report`)."""
+    from ralp.planner.calibration import Calibration
+    from ralp.planner.cluster_report import cluster_cli as report
+
+    s = subject(args, workload_for)
+    compute = None
+    if args.compute_profile:
+        compute = Calibration.load(args.compute_profile).find(s.name, s.batch, s.image,
+                                                              s.classes).compute
+    return report(args, s.work, s.source, compute)
+
+
+def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
+    """The recommendation the CLI prints (and draws with ``--plot``)."""
+    from ralp.models import build_model
+    from ralp.planner.calibration import Calibration, measure, this_machine
+
+    s = subject(args, workload_for)
+    name, batch, image, work, model = s.name, s.batch, s.image, s.work, s.model
     bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     try:
-        entry = cal.find(name, batch, image, args.num_classes) if cal else None
+        entry = cal.find(name, batch, image, s.classes) if cal else None
     except PlannerError:
         entry = None
     if entry is None:  # measure it here, now (a few steps in this process)
         started = time.perf_counter()
         if model is None:
-            model = build_model(name, args.num_classes, image)
+            model = build_model(name, s.classes, image)
         entry = measure(model, batch, tuple(r.name for r in work.table.rows), work.offloaded,
-                        model_name=name, image_size=image, num_classes=args.num_classes,
+                        model_name=name, image_size=image, num_classes=s.classes,
                         split_after=work.profile.candidate_split_after)
         cal = Calibration(Host(args.shared_host), [entry], this_machine())
         keep = ("" if args.model is None else f"; to plan again without measuring: python -m "
@@ -219,7 +258,8 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     # The cluster planned for decides the contention term: a real one (the default) gives
     # every task its own machine, --shared-host the simulated one on this host's cores.
     host = entry.host_for(replace(cal.host, shared=args.shared_host))
-    rec = recommend(work, entry.compute, host, args.devices, bandwidths)
+    rec = replace(recommend(work, entry.compute, host, args.devices, bandwidths),
+                  source=s.source)
     if args.plot:
         plot(rec, args.plot)
     csv_path = args.csv or (str(Path(args.plot).with_suffix(".csv")) if args.plot else None)

@@ -1,0 +1,55 @@
+"""A user's own model from a saved ``.keras`` file, where the zoo's name would go: the bench
+and the planner measure and plan it as they do the zoo's models."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from ralp.errors import InvalidArgumentError
+
+MODEL_FILE_SUFFIX = ".keras"
+DEFAULT_FILE_BATCH_SIZE = 32
+
+
+def is_model_file(name: str) -> bool:
+    """Whether ``name`` names a saved model file rather than a zoo model."""
+    return isinstance(name, str) and name.endswith(MODEL_FILE_SUFFIX)
+
+
+def load_model_file(path: str):
+    """The model saved at ``path`` (uncompiled); a missing or unreadable file raises
+    ``InvalidArgumentError`` saying how to save one."""
+    if not os.path.isfile(path):
+        raise InvalidArgumentError(f"no such model file: {path!r}; save your model with "
+                                   "model.save('name.keras')")
+    import keras
+
+    try:
+        return keras.models.load_model(path, compile=False)
+    except Exception as e:  # noqa: BLE001 - Keras raises many types for bad files
+        raise InvalidArgumentError(
+            f"could not load {path!r} as a Keras model ({type(e).__name__}: {e}); models "
+            "with custom layers must be importable here") from None
+
+
+@cache
+def model_file_facts(path: str) -> tuple[int, int]:
+    """(input side, classes) of the image classifier saved at ``path``."""
+    model = load_model_file(path)
+    shape = model.inputs[0].shape
+    if len(shape) != 4 or shape[1] is None or shape[1] != shape[2]:
+        raise InvalidArgumentError(f"{path}: the bench feeds square images (batch, side, "
+                                   f"side, channels); the model takes {tuple(shape)}")
+    return int(shape[1]), int(model.outputs[0].shape[-1])
+
+
+def build_from_file(path: str, num_classes: int, image_size: int | None):
+    """The saved model, checked against the run's classes and image side."""
+    image, classes = model_file_facts(path)
+    if (image_size not in (None, image)) or num_classes != classes:
+        raise InvalidArgumentError(
+            f"{path} takes {image} px images and has {classes} classes; the run asked for "
+            f"{image_size} px and {num_classes} classes (leave --image-size and "
+            "--num-classes out for a model file)")
+    return load_model_file(path)

@@ -1,0 +1,190 @@
+"""Plan a real cluster: each mode's layout on nodes of several GPUs, its predicted step
+(:mod:`ralp.planner.topology`), and the decision, with ties inside the planner's error band
+broken towards the mode that needs less."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
+from ralp.planner.model import Compute
+from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.topology import (
+    PSLayout,
+    StanzaLayout,
+    Topology,
+    ps_family_step_s,
+    ring_step_s,
+    stanza_step_s,
+)
+from ralp.planner.workload import Workload
+from ralp.profiler.bytes_model import variable_homes
+
+# The planner's error band on real clusters: a runner-up this close to the best is a tie.
+# Every point of the published-cluster validation lies inside it (docs/planner.md,
+# tests/planner/test_published_cluster.py).
+TIE_BAND = 0.15
+# What each mode needs beyond TensorFlow, least first: a tie goes to the mode needing least.
+NEEDS = {"ps": (0, "nothing beyond TensorFlow"),
+         "ralp-n": (1, "a placement plan"), "ralp-h": (1, "a placement plan"),
+         "collective": (2, "TensorFlow's collectives on every worker"),
+         "horovod": (3, "a compiled Horovod"), "stanza": (3, "a compiled Horovod")}
+
+
+@dataclass(frozen=True)
+class ClusterPrediction:
+    mode: str
+    nodes: int
+    gpus_per_node: int
+    devices: int
+    workers: int  # worker devices (stanza: CONV ranks)
+    ps: int  # PS tasks (stanza: FC ranks)
+    bandwidth: int  # each node's NIC, bits/s
+    images_per_sec: float
+    step_time_s: float
+    note: str = ""  # how it runs where that matters (a ring through host memory)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def device_compute(workload: Workload, images_per_sec: float) -> Compute:
+    """One device's step at the workload's batch from its measured training throughput,
+    split between RALP's head and tail by their forward FLOPs."""
+    if images_per_sec <= 0:
+        raise PlannerError(f"--device-throughput must be positive, got {images_per_sec}")
+    full_s = workload.table.batch_size / images_per_sec
+    moved = set(workload.offloaded)
+    flops = [(max(0, r.flops), r.name in moved) for r in workload.table.rows]
+    total = sum(f for f, _ in flops) or 1
+    tail_s = full_s * sum(f for f, tail in flops if tail) / total
+    return Compute(full_s, tail_s, head_measured_s=full_s - tail_s)
+
+
+def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: int = 1,
+              ps_tasks: int | None = None, balanced: bool = False) -> PSLayout:
+    """A PS-family mode's tasks on ``topo``. ``ps``: workers of ``gpus_per_worker`` GPUs
+    (ralp runs one per worker task) and ``ps_tasks`` PS tasks (default one per node) on the
+    nodes' CPUs, the variables round-robin over them in creation order as
+    ``ParameterServerStrategy`` places them (``balanced``: each on the least loaded task,
+    largest first, as TensorFlow's ``GreedyLoadBalancingStrategy`` by bytes). RALP (Park et al., 2019): ``ralp-n``
+    gives every device but one to workers and that one to the PS (head variables and tail),
+    ``ralp-h`` half the devices to workers, spread over the nodes."""
+    g = topo.gpus_per_node
+    if mode == "ps":
+        if g % gpus_per_worker:
+            raise PlannerError(f"{g} GPUs per node do not split into workers of "
+                               f"{gpus_per_worker}")
+        ps = ps_tasks or topo.nodes
+        homed = [0.0] * ps
+        if balanced:
+            for nbytes in sorted((v[2] for v in workload.table.variables), reverse=True):
+                homed[homed.index(min(homed))] += nbytes
+        else:
+            homes = variable_homes(workload.table, {}, ps)
+            for (_, _, nbytes), home in zip(workload.table.variables, homes, strict=True):
+                homed[home] += nbytes
+        return PSLayout((g // gpus_per_worker,) * topo.nodes, gpus_per_worker, tuple(homed))
+    if not workload.offloaded:
+        raise PlannerError(f"mode {mode!r} needs layers to offload; "
+                           f"{workload.profile.model} has none after its split")
+    if topo.devices < 2:
+        raise PlannerError(f"mode {mode!r} needs at least 2 devices")
+    moved = set(workload.offloaded)
+    kept = sum(nbytes for row, _, nbytes in workload.table.variables if row not in moved)
+    if mode == "ralp-n":
+        per_node = (g - 1,) + (g,) * (topo.nodes - 1)
+    else:
+        half = [topo.devices // 2 // topo.nodes] * topo.nodes
+        for n in range(topo.devices // 2 - sum(half)):
+            half[n] += 1
+        per_node = tuple(half)
+    boundary = float(workload.profile.boundary_bytes)
+    return PSLayout(per_node, 1, (float(kept),), boundary, 0.0)
+
+
+def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: bool,
+            memory_bytes: int) -> tuple[float, int, int]:
+    """Stanza's best split of the devices into CONV and FC ranks that fits in memory:
+    (step, conv, fc)."""
+    if not workload.offloaded:
+        raise PlannerError(f"mode 'stanza' needs layers for its FC ranks; "
+                           f"{workload.profile.model} has none after its split")
+    tail = workload.tail_trainable_bytes
+    head = workload.table.trainable_param_bytes_total - tail
+    best = None
+    for fc in range(1, topo.devices // 2 + 1):
+        conv = topo.devices - fc
+        if workload.fc_rank_bytes(-(-conv // fc)) > memory_bytes:
+            continue
+        layout = StanzaLayout(conv, fc, head, tail, workload.profile.boundary_bytes)
+        step = stanza_step_s(compute, layout, topo, through_host)
+        if best is None or step < best[0]:
+            best = (step, conv, fc)
+    if best is None:
+        raise PlannerError(f"mode 'stanza': no FC rank fits in {memory_bytes / 2**30:.3g} GiB")
+    return best
+
+
+def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str, *,
+                 sync: str = "async", horovod_build: str | None = "nccl",
+                 memory_bytes: int = DEFAULT_DEVICE_MEMORY_BYTES) -> ClusterPrediction:
+    """``mode`` on ``topo``. ``horovod_build``: the installed Horovod's GPU operations
+    ('nccl', or 'gloo': rings through host memory); None: not installed (horovod and stanza
+    refused). Raises :class:`PlannerError` saying why a mode cannot run there."""
+    if mode not in MODES:
+        raise PlannerError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    batch = workload.table.batch_size
+    note = ""
+    if mode in ("horovod", "stanza"):
+        if horovod_build is None:
+            raise PlannerError("Horovod is not installed (./scripts/setup.sh builds it)")
+        through_host = horovod_build != "nccl"
+        note = "Gloo: gradients through host memory" if through_host else ""
+    if mode in ("ps", "ralp-n", "ralp-h"):
+        layout = ps_layout(workload, mode, topo)
+        if mode != "ps":
+            layout = PSLayout(layout.workers_per_node, 1, layout.homed, layout.boundary_bytes,
+                              compute.tail_s)
+        step = ps_family_step_s(compute, layout, topo, sync)
+        workers, ps = layout.workers, len(layout.homed)
+    elif mode == "stanza":
+        step, workers, ps = _stanza(workload, compute, topo, through_host, memory_bytes)
+    else:
+        if topo.devices < 2:
+            raise PlannerError(f"mode {mode!r} needs at least 2 devices to allreduce")
+        step = ring_step_s(compute, workload.table.trainable_param_bytes_total, topo,
+                           through_host=mode == "horovod" and through_host)
+        workers, ps = topo.devices, 0
+    return ClusterPrediction(mode, topo.nodes, topo.gpus_per_node, topo.devices, workers, ps,
+                             int(topo.nic_bits), workers * batch / step, step, note)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One setting's answer: ``best`` (the mode to run), ``fastest`` (the highest predicted
+    throughput; ``best`` unless a tie went to a mode needing less), ``runner_up``, and
+    plain PS for comparison."""
+
+    best: ClusterPrediction
+    fastest: ClusterPrediction
+    runner_up: ClusterPrediction | None
+    ps: ClusterPrediction | None
+
+    @property
+    def tie(self) -> bool:
+        return self.runner_up is not None and (
+            self.runner_up.images_per_sec >= (1 - TIE_BAND) * self.fastest.images_per_sec)
+
+
+def decide(found: Sequence[ClusterPrediction]) -> Decision:
+    """The best of one setting's predictions: the fastest, unless modes inside the error
+    band of it need less (:data:`NEEDS`), then the one of those needing least."""
+    ranked = sorted(found, key=lambda p: -p.images_per_sec)
+    fastest = ranked[0]
+    tied = [p for p in ranked if p.images_per_sec >= (1 - TIE_BAND) * fastest.images_per_sec]
+    best = min(tied, key=lambda p: (NEEDS[p.mode][0], -p.images_per_sec))
+    others = [p for p in ranked if p is not best]
+    ps = next((p for p in found if p.mode == "ps"), None)
+    return Decision(best, fastest, others[0] if others else None, ps)

@@ -1,0 +1,60 @@
+"""The bench on a user's own saved model (``--keras-model FILE``): its input side and
+classes come from the file, what contradicts them is refused, and a run measures it."""
+
+import json
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from ralp.bench.config import BenchRequest
+from ralp.bench.runspec import BenchError
+from ralp.models import build_model
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    inputs = keras.Input((24, 24, 3))
+    x = keras.layers.Conv2D(8, 3, activation="relu")(inputs)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(64, activation="relu")(x)
+    outputs = keras.layers.Dense(7, activation="softmax")(x)
+    path = tmp_path_factory.mktemp("model") / "mine.keras"
+    keras.Model(inputs, outputs, name="mine").save(path)
+    return str(path)
+
+
+def test_the_files_input_side_and_classes_make_the_workload(model_file):
+    request = BenchRequest(models=(model_file,))
+    work = request.workload(model_file)
+    assert (work["image_size"], work["num_classes"]) == (24, 7)
+    (run,) = request.runs(["ps"])
+    assert (run.model, run.image_size, run.num_classes) == (model_file, 24, 7)
+    model = build_model(model_file, 7, 24)
+    assert model.name == "mine"
+
+
+@pytest.mark.parametrize("given", [{"num_classes": 10}, {"image_size": 32},
+                                   {"data": "digits"}])
+def test_what_contradicts_the_file_is_refused(model_file, given):
+    with pytest.raises(BenchError, match="classes"):
+        BenchRequest(models=(model_file,), **given).workload(model_file)
+
+
+def test_a_missing_file_is_said(tmp_path):
+    missing = str(tmp_path / "nope.keras")
+    with pytest.raises(BenchError, match="no such model file"):
+        BenchRequest(models=(missing,)).workload(missing)
+
+
+@pytest.mark.slow
+def test_the_bench_measures_a_saved_model(model_file, tmp_path):
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "ralp.bench", "--keras-model", model_file, "--modes", "ps",
+         "--devices", "2", "--backend", "local", "--steps", "4", "--warmup", "1",
+         "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = json.loads(out.read_text())
+    assert record["model"] == model_file and record["images_per_sec"] > 0

@@ -1,0 +1,91 @@
+"""The real-cluster step formulas (ralp.planner.topology) against hand computations."""
+
+import pytest
+
+from ralp.planner.model import Compute
+from ralp.planner.modes import PlannerError
+from ralp.planner.topology import (
+    PSLayout,
+    StanzaLayout,
+    Topology,
+    ps_family_step_s,
+    ring_allreduce_s,
+    ring_step_s,
+    stanza_step_s,
+)
+
+GB = 8e9  # 1 GB/s in bits/s
+
+
+def test_a_ring_over_nodes_crosses_the_nic_and_inside_one_node_the_gpu_links():
+    topo = Topology(nodes=2, gpus_per_node=4, nic_bits=1 * GB, intra_bits=10 * GB)
+    # 8 ranks: each sends 2 * 7/8 of 8 GB through its slowest hop, the NIC at 1 GB/s
+    assert ring_allreduce_s(8e9, 8, topo) == pytest.approx(2 * 7 / 8 * 8)
+    # 4 ranks fit in one node: the GPUs' links at 10 GB/s
+    assert ring_allreduce_s(8e9, 4, topo) == pytest.approx(2 * 3 / 4 * 8 / 10)
+    assert ring_allreduce_s(8e9, 1, topo) == 0.0
+
+
+def test_a_ring_step_adds_the_compute_the_ring_and_host_copies_for_gloo():
+    topo = Topology(2, 2, 1 * GB, 4 * GB)
+    compute = Compute(full_s=0.5, tail_s=0.1)
+    ring = 2 * 3 / 4 * 2.0  # 2 GB over 4 ranks at 1 GB/s
+    assert ring_step_s(compute, 2e9, topo) == pytest.approx(0.5 + ring)
+    assert ring_step_s(compute, 2e9, topo, through_host=True) == pytest.approx(
+        0.5 + ring + 2 * 2.0 / 4)
+
+
+def test_a_synchronous_ps_step_exposes_the_pulls_and_hides_the_pushes_in_the_backward():
+    topo = Topology(2, 1, 1 * GB, 10 * GB)
+    # one worker and one PS task per node, 1 GB of variables on each task
+    layout = PSLayout((1, 1), 1, (1e9, 1e9))
+    compute = Compute(full_s=9.0, tail_s=0.0)
+    # pull phase: each NIC carries 1 GB out (its PS to the other worker) and 1 GB in
+    pull = 1.0
+    gpu_link = 2e9 / 10e9
+    # forward 3 s, backward 6 s hides the pushes (1.2 s)
+    assert ps_family_step_s(compute, layout, topo, "bsp") == pytest.approx(
+        pull + gpu_link + 3.0 + 6.0)
+    short = Compute(full_s=0.3, tail_s=0.0)  # backward 0.2 s: the pushes show
+    assert ps_family_step_s(short, layout, topo, "bsp") == pytest.approx(
+        2 * (pull + gpu_link) + 0.1)
+
+
+def test_an_asynchronous_ralp_step_is_bound_by_the_tails_in_the_ps_critical_section():
+    topo = Topology(1, 8, 100 * GB, 100 * GB)
+    layout = PSLayout((7,), 1, (1e6,), boundary_bytes=1e6, tail_s=0.05)
+    compute = Compute(full_s=0.2, tail_s=0.05)
+    assert ps_family_step_s(compute, layout, topo) == pytest.approx(7 * 0.05)
+
+
+def test_unknown_sync_is_refused():
+    with pytest.raises(PlannerError, match="bsp"):
+        ps_family_step_s(Compute(1, 0), PSLayout((1,), 1, (1.0,)), Topology(1, 1, GB), "ssp")
+
+
+def test_stanza_phases_follow_one_another():
+    topo = Topology(2, 2, 1 * GB, 10 * GB)
+    layout = StanzaLayout(conv=3, fc=1, head_bytes=3e9, tail_bytes=1e9, boundary_bytes=1e8)
+    compute = Compute(full_s=1.0, tail_s=0.25)
+    heads, tail = 0.75, 3 * 0.25
+    exchange = 2 * 1 * 3 * 1e8 / 1e9
+    rings = 2 * 2 / 3 * 3.0  # the head's ring over 3 ranks, spanning nodes
+    assert stanza_step_s(compute, layout, topo) == pytest.approx(heads + exchange + tail + rings)
+
+
+def test_a_cluster_needs_a_node_and_positive_rates():
+    with pytest.raises(PlannerError):
+        Topology(0, 4, GB)
+    with pytest.raises(PlannerError):
+        Topology(1, 4, 0)
+
+
+def test_the_busiest_nic_is_where_the_workers_pull_from_every_ps_at_once():
+    topo = Topology(3, 4, 1 * GB, 1000 * GB)
+    # the PS tasks on nodes 0 and 1 (2 GB each), four workers on node 2: its NIC takes in
+    # 4 x 4 GB while each PS node sends 8 GB
+    layout = PSLayout((0, 0, 4), 1, (2e9, 2e9))
+    compute = Compute(full_s=3.0, tail_s=0.0)
+    pull = 16.0
+    step = ps_family_step_s(compute, layout, topo, "bsp")
+    assert step == pytest.approx(pull + 4e9 / 1000e9 + 1.0 + max(2.0, pull + 4e-3))
