@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build Horovod 0.28.1 (TensorFlow + Gloo, CPU, no MPI) once and install it into .venv.
+# Build Horovod 0.28.1 (TensorFlow + Gloo, no MPI; NCCL's GPU operations where CUDA and NCCL
+# are found) once and install it into .venv.
 #
 # Horovod 0.28.1 is the latest release and ships no wheel, and its sdist does not build against
 # TF 2.21 as is: horovod/tensorflow/xla_mpi_ops.cc needs XLA headers the TF wheel lacks. We drop
@@ -20,8 +21,15 @@
 #   scripts/build_horovod.sh            install from the cache, building the wheel if missing
 #   scripts/build_horovod.sh --rebuild  build again even if a cached wheel exists
 #
+# GPU operations: NCCL (HOROVOD_GPU_OPERATIONS=NCCL) where this TensorFlow is built with CUDA,
+# nvcc is found (PATH or CUDA_HOME) and nccl.h is (NCCL_HOME, CUDA_HOME or /usr); otherwise
+# Gloo alone, whose allreduce on GPUs goes through host memory. The script says which and why.
+# Untested on GPUs: no GPU host was available where ralp is developed (docs/clusters.md).
+#
 # Environment: RALP_WHEEL_CACHE (cache folder, default ~/.cache/ralp/wheels),
-#              RALP_BUILD_JOBS (parallel compile jobs, default: number of cores).
+#              RALP_BUILD_JOBS (parallel compile jobs, default: number of cores),
+#              RALP_HOROVOD_GPU (auto, the default; nccl: fail where NCCL cannot be built;
+#              gloo: never build NCCL's operations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,8 +57,48 @@ for d in ("tensorflow-cpu", "tensorflow"):
 else:
     raise SystemExit("no tensorflow in .venv")')
 py_tag=$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+
+# Which GPU operations: sets gpu_ops (nccl or gloo) and gpu_why.
+choose_gpu_operations() {
+    local want=${RALP_HOROVOD_GPU:-auto} nvcc header dir
+    gpu_ops=gloo
+    case "$want" in
+        gloo) gpu_why="RALP_HOROVOD_GPU=gloo"; return ;;
+        auto|nccl) ;;
+        *) echo "horovod: RALP_HOROVOD_GPU must be auto, nccl or gloo, got '$want'" >&2
+           exit 2 ;;
+    esac
+    if ! "$PY" -c 'import sys, tensorflow as tf; sys.exit(0 if tf.test.is_built_with_cuda() else 1)' \
+        >/dev/null 2>&1; then
+        gpu_why="this TensorFlow is built without CUDA"
+    else
+        nvcc=$(command -v nvcc || true)
+        [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] \
+            && nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+        for dir in ${NCCL_HOME:+"$NCCL_HOME"} ${CUDA_HOME:+"$CUDA_HOME"} /usr/local/cuda /usr; do
+            [ -f "$dir/include/nccl.h" ] && { header="$dir"; break; }
+        done
+        if [ -z "$nvcc" ]; then
+            gpu_why="nvcc not found (set CUDA_HOME)"
+        elif [ -z "${header:-}" ]; then
+            gpu_why="nccl.h not found (set NCCL_HOME)"
+        else
+            gpu_ops=nccl
+            gpu_why="CUDA ($nvcc) and NCCL ($header) found"
+            export HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_NCCL_HOME="$header"
+            export HOROVOD_CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$nvcc")")}
+        fi
+    fi
+    if [ "$want" = nccl ] && [ "$gpu_ops" != nccl ]; then
+        echo "horovod: RALP_HOROVOD_GPU=nccl, but NCCL's operations cannot be built: $gpu_why" >&2
+        exit 1
+    fi
+}
+choose_gpu_operations
+echo "horovod: GPU operations: $gpu_ops ($gpu_why)"
 cache_root=${RALP_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ralp/wheels}
 cache_dir="$cache_root/horovod-$HOROVOD_VERSION-ralp$PATCH_LEVEL-tf$tf_version-$py_tag-$(uname -m)"
+[ "$gpu_ops" = nccl ] && cache_dir="$cache_dir-nccl"
 mkdir -p "$cache_dir"
 
 wheel=$(ls "$cache_dir"/horovod-"$HOROVOD_VERSION"-*.whl 2>/dev/null | head -n1 || true)
@@ -95,7 +143,7 @@ else
     sed -i '/InitializeForProcessSet(const GlooContext& global_context,/,/CreateDevice/ s/^  device_attr.iface = gloo_iface_;/  gloo_iface_ = global_context.gloo_iface_;\n  device_attr.iface = gloo_iface_;/' "$gloo_context"
     grep -q 'gloo_iface_ = global_context.gloo_iface_;' "$gloo_context"
 
-    step="compiling Horovod (TensorFlow + Gloo; several minutes)"
+    step="compiling Horovod (TensorFlow + Gloo, GPU operations: $gpu_ops; several minutes)"
     echo "horovod: $step, log in $log"
     jobs=${RALP_BUILD_JOBS:-$(nproc)}
     HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
@@ -126,4 +174,5 @@ if ! "$PY" -c 'import horovod.tensorflow as hvd, sys; sys.exit(0 if hvd.gloo_bui
     echo "horovod: rebuild it with: scripts/build_horovod.sh --rebuild" >&2
     exit 1
 fi
-echo "horovod: ready (horovod $HOROVOD_VERSION, Gloo, TensorFlow $tf_version)"
+built_ops=$("$PY" -c 'import horovod.tensorflow as hvd; print("nccl" if hvd.nccl_built() else "gloo")' 2>/dev/null)
+echo "horovod: ready (horovod $HOROVOD_VERSION, Gloo, GPU operations: $built_ops, TensorFlow $tf_version)"

@@ -333,6 +333,19 @@ def test_build_script_rejects_unknown_arguments():
 
 
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").exists(), reason="needs .venv")
+@pytest.mark.parametrize("asked, code, said", [
+    ("x", 2, "RALP_HOROVOD_GPU must be auto, nccl or gloo"),
+    # this environment's TensorFlow is the CPU build: NCCL's operations cannot be built
+    ("nccl", 1, "NCCL's operations cannot be built: this TensorFlow is built without CUDA"),
+])
+def test_the_build_says_which_gpu_operations_and_why(asked, code, said):
+    env = {**os.environ, "RALP_HOROVOD_GPU": asked}
+    done = subprocess.run(["bash", "scripts/build_horovod.sh"], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)
+    assert done.returncode == code and said in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").exists(), reason="needs .venv")
 def test_a_failed_build_says_what_failed_and_how_to_retry(tmp_path):
     # A PATH with every tool the script uses except cmake: the build must stop and say so.
     bin_dir = tmp_path / "bin"
