@@ -1,10 +1,10 @@
-"""How long planning takes once a model is calibrated (issue 14's target: under 2 s per model).
+"""How long planning takes once a model is calibrated.
 
 Per zoo model, in one process after TensorFlow is imported: building the Keras model (what a
 user of ``ralp.wrap`` has done already; ``python -m ralp.planner --model`` does it), profiling it
 (the layer table, the split, the byte model's inputs), and predicting every mode on
-N = 4..128 at two bandwidths (the recommendation behind ``python -m ralp.planner ... --devices
-4 8 16 32 64 128``). Planning is the profile and the predictions. Run under the CPU lock:
+N = 4..128 machines at two bandwidths with the planner's core (the plan behind ``python -m
+ralp.planner ... --devices 4 8 16 32 64 128 --compute-profile FILE``). Planning is the profile and the predictions. Run under the CPU lock:
 
     .venv/bin/python benchmarks/plan_timing.py \
         --compute-profile benchmarks/results/plan_calibration.json
@@ -28,7 +28,8 @@ def main() -> None:
 
     from ralp.models import build_model
     from ralp.planner.calibration import Calibration
-    from ralp.planner.recommend import recommend
+    from ralp.planner.cluster_plan import plan_cluster
+    from ralp.planner.modes import MODES
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
     from ralp.units import parse_bandwidth
@@ -44,7 +45,9 @@ def main() -> None:
         work = Workload(profile(model, args.batch_size))
         profiled = time.perf_counter()
         entry = cal.find(name, args.batch_size, args.image_size, 1000)
-        rec = recommend(work, entry.compute, cal.host, devices, bits)
+        rec = plan_cluster(work, None, entry.compute, nodes=devices, gpus_per_node=1,
+                           bandwidths=bits, intra_bits=float("inf"), modes=MODES,
+                           sync="async", horovod_build="nccl", source=name, on_gpus=False)
         done = time.perf_counter()
         print(f"{name:<11} {built - start:>8.2f} {profiled - built:>10.3f} {done - profiled:>10.3f} "
               f"{done - built:>10.3f} {done - start:>12.2f} {len(rec.predictions)}")

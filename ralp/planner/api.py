@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -27,10 +28,11 @@ from ralp.planner.calibration import (
     this_machine,
 )
 from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacities
+from ralp.planner.cluster_plan import ClusterPlan, installed_horovod, plan_cluster
 from ralp.planner.collective_cost import ring_costs
 from ralp.planner.device import calibrate_device
 from ralp.planner.model import Host
-from ralp.planner.modes import PlannerError
+from ralp.planner.modes import MODES, PlannerError
 from ralp.planner.recommend import Recommendation
 from ralp.planner.recommend import recommend as _recommend
 from ralp.planner.transfer import measure_transfer
@@ -144,10 +146,22 @@ def _calibrate_shared(entry: Entry, source: str) -> Calibration:
 
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
               batch_size: int = DEFAULT_BATCH_SIZE, calibration: Calibration | None = None,
-              threshold: float = DEFAULT_THRESHOLD) -> Recommendation:
+              threshold: float = DEFAULT_THRESHOLD) -> Recommendation | ClusterPlan:
     """Every mode's predicted throughput for ``model`` on each of ``devices`` at each
     ``bandwidth`` ('10gbit'), the best per setting, and the skewness rule's verdict. Without
-    a ``calibration`` (or one lacking this model) the model is calibrated here first."""
+    a ``calibration`` (or one lacking this model) the model is calibrated here first.
+
+    Returns:
+        For a real cluster (a calibration of one device, not of the simulated cluster's
+        shared host or budgeted devices), a :class:`ClusterPlan` of machines of one device
+        each, from the planner's core (:mod:`ralp.planner.topology`), as ``python -m
+        ralp.planner --devices`` gives it; for the simulated cluster, a
+        :class:`Recommendation`. Both have ``predictions``, ``best()`` and
+        ``skewness_verdict``.
+
+    Raises:
+        PlannerError: no mode can run on those devices.
+    """
     image, classes = shape_facts(model)
     cal = calibration or calibrate(model, batch_size)
     try:
@@ -155,5 +169,10 @@ def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
     except ValueError:
         entry = calibrate_entry(model, batch_size)
     work = Workload(profile(model, batch_size, threshold=threshold))
-    return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices),
-                      [parse_bandwidth(b) for b in bandwidth])
+    bits = [parse_bandwidth(b) for b in bandwidth]
+    if not cal.host.shared and cal.host.device_cpus is None:
+        return plan_cluster(work, None, entry.compute, nodes=list(devices), gpus_per_node=1,
+                            bandwidths=bits, intra_bits=math.inf, modes=MODES, sync="async",
+                            horovod_build=installed_horovod(), source=model.name,
+                            on_gpus=False)
+    return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices), bits)

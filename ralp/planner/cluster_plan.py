@@ -5,7 +5,7 @@ broken towards the mode that needs less."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
 from ralp.planner.model import Compute
@@ -60,6 +60,15 @@ def device_compute(workload: Workload, images_per_sec: float) -> Compute:
     total = sum(f for f, _ in flops) or 1
     tail_s = full_s * sum(f for f, tail in flops if tail) / total
     return Compute(full_s, tail_s, head_measured_s=full_s - tail_s)
+
+
+def scale_compute(compute: Compute, full: float, tail: float) -> Compute:
+    """``compute`` with the whole model's step scaled by ``full`` and the tail's by
+    ``tail`` (the head keeps the difference)."""
+    full_s, tail_s = compute.full_s * full, min(compute.tail_s * tail, compute.full_s * full)
+    stacked = None if compute.tail_stacked_s is None else compute.tail_stacked_s * tail
+    return replace(compute, full_s=full_s, tail_s=tail_s, tail_stacked_s=stacked,
+                   head_measured_s=max(0.0, full_s - tail_s))
 
 
 def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: int = 1,
@@ -129,10 +138,12 @@ def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: 
 
 def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str, *,
                  sync: str = "async", horovod_build: str | None = "nccl",
-                 memory_bytes: int = DEFAULT_DEVICE_MEMORY_BYTES) -> ClusterPrediction:
+                 memory_bytes: int = DEFAULT_DEVICE_MEMORY_BYTES,
+                 on_gpus: bool = True) -> ClusterPrediction:
     """``mode`` on ``topo``. ``horovod_build``: the installed Horovod's GPU operations
-    ('nccl', or 'gloo': rings through host memory); None: not installed (horovod and stanza
-    refused). Raises :class:`PlannerError` saying why a mode cannot run there."""
+    ('nccl', or 'gloo': on GPUs, rings through host memory); None: not installed (horovod
+    and stanza refused). ``on_gpus`` False: the devices are CPUs, whose gradients are in
+    host memory already. Raises :class:`PlannerError` saying why a mode cannot run there."""
     if mode not in MODES:
         raise PlannerError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     batch = workload.table.batch_size
@@ -140,7 +151,7 @@ def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str
     if mode in ("horovod", "stanza"):
         if horovod_build is None:
             raise PlannerError("Horovod is not installed (./scripts/setup.sh builds it)")
-        through_host = horovod_build != "nccl"
+        through_host = on_gpus and horovod_build != "nccl"
         note = "Gloo: gradients through host memory" if through_host else ""
     if mode in ("ps", "ralp-n", "ralp-h"):
         layout = ps_layout(workload, mode, topo)
@@ -188,3 +199,77 @@ def decide(found: Sequence[ClusterPrediction]) -> Decision:
     others = [p for p in ranked if p is not best]
     ps = next((p for p in found if p.mode == "ps"), None)
     return Decision(best, fastest, others[0] if others else None, ps)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    model: str
+    source: str  # the model file or zoo name the plan is for
+    batch_size: int
+    predictions: tuple[ClusterPrediction, ...]
+    skipped: tuple[str, ...]  # a line per mode left out, with the reason
+    on_gpus: bool = True  # False: one CPU device per machine (--devices)
+    skewness_verdict: str = ""  # the paper's rule, beside the planner's choice
+
+    def best(self) -> list[ClusterPrediction]:
+        """The mode to run per (bandwidth, nodes), in input order."""
+        return [d.best for d in self.decisions()]
+
+    def decisions(self) -> list[Decision]:
+        settings: dict[tuple, list[ClusterPrediction]] = {}
+        for p in self.predictions:
+            settings.setdefault((p.bandwidth, p.nodes), []).append(p)
+        return [decide(found) for found in settings.values()]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "batch_size": self.batch_size, "tie_band": TIE_BAND,
+                "skewness_verdict": self.skewness_verdict,
+                "predictions": [p.to_dict() for p in self.predictions],
+                "best": [decision_dict(d) for d in self.decisions()],
+                "skipped": list(self.skipped)}
+
+
+def decision_dict(d: Decision) -> dict:
+    return {**d.best.to_dict(), "tie": d.tie, "fastest": d.fastest.mode,
+            "runner_up": d.runner_up.mode if d.runner_up else None,
+            "vs_runner_up": (d.best.images_per_sec / d.runner_up.images_per_sec
+                             if d.runner_up else None),
+            "vs_ps": d.best.images_per_sec / d.ps.images_per_sec if d.ps else None}
+
+
+def installed_horovod() -> str | None:
+    """'nccl' or 'gloo' (the installed Horovod's GPU operations), None where not installed."""
+    try:
+        import horovod.tensorflow as hvd
+    except ImportError:
+        return None
+    return "nccl" if hvd.nccl_built() else "gloo"
+
+
+def plan_cluster(workload: Workload, images_per_sec: float | None, compute, *,
+                 nodes: Sequence[int], gpus_per_node: int, bandwidths: Sequence[int],
+                 intra_bits: float, modes: Sequence[str], sync: str,
+                 horovod_build: str | None, source: str, on_gpus: bool = True) -> ClusterPlan:
+    """Every mode of ``modes`` on every (bandwidth, nodes), the device's compute from its
+    measured ``images_per_sec`` or a calibration's ``compute`` (``on_gpus`` False: devices
+    that are CPUs, one per machine, with nothing between a device and its host)."""
+    if compute is None:
+        compute = device_compute(workload, images_per_sec)
+    predictions, skipped = [], {}
+    for bits in bandwidths:
+        for k in nodes:
+            topo = Topology(k, gpus_per_node, bits, intra_bits)
+            for mode in modes:
+                try:
+                    predictions.append(predict_mode(workload, compute, topo, mode, sync=sync,
+                                                    horovod_build=horovod_build,
+                                                    on_gpus=on_gpus))
+                except PlannerError as e:
+                    skipped.setdefault(mode, f"{mode}: {e}")
+    if not predictions:
+        raise PlannerError("no mode can run there: " + "; ".join(skipped.values()))
+    p = workload.profile
+    verdict = (f"{'eligible' if p.eligible else 'not eligible'} (S = {p.skewness:.3f}, "
+               f"K = {p.threshold:g})")
+    return ClusterPlan(p.model, source, workload.table.batch_size, tuple(predictions),
+                       tuple(skipped.values()), on_gpus, verdict)

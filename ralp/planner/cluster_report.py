@@ -8,109 +8,74 @@ give the same figures to scripts."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ralp._cli import UsageError
 from ralp.planner.cluster_plan import (
     NEEDS,
     TIE_BAND,
+    ClusterPlan,
     ClusterPrediction,
-    Decision,
-    decide,
-    device_compute,
-    predict_mode,
+    decision_dict,
+    installed_horovod,
+    plan_cluster,
+    scale_compute,
 )
-from ralp.planner.modes import MODES, PlannerError
-from ralp.planner.topology import PCIE3_X16_BITS, Topology
+from ralp.planner.modes import MODES
+from ralp.planner.topology import PCIE3_X16_BITS
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
 CONFIG_FILE = "ralp_plan.json"
 COMMAND_FILE = "cmd_optimal.txt"
-
-
-@dataclass(frozen=True)
-class ClusterPlan:
-    model: str
-    source: str  # the model file or zoo name the plan is for
-    batch_size: int
-    predictions: tuple[ClusterPrediction, ...]
-    skipped: tuple[str, ...]  # a line per mode left out, with the reason
-
-    def decisions(self) -> list[Decision]:
-        settings: dict[tuple, list[ClusterPrediction]] = {}
-        for p in self.predictions:
-            settings.setdefault((p.bandwidth, p.nodes), []).append(p)
-        return [decide(found) for found in settings.values()]
-
-    def to_dict(self) -> dict:
-        return {"model": self.model, "batch_size": self.batch_size, "tie_band": TIE_BAND,
-                "predictions": [p.to_dict() for p in self.predictions],
-                "best": [_decision_dict(d) for d in self.decisions()],
-                "skipped": list(self.skipped)}
-
-
-def _decision_dict(d: Decision) -> dict:
-    return {**d.best.to_dict(), "tie": d.tie, "fastest": d.fastest.mode,
-            "runner_up": d.runner_up.mode if d.runner_up else None,
-            "vs_runner_up": (d.best.images_per_sec / d.runner_up.images_per_sec
-                             if d.runner_up else None),
-            "vs_ps": d.best.images_per_sec / d.ps.images_per_sec if d.ps else None}
-
-
-def installed_horovod() -> str | None:
-    """'nccl' or 'gloo' (the installed Horovod's GPU operations), None where not installed."""
-    try:
-        import horovod.tensorflow as hvd
-    except ImportError:
-        return None
-    return "nccl" if hvd.nccl_built() else "gloo"
-
-
-def plan_cluster(workload: Workload, images_per_sec: float | None, compute, *,
-                 nodes: Sequence[int], gpus_per_node: int, bandwidths: Sequence[int],
-                 intra_bits: float, modes: Sequence[str], sync: str,
-                 horovod_build: str | None, source: str) -> ClusterPlan:
-    """Every mode of ``modes`` on every (bandwidth, nodes), the device's compute from its
-    measured ``images_per_sec`` or a calibration's ``compute``."""
-    if compute is None:
-        compute = device_compute(workload, images_per_sec)
-    predictions, skipped = [], {}
-    for bits in bandwidths:
-        for k in nodes:
-            topo = Topology(k, gpus_per_node, bits, intra_bits)
-            for mode in modes:
-                try:
-                    predictions.append(predict_mode(workload, compute, topo, mode, sync=sync,
-                                                    horovod_build=horovod_build))
-                except PlannerError as e:
-                    skipped.setdefault(mode, f"{mode}: {e}")
-    if not predictions:
-        raise PlannerError("no mode can run there: " + "; ".join(skipped.values()))
-    return ClusterPlan(workload.profile.model, source, workload.table.batch_size,
-                       tuple(predictions), tuple(skipped.values()))
+# How far a compute time measured in a few steps on a busy machine may be off: a plan from
+# measured compute checks whether its answer survives this much (docs/planner.md).
+MEASURED_NOISE = 0.10
 
 
 def _rate(bits: float) -> str:
     return f"{bits / 1e9:g} Gbit/s" if bits >= 1e9 else f"{bits / 1e6:g} Mbit/s"
 
 
-def layout_text(p: ClusterPrediction) -> str:
+def layout_text(p: ClusterPrediction, unit: str = "GPUs") -> str:
     if p.mode == "stanza":
         return f"{p.workers} CONV + {p.ps} FC ranks"
     if p.ps:
-        return f"{p.workers} worker GPUs + {p.ps} PS"
-    return f"{p.workers} GPUs in one ring"
+        return f"{p.workers} worker {unit} + {p.ps} PS"
+    return f"{p.workers} {unit} in one ring"
 
 
-def lead(plan: ClusterPlan) -> list[str]:
+def _where(plan: ClusterPlan, p: ClusterPrediction) -> str:
+    if not plan.on_gpus:
+        return f"{p.nodes} devices at {_rate(p.bandwidth)}"
+    return f"{p.nodes} x {p.gpus_per_node} GPUs at {_rate(p.bandwidth)}"
+
+
+def close_calls(plan: ClusterPlan, replan) -> dict[tuple[int, int], set[str]]:
+    """Per setting, the modes the answer would become if the measured compute were off by
+    :data:`MEASURED_NOISE` (whole model and tail each up or down): where any, the answer is
+    a close call that the measurement's noise can flip. ``replan(compute_scale, tail_scale)``
+    plans again with the compute scaled."""
+    chosen = {(d.best.bandwidth, d.best.nodes): d.best.mode for d in plan.decisions()}
+    flips: dict[tuple[int, int], set[str]] = {}
+    for full in (1 - MEASURED_NOISE, 1 + MEASURED_NOISE):
+        for tail in (1 - MEASURED_NOISE, 1 + MEASURED_NOISE):
+            for d in replan(full, tail).decisions():
+                key = (d.best.bandwidth, d.best.nodes)
+                if d.best.mode != chosen.get(key):
+                    flips.setdefault(key, set()).add(d.best.mode)
+    return flips
+
+
+def lead(plan: ClusterPlan, flips: dict | None = None) -> list[str]:
     lines = []
     for d in plan.decisions():
         b = d.best
-        text = (f"{b.nodes} x {b.gpus_per_node} GPUs at {_rate(b.bandwidth)}: {b.mode} "
-                f"({layout_text(b)}), {b.images_per_sec:,.0f} images/s")
+        unit = "GPUs" if plan.on_gpus else "devices"
+        text = (f"{_where(plan, b)}: {b.mode} ({layout_text(b, unit)}), "
+                f"{b.images_per_sec:,.0f} images/s")
         if d.fastest is not b:  # a tie went to the mode needing less
             text += (f"; tie with {d.fastest.mode} ({d.fastest.images_per_sec:,.0f} images/s, "
                      f"inside the planner's {TIE_BAND:.0%} error band), which needs "
@@ -124,11 +89,18 @@ def lead(plan: ClusterPlan) -> list[str]:
         lines.append(text)
         if b.note:
             lines.append(f"    {b.mode}: {b.note}")
+        others = (flips or {}).get((b.bandwidth, b.nodes))
+        if others:
+            lines.append(f"    close call: with the measured compute {MEASURED_NOISE:.0%} off, "
+                         f"{' or '.join(sorted(others))} would be chosen; measure it with "
+                         "more steps (--calibrate --steps 30) and plan from that calibration")
     return lines
 
 
-def to_text(plan: ClusterPlan, modes: Sequence[str]) -> str:
-    lines = [f"{plan.model}, batch {plan.batch_size} per GPU:", *lead(plan), ""]
+def to_text(plan: ClusterPlan, modes: Sequence[str], flips: dict | None = None) -> str:
+    unit = "GPU" if plan.on_gpus else "device"
+    lines = [f"{plan.model}, batch {plan.batch_size} per {unit}:", *lead(plan, flips), "",
+             f"skewness rule: {plan.skewness_verdict}", ""]
     head = f"{'NIC':>12} {'nodes':>5} {'GPUs':>5} " + " ".join(f"{m:>10}" for m in modes)
     lines += [head, "-" * len(head)]
     found = {(p.bandwidth, p.nodes, p.mode): p for p in plan.predictions}
@@ -190,10 +162,11 @@ def run_command(plan: ClusterPlan, p: ClusterPrediction) -> str:
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
     bench = (f"python -m ralp.bench --backend tf-config --cluster cluster.json {model} "
              f"--modes {p.mode} --devices {p.workers + (p.ps if p.mode != 'ps' else 0)}{fc} "
-             f"--batch-size {plan.batch_size} --device-type gpu")
+             f"--batch-size {plan.batch_size}" + (" --device-type gpu" if plan.on_gpus else ""))
     wrap_mode = {"ralp-n": "ralp", "ralp-h": "ralp"}.get(p.mode, p.mode)
     extra = f", fc_workers={p.ps}" if p.mode == "stanza" else ""
-    wrap = (f"trainer = ralp.wrap(model, cluster, mode={wrap_mode!r}, device_type='gpu'{extra})"
+    gpu = ", device_type='gpu'" if plan.on_gpus else ""
+    wrap = (f"trainer = ralp.wrap(model, cluster, mode={wrap_mode!r}{gpu}{extra})"
             f"  # {layout_text(p)}")
     return f"{bench}\n{wrap}"
 
@@ -204,34 +177,41 @@ def save(plan: ClusterPlan, folder: str) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     decisions = plan.decisions()
     config = {"model": plan.model, "source": plan.source, "batch_size": plan.batch_size,
-              "configurations": [_decision_dict(d) for d in decisions]}
+              "configurations": [decision_dict(d) for d in decisions]}
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     commands = []
     for d in decisions:
         b = d.best
-        commands += [f"# {b.nodes} x {b.gpus_per_node} GPUs at {_rate(b.bandwidth)}: {b.mode}",
-                     run_command(plan, b), ""]
+        commands += [f"# {_where(plan, b)}: {b.mode}", run_command(plan, b), ""]
     (out / COMMAND_FILE).write_text("\n".join(commands))
     return [str(out / CONFIG_FILE), str(out / COMMAND_FILE)]
 
 
-def cluster_cli(args, workload: Workload, source: str, compute) -> str:
-    """The CLI's answer for ``--nodes``."""
+def cluster_cli(args, workload: Workload, source: str, compute,
+                nodes: Sequence[int] | None = None) -> str:
+    """The CLI's answer for ``--nodes`` (``nodes``: those, for ``--devices`` on a real
+    cluster of one device per machine)."""
     if args.device_throughput is None and compute is None:
         raise UsageError("a real cluster's device: give --device-throughput IMAGES_PER_S (one "
                          "GPU's training throughput at this batch, as you measured it) or "
                          "--compute-profile FILE (python -m ralp.planner --calibrate run on "
                          "one of your GPU hosts)")
     modes = args.modes or list(MODES)
+    on_gpus = nodes is None
     build = installed_horovod() if args.horovod_build == "installed" else (
         None if args.horovod_build == "none" else args.horovod_build)
     intra = (parse_bandwidth(args.intra_node_bandwidth) if args.intra_node_bandwidth
-             else PCIE3_X16_BITS)
-    plan = plan_cluster(workload, args.device_throughput, compute, nodes=args.nodes,
-                        gpus_per_node=args.gpus_per_node,
-                        bandwidths=[parse_bandwidth(b) for b in args.bandwidth],
-                        intra_bits=intra, modes=modes, sync=args.sync,
-                        horovod_build=build, source=source)
+             else PCIE3_X16_BITS if on_gpus else math.inf)
+    def replan(full: float = 1.0, tail: float = 1.0) -> ClusterPlan:
+        scaled = None if compute is None else scale_compute(compute, full, tail)
+        return plan_cluster(workload, args.device_throughput, scaled,
+                            nodes=nodes or args.nodes, gpus_per_node=args.gpus_per_node,
+                            bandwidths=[parse_bandwidth(b) for b in args.bandwidth],
+                            intra_bits=intra, modes=modes, sync=args.sync,
+                            horovod_build=build, source=source, on_gpus=on_gpus)
+
+    plan = replan()
+    flips = close_calls(plan, replan) if compute is not None else {}
     notes = []
     if args.plot:
         plot(plan, args.plot)
@@ -241,5 +221,8 @@ def cluster_cli(args, workload: Workload, source: str, compute) -> str:
     if args.save:
         notes = ["", "saved: " + ", ".join(save(plan, args.save))]
     if args.format == "json":
-        return json.dumps(plan.to_dict(), indent=2)
-    return to_text(plan, modes) + "\n".join(notes)
+        out = plan.to_dict()
+        for best in out["best"]:
+            best["close_call"] = sorted(flips.get((best["bandwidth"], best["nodes"]), ()))
+        return json.dumps(out, indent=2)
+    return to_text(plan, modes, flips) + "\n".join(notes)

@@ -235,6 +235,13 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
 
     s = subject(args, workload_for)
     name, batch, image, work, model = s.name, s.batch, s.image, s.work, s.model
+    if args.device_throughput is not None:  # the user's own device, on a real cluster
+        if args.shared_host or args.compute_profile:
+            raise UsageError("--device-throughput is one GPU's measured throughput on a real "
+                             "cluster: drop --shared-host and --compute-profile")
+        from ralp.planner.cluster_report import cluster_cli as report
+
+        return report(args, work, s.source, None, nodes=args.devices)
     bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
     cal = Calibration.load(args.compute_profile) if args.compute_profile else None
     try:
@@ -255,8 +262,13 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
         print(f"measured {name} here (batch {batch}, {image} px): whole model {entry.full_s:.2f}"
               f" s, tail {entry.tail_s:.2f} s per step, in {time.perf_counter() - started:.0f}"
               f" s{keep}", file=sys.stderr)
-    # The cluster planned for decides the contention term: a real one (the default) gives
-    # every task its own machine, --shared-host the simulated one on this host's cores.
+    if not args.shared_host and cal.host.device_cpus is None:
+        # a real cluster of N machines of one device each: the core's formulas
+        from ralp.planner.cluster_report import cluster_cli as report
+
+        return report(args, work, s.source, entry.compute, nodes=args.devices)
+    # The simulated cluster: --shared-host all tasks on this host's cores, or a calibration
+    # taken on one of its budgeted devices.
     host = entry.host_for(replace(cal.host, shared=args.shared_host))
     rec = replace(recommend(work, entry.compute, host, args.devices, bandwidths),
                   source=s.source)

@@ -53,7 +53,7 @@ def test_validate_json_has_every_record_and_the_errors(calibration, results, cap
 def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_path):
     png = tmp_path / "plan.png"
     assert run(["--model", "alexnet", "--batch-size", "8", "--image-size", "75",
-                "--devices", "3", "4", "--bandwidth", "1gbit", "10gbit",
+                "--devices", "3", "4", "--bandwidth", "1gbit", "10gbit", "--shared-host",
                 "--compute-profile", str(calibration), "--format", "json",
                 "--plot", str(png)]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -67,6 +67,20 @@ def test_recommendation_lists_every_mode_and_the_best(calibration, capsys, tmp_p
         assert best["images_per_sec"] == max(p["images_per_sec"] for p in same)
     assert out["skewness_verdict"].startswith("eligible")
     assert png.stat().st_size > 0
+
+
+def test_a_real_cluster_of_devices_is_planned_by_the_core_from_the_calibration(
+        calibration, capsys):
+    assert run(["--model", "alexnet", "--batch-size", "8", "--image-size", "75",
+                "--devices", "3", "4", "--bandwidth", "1gbit", "10gbit",
+                "--compute-profile", str(calibration), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    modes = {(p["devices"], p["mode"]) for p in out["predictions"]}
+    # the PS tasks run on the machines' CPUs: plain PS on any N
+    assert {(n, m) for n in (3, 4) for m in ("ps", "ralp-h", "ralp-n")} <= modes
+    assert all(p["gpus_per_node"] == 1 for p in out["predictions"])
+    assert len(out["best"]) == 4
+    assert out["skewness_verdict"].startswith("eligible")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -94,3 +94,32 @@ def test_outside_the_band_the_fastest_wins():
     clear = decide([_p("horovod", 1000.0), _p("ps", 1000.0 * (1 - 2 * TIE_BAND))])
     assert clear.best.mode == "horovod" and not clear.tie
     assert clear.ps.mode == "ps" and clear.runner_up.mode == "ps"
+
+
+def test_scaled_compute_keeps_the_head_the_difference():
+    from ralp.planner.cluster_plan import scale_compute
+    from ralp.planner.model import Compute
+
+    c = scale_compute(Compute(1.0, 0.4, tail_stacked_s=0.6, stacked=3), 1.1, 0.9)
+    assert (c.full_s, c.tail_s, c.tail_stacked_s) == pytest.approx((1.1, 0.36, 0.54))
+    assert c.head_s == pytest.approx(1.1 - 0.36)
+
+
+def test_a_close_call_names_the_mode_the_noise_would_choose():
+    from ralp.planner.cluster_plan import ClusterPlan
+    from ralp.planner.cluster_report import MEASURED_NOISE, close_calls, lead
+
+    def plan(rate_ps: float) -> ClusterPlan:
+        return ClusterPlan("m", "m", 8, (_p("horovod", 1000.0), _p("ps", rate_ps)), ())
+
+    edge = 1000.0 * (1 - TIE_BAND) - 1.0  # just outside the band: horovod chosen
+
+    def replan(full: float, tail: float) -> ClusterPlan:
+        return plan(edge * (1 + (full - 1) / 2))  # the noise moves ps by a few per cent
+
+    flips = close_calls(plan(edge), replan)
+    assert flips == {(10**10, 2): {"ps"}}
+    text = "\n".join(lead(plan(edge), flips))
+    assert f"close call: with the measured compute {MEASURED_NOISE:.0%} off, ps" in text
+    # far from any edge: no close call
+    assert close_calls(plan(500.0), lambda full, tail: plan(500.0)) == {}
