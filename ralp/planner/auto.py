@@ -2,9 +2,11 @@
 
 ``ralp.wrap(model, cluster)`` (mode "auto", its default; :mod:`ralp.wrapping`) and ``python -m
 ralp.bench --modes auto`` resolve "auto" once, before anything runs: each candidate mode's throughput is
-predicted (:mod:`ralp.planner.predict`) from a calibration or, for ``ralp.wrap`` without
-one, from the model's FLOPs at this host's probed rates (:mod:`ralp.planner.estimate`), and
-from the byte model; the fastest is chosen. The choice keeps its reasons
+predicted from a calibration or, for ``ralp.wrap`` without one, from the model's FLOPs at
+this host's probed rates (:mod:`ralp.planner.estimate`), and from the byte model (on a real
+cluster, a machine per task, by the planner's core, :mod:`ralp.planner.topology`, as
+``python -m ralp.planner`` plans; on the simulated cluster by its own models,
+:mod:`ralp.planner.predict`); the fastest is chosen. The choice keeps its reasons
 (:class:`AutoChoice`): every candidate's predicted images/s, step and bytes, where the compute
 figures came from, and the paper's skewness rule's verdict beside it. The rule itself stays
 available as mode "skewness".
@@ -19,6 +21,7 @@ from pathlib import Path
 from ralp._text import human_bytes
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.calibration import Calibration
+from ralp.planner.cluster_plan import predict_on_tasks
 from ralp.planner.model import Host
 from ralp.planner.modes import PlannerError
 from ralp.planner.predict import Prediction, predict_on
@@ -138,8 +141,12 @@ def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
     workers, ps = len(cluster.workers), len(cluster.ps)
     bits = parse_bandwidth(bandwidth)
     candidates = WRAP_CANDIDATES if workload.offloaded else {"ps": "ps"}
-    predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
-                   for planned in candidates.values()]
+    if host.shared or host.device_cpus is not None:  # the simulated cluster's own models
+        predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
+                       for planned in candidates.values()]
+    else:  # a real cluster, a machine per task: the core's formulas, as the CLI plans it
+        predictions = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
+                       for planned in candidates.values()]
     by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
     links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
     chosen = "ps"

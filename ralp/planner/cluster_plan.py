@@ -4,6 +4,7 @@ broken towards the mode that needs less."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -111,6 +112,38 @@ def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: in
         per_node = tuple(half)
     boundary = float(workload.profile.boundary_bytes)
     return PSLayout(per_node, 1, (float(kept),), boundary, 0.0)
+
+
+def task_layout(workload: Workload, mode: str, workers: int, ps: int,
+                compute: Compute) -> tuple[PSLayout, Topology]:
+    """A PS-family ``mode`` (``ps``, or RALP: ``ralp-n``/``ralp-h``) on a cluster the user
+    sized: ``workers`` worker tasks and ``ps`` PS tasks, each on a machine of its own (PS
+    tasks on machines 0..ps-1), the kept variables round-robin over the PS tasks and RALP's
+    tail on PS task 0. Returns the layout and the topology (NIC rate 1 bit/s: scale it)."""
+    offloaded = ({name: 0 for name in workload.offloaded} if mode != "ps" else {})
+    if mode != "ps" and not offloaded:
+        raise PlannerError(f"mode {mode!r} needs layers to offload; "
+                           f"{workload.profile.model} has none after its split")
+    homed = [0.0] * ps
+    homes = variable_homes(workload.table, offloaded, ps)
+    for (row, _, nbytes), home in zip(workload.table.variables, homes, strict=True):
+        if row not in offloaded:
+            homed[home] += nbytes
+    layout = PSLayout((0,) * ps + (1,) * workers, 1, tuple(homed),
+                      float(workload.profile.boundary_bytes) if offloaded else 0.0,
+                      compute.tail_s if offloaded else 0.0)
+    return layout, Topology(ps + workers, 1, 1.0, math.inf)
+
+
+def predict_on_tasks(workload: Workload, compute: Compute, mode: str, workers: int, ps: int,
+                     bandwidth_bits: float, sync: str = "async") -> ClusterPrediction:
+    """:func:`task_layout`'s ``mode`` with every machine's NIC at ``bandwidth_bits``."""
+    layout, topo = task_layout(workload, mode, workers, ps, compute)
+    topo = replace(topo, nic_bits=bandwidth_bits)
+    step = ps_family_step_s(compute, layout, topo, sync)
+    return ClusterPrediction(mode, topo.nodes, 1, workers + ps, workers, ps,
+                             int(bandwidth_bits), workers * workload.table.batch_size / step,
+                             step)
 
 
 def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: bool,

@@ -3,15 +3,18 @@ per-mode step-time functions called directly; the choice says why; bad requests 
 No cluster is started here (a ClusterSpec is only addresses); tests/planner/test_auto_cluster.py
 trains with the choice."""
 
+from dataclasses import replace
+
 import pytest
 
 from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
 from ralp.placement.choose import choose_plan
-from ralp.planner import model as pm
 from ralp.planner.auto import choose_for_cluster
 from ralp.planner.calibration import Calibration, Entry
+from ralp.planner.cluster_plan import task_layout
 from ralp.planner.model import Host
+from ralp.planner.topology import ps_family_step_s
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 from ralp.units import parse_bandwidth
@@ -29,13 +32,15 @@ def _calibration(full_s: float, tail_s: float) -> Calibration:
 
 
 def _direct(model, cal: Calibration, bits: int) -> dict[str, float]:
-    """images/s of plain PS and RALP on REMOTE, from the step-time functions themselves."""
+    """images/s of plain PS and RALP on REMOTE (a machine per task), from the core's step
+    formula itself (ralp.planner.topology)."""
     work = Workload(profile(model, BATCH))
     compute = cal.entries[0].compute
     out = {}
-    for mode, step_fn in (("ps", pm.ps_step_time), ("ralp", pm.ralp_step_time)):
-        links = work.links_on(mode, 2, 1)
-        out[mode] = 2 * BATCH / step_fn(compute, links, 2, bits / 8, cal.host)
+    for mode, planned in (("ps", "ps"), ("ralp", "ralp-n")):
+        layout, topo = task_layout(work, planned, 2, 1, compute)
+        step = ps_family_step_s(compute, layout, replace(topo, nic_bits=bits), "async")
+        out[mode] = 2 * BATCH / step
     return out
 
 
