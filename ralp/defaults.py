@@ -17,6 +17,6 @@ GRPC_FAIL_FAST = "use_caller"
 # The planner's memory bound per device (Stanza's n_c / n_f search): a 16 GiB accelerator.
 DEFAULT_DEVICE_MEMORY_BYTES = 16 * 2**30
 # Simulated devices: the CPUs kept outside the devices' budgets, for the coordinator (or
-# Horovod's driver) and the kernel's network work (veth, bridge, tbf). Measured: see
-# benchmarks/README.md, "CPU outside the device budgets".
+# Horovod's driver) and the kernel's network work (veth, bridge, tbf), which run outside
+# every device's budget.
 DEVICE_RESERVE_CPUS = 0.3

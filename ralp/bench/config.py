@@ -35,10 +35,9 @@ NO_PS_MODES = (*HOROVOD_MODES, *COLLECTIVE_MODES)  # no PS cluster: no sync or p
 @dataclass(frozen=True)
 class DefaultComparison:
     """The small comparison ``python -m ralp.bench`` runs with no arguments: FC-heavy alexnet
-    (87% of its parameters in the layers RALP offloads) against googlenet (85% of its
-    parameters in convolutions), scaled down so a 2-core machine runs it within 4 minutes on
-    budgeted devices. On them, vgg11 at 32 px (the comparison's model before budgets) ran
-    RALP-N level with Horovod: its PS, held to one device's budget, was the bottleneck."""
+    (most of its parameters in the layers RALP offloads) against googlenet (most in
+    convolutions), scaled down so a 2-core machine runs it in a few minutes on budgeted
+    devices."""
 
     models: tuple[str, ...] = ("alexnet", "googlenet")
     # horovod and stanza only where Horovod is installed

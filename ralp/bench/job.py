@@ -160,9 +160,8 @@ def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkRead
     runs from the last warm-up step seen finished to the last measured one.
 
     An epoch starts every worker at once, and with fair shares of the PS's link they keep
-    in step for the first cycles (all pull, then all compute, then all push:
-    ``benchmarks/step_timeline.py`` saw a worker's first steps take 1.3-1.6x its later ones
-    on resnet50 at N = 8, 500 Mbit/s), and it ends with the workers running out of steps
+    in step for the first cycles (all pull, then all compute, then all push, so those
+    steps run longer than later ones), and it ends with the workers running out of steps
     one by one. A user's epoch of hundreds of steps sees neither, so the window leaves both
     out. The link counters are read at the epoch's edges instead, where no step is in
     flight: bytes per step are exact over all of its steps (every step moves the same)."""

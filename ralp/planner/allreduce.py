@@ -34,10 +34,9 @@ RANKS = 2
 MARK = "RALP_ALLREDUCE_COST "
 PROBE_TIMEOUT_S = 300.0
 # The probes all-reduce a tensor as this many equal parts in one grouped allreduce, as the
-# trainers all-reduce a model's gradients (the zoo's: 16-378 tensors). Measured at 1 Gbit/s
-# on 4 budgeted devices, 102 MB in all: the phase took 1.13x the bytes' time as one tensor,
-# 1.18x as 4, 1.23x as 16, 1.31-1.36x as 64-256 (fusion copies in and out, bookkeeping): a
-# probe of one tensor under-states a training step's ring.
+# trainers all-reduce a model's gradients (tens to hundreds of tensors): the more tensors,
+# the longer the phase (fusion copies in and out, bookkeeping), so a probe of one tensor
+# would under-state a training step's ring.
 GROUP_TENSORS = 64
 
 

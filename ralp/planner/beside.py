@@ -1,13 +1,11 @@
 """Stanza's compute phases measured under Horovod on this host (shared host only).
 
 On the simulated cluster every Horovod rank shares this host's cores, and a rank that waits
-in a collective is not idle: Horovod's background thread and Gloo's transport keep polling
-(measured here with ``perf``: while the FC rank ran its tail, the three waiting CONV ranks
-drew 0.77 of the two cores, nearly all of it in the kernel). Stanza's phases are exactly that:
-the FC rank computes while every CONV rank waits, then the CONV ranks compute while the FC
-rank waits. A calibration in one process (:mod:`ralp.planner.calibration`) sees none of it;
-on the cluster the tail took 1.9x its calibrated time (alexnet and vgg11, 75 px, batch 8,
-``benchmarks/stanza_phases.py``).
+in a collective is not idle: Horovod's background thread and Gloo's transport keep polling,
+mostly in the kernel. Stanza's phases are exactly that: the FC rank computes while every
+CONV rank waits, then the CONV ranks compute while the FC rank waits. A calibration in one
+process (:mod:`ralp.planner.calibration`) sees none of it, so on the shared host its phases
+run longer than their calibrated times.
 
 So the calibration measures both phases with the real library: ``RANKS`` ranks started by
 ``horovodrun`` on loopback, the last one the FC rank. First the FC rank times its tail on the

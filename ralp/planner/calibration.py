@@ -166,9 +166,9 @@ def this_machine() -> str:
 
 def _median_step_times(timed: list[tuple], steps: int) -> list[float]:
     """The median step time of each ``(step, args)`` of ``timed``, their steps interleaved
-    (one of each in turn, ``steps`` turns, after the warm-up): this host's pace drifts by
-    10-25% over minutes, and timing one step function's block after another's put that drift
-    between them (a head once measured slower than its whole model)."""
+    (one of each in turn, ``steps`` turns, after the warm-up): a shared host's pace drifts
+    over minutes, and timing one step function's block after another's would put that drift
+    between them."""
     for step, args in timed:
         for _ in range(CALIBRATION_WARMUP):
             step(*args)
@@ -184,8 +184,8 @@ def _median_step_times(timed: list[tuple], steps: int) -> list[float]:
 def train_step(net, boundary_gradient: bool):
     """A traced training step of ``net`` (SGD): ``step(inputs, labels) -> (loss, boundary
     gradients)``. The tail returns the gradient of its inputs (RALP's PS sends it back); the
-    whole model does not: no worker computes its images' gradient (for alexnet's strided
-    11x11 conv1 that gradient alone nearly doubled the step measured here)."""
+    whole model does not: no worker computes its images' gradient (for a large strided first
+    convolution that gradient alone can cost as much as the rest of the step)."""
     import keras
     import tensorflow as tf
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from ralp.planner.modes import PlannerError
 
 HOST_CAPACITY_PROCESSES = os.cpu_count() or 1  # processes timed together
-# The counts the calibration measures: the cores, and twice as many (a simulated cluster of
-# N = 4 runs 3-4 computing processes on this 2-core host; more than the cores contend for
-# caches and memory too).
+# The counts the calibration measures: the cores, and twice as many (a simulated cluster
+# runs more computing processes than a small host has cores; beyond the cores they contend
+# for caches and memory too).
 CAPACITY_COUNTS = tuple(sorted({HOST_CAPACITY_PROCESSES, 2 * HOST_CAPACITY_PROCESSES} - {1}))
 CAPACITY_WINDOW_S = 8.0  # each process counts its steps over this window, all at once
 CAPACITY_WARMUP = 2  # steps before the barrier (tracing, first-step allocation)

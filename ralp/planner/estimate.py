@@ -22,10 +22,8 @@ from ralp.planner.model import Compute
 from ralp.profiler.layer_table import LayerTable
 
 TRAIN_FLOPS_PER_FORWARD = 3  # forward + backward (input and weight gradients)
-# the probe's timing loops stop after this long in all (its tracing adds about 0.2 s): with
-# the layers as TensorFlow ops, 0.15 s and a stack of 3 gave rates inside the spread of 0.3 s
-# and 4, and of 0.6 s and 5, 0.17 s sooner than 0.3 s and 4 (benchmarks/probe_budgets.py,
-# 10 interleaved rounds, results/probe_budgets.txt)
+# the probe's timing loops stop after this long in all (its tracing comes on top): the
+# shortest budget whose rates stay inside the spread of longer ones
 PROBE_BUDGET_S = 0.15
 STACK = 3  # tiny layers in the stack that times a layer's fixed cost (each one adds tracing)
 

@@ -2,10 +2,8 @@
 
 The loopback probe (:mod:`ralp.planner.transfer`) moves bytes between two servers of one
 process, unshaped. On the budgeted simulated cluster a PS mode's bytes cross a veth pair and a
-shaped link instead, and arrive at the link's pace: the budgeted zoo's plain PS records spent
-1.3x (10 Gbit/s) to 1.9x (1 Gbit/s) the loopback figure's CPU per byte at each end
-(``benchmarks/transfer_cpu.py``). Slower links cost more CPU per byte (more, smaller socket
-reads and writes; more wake-ups).
+shaped link instead, and arrive at the link's pace, which costs more CPU per byte than
+loopback: slower links cost more (more, smaller socket reads and writes; more wake-ups).
 
 This probe measures it where a PS step pays it: a worker and a PS task, real
 ``tf.distribute.Server`` processes each in its own namespace and control group of the bench's

@@ -28,8 +28,8 @@ class Host:
     message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
     # Shared host only: how many single-process steps it runs at once at full speed; the
     # shared CPU queue serves that fast. Measured with processes that train together in one
-    # window (ralp.planner.capacity), per workload: 0.8-1.07 on this 2-core host (one process
-    # already fills both cores; big FC layers contend for memory).
+    # window (ralp.planner.capacity), per workload: about 1 where one process already fills
+    # the cores, less where big FC layers contend for memory.
     capacity: float = 1.0
     # The same measured at several process counts, ((processes, capacity), ...) ascending:
     # more processes than cores contend for caches and memory too. Empty: ``capacity`` for

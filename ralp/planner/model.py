@@ -41,13 +41,12 @@ class Compute:
     tail_s: float  # the same for the tail (offloaded layers, loss included)
     # the tail on ``stacked`` worker batches at once (Stanza's FC rank stacks its group's):
     # fully connected layers read their weights once per call, whatever the rows, so at small
-    # batches the time grows far slower than the rows (alexnet 75 px, batch 8: measured here,
-    # 3 batches stacked took about as long as one). None: assumed linear in the batch.
+    # batches the time grows far slower than the rows. None: assumed linear in the batch.
     tail_stacked_s: float | None = None
     stacked: int = 1
     # the head's step measured on its own; None: the whole model's less the tail's. The
-    # difference is a poor stand-in where the tail is most of the step (alexnet 75 px: 71%),
-    # as the noise of both measurements lands on it.
+    # difference is a poor stand-in where the tail is most of the step, as the noise of both
+    # measurements lands on it.
     head_measured_s: float | None = None
     # Shared host only: Stanza's two compute phases measured under Horovod on this host
     # (ralp.planner.beside), (CONV ranks, heads' phase s, FC tail's phase s) with one FC rank:
@@ -147,10 +146,8 @@ def _link_stations(links: Links, workers: int, bandwidth: float, *,
     (the others wait less; not modelled). Its two directions:
 
     - ``duplex=True`` (every PS mode on devices or a real cluster): they overlap, a queue
-      each: one worker's pulls cross while another's pushes do. The simulated fabric carries
-      both at once: a 64 MB gRPC pull and push together took 1.00-1.01x the time of either
-      alone at 250 Mbit/s and 1 Gbit/s (``benchmarks/link_duplex.py``), and with turns taken
-      plain PS on one PS task (3 workers, 1 Gbit/s, budgeted) was under-predicted by 15-26%.
+      each: one worker's pulls cross while another's pushes do, as a full-duplex link (the
+      simulated fabric's veth pairs included) carries both directions at once.
     - ``duplex=False`` (plain PS on a shared host, as that model was validated): one queue of
       both directions' bytes; there a step's transfers wait for the one CPU as well.
 
@@ -281,11 +278,9 @@ def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: 
     - **Two workers on one PS task**, where turns fit (twice the busiest shared station's
       demand within a step alone), are bistable: in some runs they take turns, one pulling
       while the other computes or pushes, and each steps as alone; in others they meet at
-      random. Neither state can be told in advance, so the step is alone plus half the
-      waits. Measured past the epoch's first cycles: RALP-H's two took turns in every round
-      at 1 Gbit/s (``results/devices_two_workers_*_1gbit.json``); at 500 Mbit/s, where the
-      turns barely fit, plain PS's two took turns in one round of three and RALP-H's in one
-      (``results/turns_one_ps_resnet50_500mbit.json``), so the state is not the mode's.
+      random. Neither state can be told in advance (it is not the mode's: where the turns
+      barely fit, runs of one mode land in either), so the step is alone plus half the
+      waits.
 
     Inside an epoch's first cycles (``links.in_step``) no one takes turns."""
     waits = _waits_s(shared, alone_s, workers)
@@ -313,12 +308,9 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
 
     With the worker's delay set to what this leaves beyond the shared stations (the PS
     link's two directions and the PS device), the queueing network at one worker gives this
-    step; the gRPC CPU of both ends overlaps the wire in it, as measured: one worker and one
-    PS task alone (``results/devices_n2_alone_1gbit.json``, vgg11 and resnet50 at 1 Gbit/s)
-    stepped within their rounds' spread of it (the rule was chosen on those records), where
-    the previous rule, which added both ends' gRPC CPU, predicted resnet50's 16.5% too slow
-    (commit 2413180, ``--step-model pipeline``). The exchange's bytes cross no faster than
-    the ends' CPU serves them, as the variables' do."""
+    step. The gRPC CPU of both ends overlaps the wire in it (a transfer's serialisation
+    streams while its bytes cross) rather than adding to it; the exchange's bytes cross no
+    faster than the ends' CPU serves them, as the variables' do."""
     kept = sum(nbytes for layer in links.layers for _, nbytes in layer.variables)
     bytes_in, bytes_out = max(links.ps_rx) / workers, max(links.ps_tx) / workers
     rates = _grpc_rates(host, bandwidth)

@@ -3,23 +3,16 @@ of every PS mode's step past an epoch's first cycles: :func:`ralp.planner.model.
 or, inside those cycles, with plain PS's workers in step.
 
 Two things the queueing network (:func:`ralp.planner.model.mva_cycle_time`) cannot see, both
-in every task's link and CPU traces (``benchmarks/step_timeline.py``):
+in every task's link and CPU traces:
 
-- **The workers move in step** (an epoch's first cycles). An epoch hands every worker a step at once and nothing in
-  plain PS serializes them (RALP's critical section does), so they pull together, compute
-  together and push together; on the sweep's worst setting (overfeat, N = 8, 500 Mbit/s) the
-  four workers ended each of 16 steps within half a second of one another. Each PS link's
-  bytes then cross in turns: all the pulls, then all the pushes, every worker getting a
-  W-th of the link.
+- **The workers move in step** (an epoch's first cycles). An epoch hands every worker a step
+  at once and nothing in plain PS serializes them (RALP's critical section does), so they
+  pull together, compute together and push together. Each PS link's bytes then cross in
+  turns: all the pulls, then all the pushes, every worker getting a W-th of the link.
 - **A worker's pushes overlap its backward, its pulls nothing.** A step reads every variable
-  at once, and its forward starts when the last read is in: while a worker's link received,
-  its CPU used 0.3-0.5 of its budget (gRPC's receive alone), and 0.75-0.99 while it sent
-  (every worker of the three timelines at N = 4; at N = 8, 0.21-0.33 while it received:
-  ``benchmarks/step_phases.py``). A layer's gradient is pushed as soon as its backward is
-  done. One worker and one PS task alone (``results/devices_n2_alone_1gbit.json``:
-  vgg11, resnet50 at 1 Gbit/s) stepped 2.90 s and 2.16 s, which this pipeline predicts within
-  their rounds' spread; overlapping each layer's forward with its own reads instead
-  predicted 17-24% too fast.
+  at once, and its forward starts when the last read is in (while a worker's link receives,
+  its CPU mostly waits on gRPC's receive). A layer's gradient is pushed as soon as its
+  backward is done.
 
 So one worker of W in step is simulated: its pulls start together and share links max-min
 fairly (each PS link at a W-th of its rate, the worker's own link at all of it), the forward

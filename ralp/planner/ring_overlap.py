@@ -25,9 +25,7 @@ so that the model's phase, ``max + (1 - overlap) min``, is the one measured at t
 
 A ring's wire also takes longer than its bytes at the links' rate: TCP's and Ethernet's
 headers, the ring's steps waiting on each other, and TCP's slow restart after the idle of a
-step's compute. Measured on the budgeted zoo's Horovod records at 1 Gbit/s, the ring phase
-(a step less its calibrated compute) was 1.21-1.58x its bytes' time, where the CPU is a
-fifth of that. So a second probe runs where the wire is the larger term (:data:`WIRE_RATIO`)
+step's compute, well beyond what the CPU explains. So a second probe runs where the wire is the larger term (:data:`WIRE_RATIO`)
 with a tensor of a step's size, and the wire factor is the one that, with the overlap, gives
 the phase measured at both probes (:func:`solve_wire_factor`). Gloo's probes idle
 :data:`GAP_S` before each timed allreduce, as a training step computes between them.
@@ -59,13 +57,11 @@ WIRE_PHASE_S = 1.0
 # connection restarts slowly
 GAP_S = 0.5
 # The rings whose wire factor is measured: Gloo's. TensorFlow's ring keeps the single
-# overlap probe back to back (its figures did not repeat between runs hours apart, and with a
-# factor and a gap its N = 8 runs were predicted worse: benchmarks/README.md)
+# overlap probe back to back (its wire factor does not repeat from one run to the next, so a
+# measured one would add noise rather than a term)
 WIRE_FACTOR_LIBRARIES = ("horovod",)
 # wire / CPU ratios a calibration measures the overlap at (``--overlap-ratios``): one, where
-# the overlap changes the phase most. A curve over 1/3, 1 and 3 (the budgeted zoo's rings ran
-# at 0.1-0.9 and 1.5-4.9) did not predict the zoo's records better, and TensorFlow's ring's
-# figures did not repeat (benchmarks/README.md, "The planner on budgeted devices")
+# the overlap changes the phase most; a curve over several ratios is opt-in
 OVERLAP_RATIOS = (1.0,)
 MIN_TENSOR_BYTES = 1024**2
 MAX_TENSOR_BYTES = 256 * 1024**2

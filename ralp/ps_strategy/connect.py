@@ -5,10 +5,10 @@ an error within a bounded time rather than gRPC's long retries.
 
 A process is bound to its cluster, but it can connect to the *same* cluster again: after a PS
 restarts (empty), :func:`reconnect` makes a new strategy and coordinator, and the trainer
-places its model again and restores a checkpoint. Measured on TF 2.21: the old strategy's
-variables answer "Unable to find a context_id ... Perhaps the worker was restarted", while a
-second ``ParameterServerStrategy`` in the same process, on the restarted cluster, places a
-model, restores a checkpoint and trains (0.8 s for a small CNN, 2 workers + 1 PS).
+places its model again and restores a checkpoint. On TF 2.21 the old strategy's variables
+answer "Unable to find a context_id ... Perhaps the worker was restarted", while a second
+``ParameterServerStrategy`` in the same process, on the restarted cluster, places a model,
+restores a checkpoint and trains.
 """
 
 from __future__ import annotations
