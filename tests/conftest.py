@@ -51,20 +51,16 @@ def _mkdir_fails(path) -> bool:
 
 
 # Test tiers. `pytest -m "not slow"` is the development tier (minutes on 2 cores); the README's
-# test command and CI run everything. Markers are found from what a test needs, where that is
-# visible: a skip for a missing netns backend or Horovod marks it ``netns`` or ``horovod``;
-# those and ``cluster`` (tests that start real server processes) are ``slow``; tests slow for
+# test command and CI run everything. A test declares what it needs (tests/needs.py:
+# ``needs_horovod``, ``needs_netns``, which mark it ``horovod`` or ``netns``; ``cluster`` for
+# tests that start real server processes); those markers make it ``slow``. Tests slow for
 # another reason say so themselves (``@pytest.mark.slow``).
-_NEEDS = {"netns backend unavailable": "netns", "Horovod unavailable": "horovod"}
+_SLOW_BECAUSE = ("cluster", "netns", "horovod")
 
 
 def pytest_collection_modifyitems(config, items):
     import pytest
 
     for item in items:
-        reasons = " ".join(str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
-        for needle, marker in _NEEDS.items():
-            if needle in reasons:
-                item.add_marker(getattr(pytest.mark, marker))
-        if any(item.get_closest_marker(m) for m in ("cluster", "netns", "horovod")):
+        if any(item.get_closest_marker(m) for m in _SLOW_BECAUSE):
             item.add_marker(pytest.mark.slow)

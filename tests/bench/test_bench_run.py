@@ -17,13 +17,11 @@ from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation.budget import thread_counts
 from ralp.emulation.devices import CGROUP_ROOT_ENV
-from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.ring_overlap import OVERLAP_RATIOS
 from tests.leftovers import HIERARCHY, assert_nothing_left, groups_left
+from tests.needs import NETNS, needs_netns
 
-NETNS = netns_unavailable_reason()
-needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 REQUIRED = ("model", "mode", "devices", "workers", "ps", "backend", "bandwidth",
             "images_per_sec", "step_time_s", "bytes_per_step_measured",
             "bytes_per_step_predicted")

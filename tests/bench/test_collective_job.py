@@ -13,11 +13,9 @@ from ralp.bench.launcher import Launcher
 from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runner import measure
 from ralp.bench.runspec import BenchError, RunSpec
-from ralp.emulation.iproute import netns_unavailable_reason
 from tests.leftovers import HIERARCHY, groups_left
+from tests.needs import needs_netns
 
-NETNS = netns_unavailable_reason()
-needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 TINY = dict(image_size=28, batch_size=8, num_classes=10, steps=4, warmup=1)
 pytestmark = pytest.mark.cluster
 

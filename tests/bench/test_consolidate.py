@@ -9,9 +9,7 @@ import pytest
 from ralp.bench.consolidate import scenario_runs
 from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runspec import BenchError
-from ralp.emulation.iproute import netns_unavailable_reason
-
-NETNS = netns_unavailable_reason()
+from tests.needs import needs_netns
 
 
 def _workload(model):
@@ -30,7 +28,7 @@ def test_scenarios_assign_modes_and_cycle_models():
         scenario_runs("some", 2, models, 4, _workload)
 
 
-@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@needs_netns
 @pytest.mark.cluster
 def test_two_jobs_share_one_trunk_and_each_reports_its_throughput(tmp_path):
     out = tmp_path / "c.json"

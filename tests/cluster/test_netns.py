@@ -15,9 +15,7 @@ from ralp.emulation import iproute
 from ralp.emulation.fabric import NetnsFabric
 from ralp.emulation.iproute import enter_namespace, netns_unavailable_reason
 from ralp.units import parse_bandwidth, parse_latency
-
-REASON = netns_unavailable_reason()
-needs_netns = pytest.mark.skipif(REASON is not None, reason=f"netns backend unavailable: {REASON}")
+from tests.needs import needs_netns
 
 # ---------------------------------------------------------------- no root needed
 

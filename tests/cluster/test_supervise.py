@@ -10,10 +10,10 @@ import pytest
 
 from ralp.cluster.supervise import main, supervise
 from ralp.errors import InvalidArgumentError
-from ralp.horovod.launch import horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import horovodrun_command
+from tests.needs import needs_horovod
 
 ROOT = Path(__file__).resolve().parents[2]
-HOROVOD = horovod_unavailable_reason()
 
 # Fails on its first start after printing rank 0's step markers up to 7; on the next start
 # writes what its environment said, and succeeds.
@@ -73,7 +73,7 @@ def test_the_loop_restarts_only_its_errors_and_only_so_often():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+@needs_horovod
 def test_horovodrun_under_the_supervisor_goes_on_from_its_checkpoint(tmp_path):
     script = str(ROOT / "tests" / "training" / "restart_ranks.py")
     # rank 1 kills itself after step 11 of 12 on the first start (its later start counts

@@ -9,10 +9,9 @@ import pytest
 
 from ralp._cli import UsageError
 from ralp.bench.records import RecordError
-from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.experiments.chaos import Kill, run, table
 from ralp.experiments.results import CHAOS_RESULT_KEYS, make_chaos_result
-from ralp.horovod.launch import horovod_unavailable_reason
+from tests.needs import HOROVOD_MARKS, NETNS_MARKS
 
 
 def test_kills_parse_and_bad_ones_say_how_to_write_them():
@@ -75,17 +74,13 @@ def test_repeats_average_the_accuracies_and_keep_the_worst_counts():
     assert figures["left_running"] == ["pid 7"] and len(figures["runs"]) == 2
 
 
-HOROVOD = horovod_unavailable_reason()
-NETNS = netns_unavailable_reason()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode, kills, backend", [
     ("collective", ["rank:1@25"], "local"),
-    pytest.param("collective", ["rank:0@25"], "netns", marks=pytest.mark.skipif(
-        NETNS is not None, reason=f"netns backend unavailable: {NETNS}")),
-    pytest.param("stanza", ["fc:0@15", "conv:1@30"], "local", marks=pytest.mark.skipif(
-        HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")),
+    pytest.param("collective", ["rank:0@25"], "netns", marks=NETNS_MARKS),
+    pytest.param("stanza", ["fc:0@15", "conv:1@30"], "local", marks=HOROVOD_MARKS),
 ])
 def test_a_lockstep_job_survives_its_killed_ranks_by_restarting(tmp_path, mode, kills, backend):
     out = tmp_path / "chaos.json"

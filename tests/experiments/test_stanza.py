@@ -8,13 +8,11 @@ import sys
 import pytest
 
 from ralp.bench.records import RecordError
-from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.experiments.results import STANZA_RESULT_KEYS, make_stanza_result
 from ralp.experiments.stanza import _figures, table
-from ralp.horovod.launch import horovod_unavailable_reason
+from tests.needs import needs_horovod, needs_netns
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-NETNS, HOROVOD = netns_unavailable_reason(), horovod_unavailable_reason()
 CURVE = [{"time_s": 0.0, "steps": 0, "accuracy": 0.1}, {"time_s": 4.0, "steps": 40,
          "accuracy": 0.85}, {"time_s": 8.0, "steps": 80, "accuracy": 0.93}]
 
@@ -54,8 +52,8 @@ def test_table_gives_stanzas_speedup_over_ps_with_as_many_workers():
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
-@pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+@needs_netns
+@needs_horovod
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "stanza.json", tmp_path / "stanza.png"
     p = subprocess.run([sys.executable, "-m", "ralp.experiments.stanza", "--workers", "2",

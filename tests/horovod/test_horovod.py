@@ -14,22 +14,17 @@ import pytest
 from ralp._messages import MARK, parse_message
 from ralp.bench.records import RECORD_KEYS
 from ralp.emulation.budget import budget_for, thread_counts
-from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.horovod.launch import (
     HorovodRunError,
     _last_error_line,
-    horovod_unavailable_reason,
     horovodrun_command,
     launch,
     run_and_collect,
 )
 from tests.leftovers import HIERARCHY, assert_nothing_left, groups_left
+from tests.needs import NETNS_MARKS, needs_horovod, needs_netns
 
 ROOT = Path(__file__).resolve().parents[2]
-HOROVOD = horovod_unavailable_reason()
-needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
-NETNS = netns_unavailable_reason()
-needs_netns = pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
 
 STEPS, BATCH = 3, 16  # per rank; the single-process reference takes 2 x BATCH per step
 
@@ -160,12 +155,12 @@ if os.environ["HOROVOD_RANK"] == "0":
 
 @needs_horovod
 @pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
-@pytest.mark.parametrize("backend, start", [("netns", "forkserver"), ("netns", "spawn"),
-                                            ("local", "forkserver")])
+@pytest.mark.parametrize("backend, start", [
+    pytest.param("netns", "forkserver", marks=NETNS_MARKS),
+    pytest.param("netns", "spawn", marks=NETNS_MARKS),
+    ("local", "forkserver")])
 def test_every_rank_runs_in_its_device_with_threads_sized_to_it(backend, start, tmp_path,
                                                                 monkeypatch):
-    if backend == "netns" and NETNS is not None:
-        pytest.skip(f"netns backend unavailable: {NETNS}")
     # a rank module (python -m: the netns driver forks such ranks, unless spawn is asked for)
     module = f"rank_probe_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(f"MARK = {MARK!r}\n" + _REPORT_GROUP)

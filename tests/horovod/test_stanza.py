@@ -10,17 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ralp.emulation.iproute import netns_unavailable_reason
-from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import HorovodRunError, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
 from ralp.horovod.stanza import StanzaError, StanzaLayout
 from ralp.profiler.bytes_model import mode_traffic, stanza_groups
 from tests.horovod.test_horovod import _processes_with
+from tests.needs import needs_horovod, needs_netns
 
 ROOT = Path(__file__).resolve().parents[2]
-HOROVOD = horovod_unavailable_reason()
-needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
-NETNS = netns_unavailable_reason()
 
 STEPS, BATCH = 5, 8  # per CONV rank; the reference takes n_c x BATCH per step
 
@@ -148,7 +145,7 @@ def test_bench_stanza_mode_end_to_end_on_loopback(tmp_path):
 
 
 @needs_horovod
-@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@needs_netns
 @pytest.mark.cluster
 @pytest.mark.parametrize("fc", [1, 2])
 def test_bench_stanza_mode_on_netns_measures_the_models_bytes(tmp_path, fc):

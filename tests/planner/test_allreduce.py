@@ -4,11 +4,9 @@ import warnings
 
 import pytest
 
-from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner import allreduce, api, collective_cost
 from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce, ring_link_bytes
-
-HOROVOD = horovod_unavailable_reason()
+from tests.needs import needs_horovod
 
 
 def test_a_ring_of_w_ranks_moves_2_w_minus_1_times_the_tensor():
@@ -18,7 +16,7 @@ def test_a_ring_of_w_ranks_moves_2_w_minus_1_times_the_tensor():
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+@needs_horovod
 def test_bigger_allreduces_cost_more_cpu_and_the_slope_is_theirs():
     small, big = 1024**2, 16 * 1024**2
     per_byte, points = measure_allreduce(sizes=(small, big), repeats=2)

@@ -6,11 +6,11 @@ import keras
 import pytest
 
 import ralp
-from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.models import build_model
 from ralp.planner import api
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.model import Host
+from tests.needs import needs_horovod
 
 
 def test_recommend_uses_the_given_calibration():
@@ -38,11 +38,10 @@ def own_model(name: str, extra=None) -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(10, name="fc2")(x), name=name)
 
 
-HOROVOD = horovod_unavailable_reason()
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+@needs_horovod
 def test_a_users_own_model_gets_the_shared_hosts_whole_calibration():
     # its helper processes (capacity, Stanza's phases) load it from a .keras file saved here
     cal = ralp.calibrate(own_model("not_in_the_zoo"), 8, shared_host=True, steps=2)

@@ -2,18 +2,16 @@
 
 import pytest
 
-from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner import beside
 from ralp.planner.allreduce import AllreduceProbeError
 from ralp.planner.beside import measure_beside
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.model import Host
-
-HOROVOD = horovod_unavailable_reason()
+from tests.needs import needs_horovod
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
+@needs_horovod
 def test_the_probe_times_both_phases_with_three_conv_ranks():
     measured = measure_beside("lenet", 8, 32, 10, steps=3)
     assert measured["conv_ranks"] == beside.RANKS - 1 == 3

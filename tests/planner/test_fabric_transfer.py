@@ -5,7 +5,6 @@ import pytest
 
 from ralp.emulation.budget import budget_for
 from ralp.emulation.devices import find_hierarchy
-from ralp.emulation.iproute import netns_unavailable_reason
 from ralp.errors import RalpError
 from ralp.planner.fabric_transfer import (
     MAX_STEP_BYTES,
@@ -15,8 +14,8 @@ from ralp.planner.fabric_transfer import (
     measure_fabric_transfer,
     step_bytes_at,
 )
+from tests.needs import needs_netns
 
-NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
 
 
@@ -47,7 +46,7 @@ def test_shared_cpus_have_no_device_to_measure_on():
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@needs_netns
 @pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
 def test_two_budgeted_tasks_move_the_probe_s_bytes_at_the_link_s_pace():
     rate = 500 * 10**6

@@ -8,8 +8,6 @@ import pytest
 
 from ralp.emulation.budget import Budget, budget_for
 from ralp.emulation.devices import find_hierarchy
-from ralp.emulation.iproute import netns_unavailable_reason
-from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.planner.calibration import Calibration
 from ralp.planner.device import _check_lent, calibrate_device
 from ralp.planner.host import interpolate_log
@@ -34,9 +32,8 @@ from ralp.planner.ring_step import (
 )
 from ralp.planner.stanza_step import stanza_phase_times
 from ralp.planner.validate import with_overlaps
+from tests.needs import HOROVOD_MARKS, needs_netns
 
-HOROVOD = horovod_unavailable_reason()
-NETNS = netns_unavailable_reason()
 HIERARCHY, _ = find_hierarchy()
 
 
@@ -178,11 +175,10 @@ def test_lent_overlaps_must_be_a_budgeted_calibration_s_of_this_budget(lent, bud
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(NETNS is not None, reason=f"netns backend unavailable: {NETNS}")
+@needs_netns
 @pytest.mark.skipif(HIERARCHY is None, reason="no writable cgroup cpu controller here")
 @pytest.mark.parametrize("library, ratio", [
-    pytest.param("horovod", 3.0, marks=pytest.mark.skipif(
-        HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")),
+    pytest.param("horovod", 3.0, marks=HOROVOD_MARKS),
     ("collective", 1 / 3),
 ])
 def test_two_budgeted_ranks_measure_a_phase_no_faster_than_their_wire(library, ratio):

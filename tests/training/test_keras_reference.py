@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 
 from ralp import LocalCluster, Plan, run_in_fresh_process
-from ralp.horovod.launch import horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
+from tests.needs import HOROVOD_MARKS
 from tests.training import reference
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "tests" / "training" / "reference.py")
 DETERMINISTIC = {"TF_ENABLE_ONEDNN_OPTS": "0", "CUDA_VISIBLE_DEVICES": "-1"}
-HOROVOD = horovod_unavailable_reason()
-needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 TWO_PS = Plan.offloading(reference.LAYERS, ["flatten", "fc1", "logits"], 2).override(
     {"fc1": 1, "logits": 0})
 
@@ -78,10 +77,10 @@ def _ranks(tmp_path, mode: str, ranks: int, *extra: int) -> dict:
 
 
 @pytest.mark.parametrize(("mode", "ranks", "extra"), [
-    pytest.param("horovod", 2, (), marks=needs_horovod),
+    pytest.param("horovod", 2, (), marks=HOROVOD_MARKS),
     ("collective", 2, ()),
-    pytest.param("stanza", 3, (1,), marks=needs_horovod),  # 2 CONV ranks + 1 FC rank
-    pytest.param("stanza", 5, (2,), marks=needs_horovod),  # 3 + 2: groups of 2 and 1
+    pytest.param("stanza", 3, (1,), marks=HOROVOD_MARKS),  # 2 CONV ranks + 1 FC rank
+    pytest.param("stanza", 5, (2,), marks=HOROVOD_MARKS),  # 3 + 2: groups of 2 and 1
 ], ids=["horovod-2", "collective-2", "stanza-2+1", "stanza-3+2"])
 def test_allreduce_modes_equal_one_keras_process(tmp_path, mode, ranks, extra):
     results = _ranks(tmp_path, mode, ranks, *extra)

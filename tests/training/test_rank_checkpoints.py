@@ -12,15 +12,14 @@ import pytest
 
 from ralp.collective.launch import run_workers
 from ralp.collective.runtime import CollectiveError
-from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import HorovodRunError, horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
 from ralp.training.rank_checkpoints import assign_arrays, named_variables
 from ralp.training.ranks import RESTART_FAILURE_ENV
+from tests.needs import HOROVOD_MARKS, needs_horovod
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "tests" / "training" / "restart_ranks.py")
-HOROVOD = horovod_unavailable_reason()
-needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 RANKS = {"horovod": 2, "stanza": 3, "collective": 2}  # stanza: 2 CONV ranks + 1 FC rank
 CRASH_STEP, RESTORED = 11, 8  # the fit checkpoints at steps 4, 6 (epoch end), 8 and 12
 
@@ -57,7 +56,7 @@ def _lose_a_rank_and_restart(kind: str, out: Path, crash_rank: int, before_resta
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", [pytest.param("horovod", marks=needs_horovod), "collective"])
+@pytest.mark.parametrize("kind", [pytest.param("horovod", marks=HOROVOD_MARKS), "collective"])
 def test_a_restarted_job_goes_on_from_its_checkpoint_to_the_failure_free_weights(tmp_path, kind):
     clean, lossy = tmp_path / "clean", tmp_path / "lossy"
     clean.mkdir(), lossy.mkdir()

@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from ralp import LocalCluster, run_in_fresh_process
-from ralp.horovod.launch import horovod_unavailable_reason, horovodrun_command
+from ralp.horovod.launch import horovodrun_command
 from ralp.horovod.launch import run_and_collect as run_horovod
+from tests.needs import HOROVOD_MARKS
 from tests.training import user_script
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "tests" / "training" / "user_script.py")
-HOROVOD = horovod_unavailable_reason()
-needs_horovod = pytest.mark.skipif(HOROVOD is not None, reason=f"Horovod unavailable: {HOROVOD}")
 CPU = {"CUDA_VISIBLE_DEVICES": "-1"}
 
 
@@ -39,8 +38,8 @@ def _run(mode: str, tmp_path) -> dict:
 
 
 @pytest.mark.parametrize("mode", [
-    "ps", "ralp", "auto", pytest.param("horovod", marks=needs_horovod),
-    pytest.param("stanza", marks=needs_horovod), "collective"])
+    "ps", "ralp", "auto", pytest.param("horovod", marks=HOROVOD_MARKS),
+    pytest.param("stanza", marks=HOROVOD_MARKS), "collective"])
 def test_a_users_script_runs_unmodified_in_every_mode(mode, tmp_path):
     import csv
 
