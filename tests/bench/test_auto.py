@@ -21,7 +21,7 @@ from ralp.planner.stanza_step import stanza_step_time
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
-CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks/results/plan_calibration.json"
+CALIBRATION = Path(__file__).resolve().parents[1] / "data" / "plan_calibration.json"
 STEP = {"ps": pm.ps_step_time, "ralp-h": pm.ralp_step_time, "ralp-n": pm.ralp_step_time,
         "horovod": ring_step.horovod_step_time, "stanza": stanza_step_time,
         "collective": ring_step.collective_step_time}

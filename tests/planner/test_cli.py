@@ -14,7 +14,8 @@ from ralp.planner.model import Host
 pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
 
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP = ROOT / "benchmarks" / "results" / "bench_sweep_1gbit.json"
+DATA = ROOT / "tests" / "data"  # golden records and calibrations, copied from runs
+SWEEP = DATA / "bench_sweep_1gbit.json"
 
 
 @pytest.fixture
@@ -191,7 +192,7 @@ def test_calibrate_a_saved_keras_model_writes_its_entry(tmp_path, capsys):
 
 
 def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys):
-    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_1gbit.json").read_text())
+    zoo = json.loads((DATA / "devices_zoo_1gbit.json").read_text())
     records = tmp_path / "alexnet.json"
     records.write_text(json.dumps([r for r in zoo if r["model"] == "alexnet"]))
     later = tmp_path / "later.json"
@@ -253,7 +254,7 @@ def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
     from ralp.planner.cli import _zoo_workload
     from ralp.planner.predict import predict, predict_on
 
-    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_1gbit_one_ps.json").read_text())
+    zoo = json.loads((DATA / "devices_zoo_1gbit_one_ps.json").read_text())
     record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")
     assert (record["workers"], record["ps"]) == (3, 1)
     cal = validate.own_calibration(record)
@@ -271,7 +272,7 @@ def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_
     from ralp.planner import validate
     from ralp.planner.cli import _zoo_workload
 
-    zoo = json.loads((ROOT / "benchmarks/results/devices_zoo_n4_1gbit_in_epoch.json").read_text())
+    zoo = json.loads((DATA / "devices_zoo_n4_1gbit_in_epoch.json").read_text())
     rounds = [r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ralp-h"]
     records = tmp_path / "alexnet.json"
     records.write_text(json.dumps(rounds))
@@ -283,7 +284,7 @@ def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_
     assert setting["predicted"] == pytest.approx(statistics.median(each))
 
 
-TURNS = {rate: ROOT / "benchmarks" / "results" / f"turns_one_ps_resnet50_{rate}.json"
+TURNS = {rate: DATA / f"turns_one_ps_resnet50_{rate}.json"
          for rate in ("500mbit", "750mbit")}
 TURNS_CALIBRATION = {"500mbit": TURNS["500mbit"].with_name("turns_one_ps_resnet50_calibration.json"),
                      "750mbit": TURNS["750mbit"].with_name(

@@ -12,7 +12,7 @@ from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 from ralp.profiler.bytes_model import mode_traffic
 
-SWEEP = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "bench_sweep_1gbit.json"
+SWEEP = Path(__file__).resolve().parents[1] / "data" / "bench_sweep_1gbit.json"
 
 
 @functools.cache
