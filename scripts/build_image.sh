@@ -45,7 +45,7 @@ command -v buildah >/dev/null || { echo "image: buildah not found (Debian: apt-g
 rootfs="" containers=()
 cleanup() {
     for c in "${containers[@]}"; do "${BUILDAH[@]}" rm "$c" >/dev/null 2>&1 || true; done
-    [ -n "$rootfs" ] && rm -rf "$rootfs"
+    if [ -n "$rootfs" ]; then rm -rf "$rootfs"; fi
 }
 trap cleanup EXIT
 
