@@ -290,7 +290,7 @@ def _file_facts(model: str, image_size: int | None, num_classes: int | None,
     if not is_model_file(model):
         return None
     try:
-        image, classes = model_file_facts(model)
+        image, classes, _ = model_file_facts(model)
     except ValueError as e:
         raise BenchError(str(e)) from None
     if image_size not in (None, image) or num_classes not in (None, classes):

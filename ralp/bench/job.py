@@ -238,9 +238,12 @@ def dataset_fn_for(run: RunSpec):
         from ralp.models.digits import digits_dataset_fn
 
         return digits_dataset_fn(run.image_size, run.batch_size, run.seed)
+    from ralp.models.model_file import is_model_file, model_file_facts
     from ralp.models.synthetic import synthetic_dataset_fn
 
-    return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed)
+    channels = model_file_facts(run.model)[2] if is_model_file(run.model) else 3
+    return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed,
+                                channels)
 
 
 def _callbacks():

@@ -34,19 +34,19 @@ def load_model_file(path: str):
 
 
 @cache
-def model_file_facts(path: str) -> tuple[int, int]:
-    """(input side, classes) of the image classifier saved at ``path``."""
+def model_file_facts(path: str) -> tuple[int, int, int]:
+    """(input side, classes, channels) of the image classifier saved at ``path``."""
     model = load_model_file(path)
     shape = model.inputs[0].shape
     if len(shape) != 4 or shape[1] is None or shape[1] != shape[2]:
         raise InvalidArgumentError(f"{path}: the bench feeds square images (batch, side, "
                                    f"side, channels); the model takes {tuple(shape)}")
-    return int(shape[1]), int(model.outputs[0].shape[-1])
+    return int(shape[1]), int(model.outputs[0].shape[-1]), int(shape[3])
 
 
 def build_from_file(path: str, num_classes: int, image_size: int | None):
     """The saved model, checked against the run's classes and image side."""
-    image, classes = model_file_facts(path)
+    image, classes, _ = model_file_facts(path)
     if (image_size not in (None, image)) or num_classes != classes:
         raise InvalidArgumentError(
             f"{path} takes {image} px images and has {classes} classes; the run asked for "

@@ -7,12 +7,15 @@ nothing and sends nothing over the network: what is measured is training, not da
 from __future__ import annotations
 
 
-def synthetic_dataset_fn(image_size: int, batch_size: int, num_classes: int, seed: int = 0):
-    """A per-worker dataset function: an endless dataset of one fixed random batch."""
+def synthetic_dataset_fn(image_size: int, batch_size: int, num_classes: int, seed: int = 0,
+                         channels: int = 3):
+    """A per-worker dataset function: an endless dataset of one fixed random batch of
+    ``image_size`` x ``image_size`` x ``channels`` images."""
     import tensorflow as tf
 
     def dataset_fn(_context=None):
-        images = tf.random.stateless_uniform((batch_size, image_size, image_size, 3), (seed, 1))
+        images = tf.random.stateless_uniform((batch_size, image_size, image_size, channels),
+                                             (seed, 1))
         labels = tf.random.stateless_uniform(
             (batch_size,), (seed, 2), maxval=num_classes, dtype=tf.int32
         )

@@ -15,7 +15,7 @@ from ralp.models import build_model
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    inputs = keras.Input((24, 24, 3))
+    inputs = keras.Input((24, 24, 1))  # one channel: the bench's images follow the model
     x = keras.layers.Conv2D(8, 3, activation="relu")(inputs)
     x = keras.layers.Flatten()(x)
     x = keras.layers.Dense(64, activation="relu")(x)
@@ -31,6 +31,10 @@ def test_the_files_input_side_and_classes_make_the_workload(model_file):
     assert (work["image_size"], work["num_classes"]) == (24, 7)
     (run,) = request.runs(["ps"])
     assert (run.model, run.image_size, run.num_classes) == (model_file, 24, 7)
+    from ralp.bench.job import dataset_fn_for
+
+    images, labels = next(iter(dataset_fn_for(run)()))
+    assert images.shape == (run.batch_size, 24, 24, 1)
     model = build_model(model_file, 7, 24)
     assert model.name == "mine"
 
