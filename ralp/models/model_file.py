@@ -4,7 +4,6 @@ and the planner measure and plan it as they do the zoo's models."""
 from __future__ import annotations
 
 import os
-from functools import cache
 
 from ralp.errors import InvalidArgumentError
 
@@ -15,6 +14,11 @@ DEFAULT_FILE_BATCH_SIZE = 32
 def is_model_file(name: str) -> bool:
     """Whether ``name`` names a saved model file rather than a zoo model."""
     return isinstance(name, str) and name.endswith(MODEL_FILE_SUFFIX)
+
+
+def bench_model_argument(model: str) -> str:
+    """How ``python -m ralp.bench`` is told to run ``model`` (a zoo name or a saved file)."""
+    return f"--keras-model {model}" if is_model_file(model) else f"--models {model}"
 
 
 def load_model_file(path: str):
@@ -33,23 +37,31 @@ def load_model_file(path: str):
             "with custom layers must be importable here") from None
 
 
-@cache
-def model_file_facts(path: str) -> tuple[int, int, int]:
-    """(input side, classes, channels) of the image classifier saved at ``path``."""
-    model = load_model_file(path)
+_FACTS: dict[str, tuple[int, int, int]] = {}  # per path, read once per process
+
+
+def _facts_of(model, path: str) -> tuple[int, int, int]:
     shape = model.inputs[0].shape
     if len(shape) != 4 or shape[1] is None or shape[1] != shape[2]:
         raise InvalidArgumentError(f"{path}: the bench feeds square images (batch, side, "
                                    f"side, channels); the model takes {tuple(shape)}")
-    return int(shape[1]), int(model.outputs[0].shape[-1]), int(shape[3])
+    _FACTS[path] = int(shape[1]), int(model.outputs[0].shape[-1]), int(shape[3])
+    return _FACTS[path]
+
+
+def model_file_facts(path: str) -> tuple[int, int, int]:
+    """(input side, classes, channels) of the image classifier saved at ``path``."""
+    return _FACTS[path] if path in _FACTS else _facts_of(load_model_file(path), path)
 
 
 def build_from_file(path: str, num_classes: int, image_size: int | None):
-    """The saved model, checked against the run's classes and image side."""
-    image, classes, _ = model_file_facts(path)
+    """The saved model, checked against the run's classes and image side (loaded once: its
+    facts are kept for :func:`model_file_facts`)."""
+    model = load_model_file(path)
+    image, classes, _ = _facts_of(model, path)
     if (image_size not in (None, image)) or num_classes != classes:
         raise InvalidArgumentError(
             f"{path} takes {image} px images and has {classes} classes; the run asked for "
             f"{image_size} px and {num_classes} classes (leave --image-size and "
             "--num-classes out for a model file)")
-    return load_model_file(path)
+    return model

@@ -72,37 +72,53 @@ def scale_compute(compute: Compute, full: float, tail: float) -> Compute:
                    head_measured_s=max(0.0, full_s - tail_s))
 
 
+def _homed_bytes(workload: Workload, offloaded: dict[str, int], ps: int) -> tuple[float, ...]:
+    """Bytes of the variables each of ``ps`` PS tasks holds, less the ``offloaded`` layers'
+    (RALP's tail), round-robin in creation order as the byte model places them."""
+    homed = [0.0] * ps
+    homes = variable_homes(workload.table, offloaded, ps)
+    for (row, _, nbytes), home in zip(workload.table.variables, homes, strict=True):
+        if row not in offloaded:
+            homed[home] += nbytes
+    return tuple(homed)
+
+
+def _tail_layers(workload: Workload, mode: str) -> dict[str, int]:
+    """RALP's offloaded layers, each on PS task 0; a model with none cannot run ``mode``."""
+    if not workload.offloaded:
+        raise PlannerError(f"mode {mode!r} needs layers to offload; "
+                           f"{workload.profile.model} has none after its split")
+    return {name: 0 for name in workload.offloaded}
+
+
 def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: int = 1,
-              ps_tasks: int | None = None, balanced: bool = False) -> PSLayout:
+              ps_tasks: int | None = None, balanced: bool = False,
+              tail_s: float = 0.0) -> PSLayout:
     """A PS-family mode's tasks on ``topo``. ``ps``: workers of ``gpus_per_worker`` GPUs
     (ralp runs one per worker task) and ``ps_tasks`` PS tasks (default one per node) on the
     nodes' CPUs, the variables round-robin over them in creation order as
     ``ParameterServerStrategy`` places them (``balanced``: each on the least loaded task,
     largest first, as TensorFlow's ``GreedyLoadBalancingStrategy`` by bytes). RALP (Park et al., 2019): ``ralp-n``
     gives every device but one to workers and that one to the PS (head variables and tail),
-    ``ralp-h`` half the devices to workers, spread over the nodes."""
+    ``ralp-h`` half the devices to workers, spread over the nodes; ``tail_s``: the tail's
+    step on the PS."""
     g = topo.gpus_per_node
     if mode == "ps":
         if g % gpus_per_worker:
             raise PlannerError(f"{g} GPUs per node do not split into workers of "
                                f"{gpus_per_worker}")
         ps = ps_tasks or topo.nodes
-        homed = [0.0] * ps
         if balanced:
+            greedy = [0.0] * ps
             for nbytes in sorted((v[2] for v in workload.table.variables), reverse=True):
-                homed[homed.index(min(homed))] += nbytes
+                greedy[greedy.index(min(greedy))] += nbytes
+            homed = tuple(greedy)
         else:
-            homes = variable_homes(workload.table, {}, ps)
-            for (_, _, nbytes), home in zip(workload.table.variables, homes, strict=True):
-                homed[home] += nbytes
-        return PSLayout((g // gpus_per_worker,) * topo.nodes, gpus_per_worker, tuple(homed))
-    if not workload.offloaded:
-        raise PlannerError(f"mode {mode!r} needs layers to offload; "
-                           f"{workload.profile.model} has none after its split")
+            homed = _homed_bytes(workload, {}, ps)
+        return PSLayout((g // gpus_per_worker,) * topo.nodes, gpus_per_worker, homed)
+    tail = _tail_layers(workload, mode)
     if topo.devices < 2:
         raise PlannerError(f"mode {mode!r} needs at least 2 devices")
-    moved = set(workload.offloaded)
-    kept = sum(nbytes for row, _, nbytes in workload.table.variables if row not in moved)
     if mode == "ralp-n":
         per_node = (g - 1,) + (g,) * (topo.nodes - 1)
     else:
@@ -110,8 +126,8 @@ def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: in
         for n in range(topo.devices // 2 - sum(half)):
             half[n] += 1
         per_node = tuple(half)
-    boundary = float(workload.profile.boundary_bytes)
-    return PSLayout(per_node, 1, (float(kept),), boundary, 0.0)
+    return PSLayout(per_node, 1, _homed_bytes(workload, tail, 1),
+                    float(workload.profile.boundary_bytes), tail_s)
 
 
 def task_layout(workload: Workload, mode: str, workers: int, ps: int,
@@ -120,16 +136,8 @@ def task_layout(workload: Workload, mode: str, workers: int, ps: int,
     sized: ``workers`` worker tasks and ``ps`` PS tasks, each on a machine of its own (PS
     tasks on machines 0..ps-1), the kept variables round-robin over the PS tasks and RALP's
     tail on PS task 0. Returns the layout and the topology (NIC rate 1 bit/s: scale it)."""
-    offloaded = ({name: 0 for name in workload.offloaded} if mode != "ps" else {})
-    if mode != "ps" and not offloaded:
-        raise PlannerError(f"mode {mode!r} needs layers to offload; "
-                           f"{workload.profile.model} has none after its split")
-    homed = [0.0] * ps
-    homes = variable_homes(workload.table, offloaded, ps)
-    for (row, _, nbytes), home in zip(workload.table.variables, homes, strict=True):
-        if row not in offloaded:
-            homed[home] += nbytes
-    layout = PSLayout((0,) * ps + (1,) * workers, 1, tuple(homed),
+    offloaded = _tail_layers(workload, mode) if mode != "ps" else {}
+    layout = PSLayout((0,) * ps + (1,) * workers, 1, _homed_bytes(workload, offloaded, ps),
                       float(workload.profile.boundary_bytes) if offloaded else 0.0,
                       compute.tail_s if offloaded else 0.0)
     return layout, Topology(ps + workers, 1, 1.0, math.inf)
@@ -187,10 +195,7 @@ def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str
         through_host = on_gpus and horovod_build != "nccl"
         note = "Gloo: gradients through host memory" if through_host else ""
     if mode in ("ps", "ralp-n", "ralp-h"):
-        layout = ps_layout(workload, mode, topo)
-        if mode != "ps":
-            layout = PSLayout(layout.workers_per_node, 1, layout.homed, layout.boundary_bytes,
-                              compute.tail_s)
+        layout = ps_layout(workload, mode, topo, tail_s=compute.tail_s)
         step = ps_family_step_s(compute, layout, topo, sync)
         workers, ps = layout.workers, len(layout.homed)
     elif mode == "stanza":

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._cli import UsageError
+from ralp.models.model_file import bench_model_argument
 from ralp.planner.cluster_plan import (
     NEEDS,
     TIE_BAND,
@@ -130,35 +131,16 @@ def to_csv(plan: ClusterPlan) -> str:
 
 def plot(plan: ClusterPlan, path: str) -> None:
     """Predicted images/s against GPUs, one panel per NIC rate, one line per mode."""
-    import matplotlib
+    from ralp.planner.curves import draw
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    rates = list(dict.fromkeys(p.bandwidth for p in plan.predictions))
-    fig, axes = plt.subplots(1, len(rates), figsize=(5 * len(rates), 4), squeeze=False,
-                             sharey=True)
-    for ax, bits in zip(axes[0], rates, strict=True):
-        for mode in MODES:
-            pts = [(p.devices, p.images_per_sec) for p in plan.predictions
-                   if p.bandwidth == bits and p.mode == mode]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=mode)
-        ax.set(xscale="log", yscale="log", title=f"{plan.model}, NIC {_rate(bits)}",
-               xlabel="GPUs")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("predicted images/s")
-    axes[0][0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    draw(((p.bandwidth, p.mode, p.devices, p.images_per_sec) for p in plan.predictions),
+         MODES, lambda bits: f"{plan.model}, NIC {_rate(bits)}", "GPUs", path)
 
 
 def run_command(plan: ClusterPlan, p: ClusterPrediction) -> str:
     """How to run prediction ``p``: the bench's command on a running cluster and the
     ``ralp.wrap`` call of a training script (docs/clusters.md starts the tasks)."""
-    model = (f"--keras-model {plan.source}" if plan.source.endswith(".keras")
-             else f"--models {plan.source}")
+    model = bench_model_argument(plan.source)
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
     bench = (f"python -m ralp.bench --backend tf-config --cluster cluster.json {model} "
              f"--modes {p.mode} --devices {p.workers + (p.ps if p.mode != 'ps' else 0)}{fc} "
@@ -202,11 +184,13 @@ def cluster_cli(args, workload: Workload, source: str, compute,
         None if args.horovod_build == "none" else args.horovod_build)
     intra = (parse_bandwidth(args.intra_node_bandwidth) if args.intra_node_bandwidth
              else PCIE3_X16_BITS if on_gpus else math.inf)
+    bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
+
     def replan(full: float = 1.0, tail: float = 1.0) -> ClusterPlan:
         scaled = None if compute is None else scale_compute(compute, full, tail)
         return plan_cluster(workload, args.device_throughput, scaled,
                             nodes=nodes or args.nodes, gpus_per_node=args.gpus_per_node,
-                            bandwidths=[parse_bandwidth(b) for b in args.bandwidth],
+                            bandwidths=bandwidths,
                             intra_bits=intra, modes=modes, sync=args.sync,
                             horovod_build=build, source=source, on_gpus=on_gpus)
 

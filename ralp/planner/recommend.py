@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ralp._cli import UsageError
 from ralp.defaults import DEFAULT_BATCH_SIZE
+from ralp.models.model_file import bench_model_argument
 from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
 from ralp.planner.predict import Prediction, predict, predict_stanza
@@ -78,8 +79,7 @@ def how_to_run(rec: Recommendation, p: Prediction) -> str:
         return (f"ralp.wrap(model, mode='collective') on each of the {p.workers} workers, "
                 "started with its TF_CONFIG (docs/training.md)")
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
-    model = (f"--keras-model {rec.source}" if rec.source.endswith(".keras")
-             else f"--models {rec.model}")
+    model = bench_model_argument(rec.source or rec.model)
     bench = (f"python -m ralp.bench --backend tf-config {model} --modes {p.mode} "
              f"--devices {p.devices}{fc} --batch-size {rec.batch_size}")
     wrap = {"ps": "ps", "ralp-h": "ralp", "ralp-n": "ralp"}.get(p.mode)
@@ -149,30 +149,11 @@ def to_text(rec: Recommendation) -> str:
 
 def plot(rec: Recommendation, path: str) -> None:
     """Throughput against devices, one panel per bandwidth, one line per mode (log-log)."""
-    import matplotlib
+    from ralp.planner.curves import draw
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    bandwidths = list(dict.fromkeys(p.bandwidth_bits for p in rec.predictions))
-    fig, axes = plt.subplots(1, len(bandwidths), figsize=(5 * len(bandwidths), 4),
-                             squeeze=False, sharey=True)
-    for ax, bits in zip(axes[0], bandwidths, strict=True):
-        for mode in PREDICTED_MODES:
-            pts = [(p.devices, p.images_per_sec) for p in rec.predictions
-                   if p.bandwidth_bits == bits and p.mode == mode]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=mode)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(f"{rec.model} at {_bits_text(bits)}")
-        ax.set_xlabel("devices N")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("predicted images/s")
-    axes[0][0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    draw(((p.bandwidth_bits, p.mode, p.devices, p.images_per_sec) for p in rec.predictions),
+         PREDICTED_MODES, lambda bits: f"{rec.model} at {_bits_text(bits)}", "devices N",
+         path, x_base=2)
 
 
 @dataclass(frozen=True)

@@ -5,24 +5,18 @@ import json
 import subprocess
 import sys
 
-import keras
 import pytest
 
 from ralp.bench.config import BenchRequest
 from ralp.bench.runspec import BenchError
 from ralp.models import build_model
+from tests.model_files import save_small_cnn
 
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    inputs = keras.Input((24, 24, 1))  # one channel: the bench's images follow the model
-    x = keras.layers.Conv2D(8, 3, activation="relu")(inputs)
-    x = keras.layers.Flatten()(x)
-    x = keras.layers.Dense(64, activation="relu")(x)
-    outputs = keras.layers.Dense(7, activation="softmax")(x)
-    path = tmp_path_factory.mktemp("model") / "mine.keras"
-    keras.Model(inputs, outputs, name="mine").save(path)
-    return str(path)
+    # one channel: the bench's images follow the model
+    return save_small_cnn(tmp_path_factory.mktemp("model"), "mine", (24, 24, 1), 7, 8, 64)
 
 
 def test_the_files_input_side_and_classes_make_the_workload(model_file):

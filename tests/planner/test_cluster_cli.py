@@ -3,25 +3,17 @@ a user's own model, and bad input (exit 2, no traceback)."""
 
 import json
 
-import keras
 import pytest
 
 from ralp.planner.cli import run
+from tests.model_files import save_small_cnn
 
 ALEXNET = ["--model", "alexnet", "--image-size", "75", "--batch-size", "8"]
 
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
-    inputs = keras.Input((32, 32, 3))
-    x = keras.layers.Conv2D(16, 3, activation="relu")(inputs)
-    x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.Flatten()(x)
-    x = keras.layers.Dense(256, activation="relu")(x)
-    outputs = keras.layers.Dense(10, activation="softmax")(x)
-    path = tmp_path_factory.mktemp("model") / "my_cnn.keras"
-    keras.Model(inputs, outputs, name="my_cnn").save(path)
-    return str(path)
+    return save_small_cnn(tmp_path_factory.mktemp("model"), "my_cnn", (32, 32, 3), 10, 16, 256)
 
 
 def test_a_users_model_gets_one_answer_per_setting_and_a_saved_configuration(
