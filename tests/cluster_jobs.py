@@ -634,3 +634,28 @@ def write_pid_and_sleep(path: str, seconds: float) -> None:
     with open(path, "w") as f:
         f.write(str(os.getpid()))
     time.sleep(seconds)
+
+
+def datasets_made_before_wrap(spec) -> dict:
+    """A user's tf.data pipeline made before ``ralp.wrap`` connects to the cluster, used for
+    validation, evaluate and predict: each as a plain Keras model on the same weights."""
+    import keras
+    import tensorflow as tf
+
+    import ralp
+
+    xs, ys = fixed_data()
+    data = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(BATCH)
+    images = tf.data.Dataset.from_tensor_slices(xs).batch(BATCH)
+    model = small_cnn()
+    model.compile(keras.optimizers.SGD(0.05), "sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    trainer = ralp.wrap(model, spec, mode="ps", batch_size=BATCH)
+    history = trainer.fit(data, epochs=1, validation_data=data, verbose=0)
+    plain = trainer.unwrap()
+    return {"val_loss": history.history["val_loss"][-1],
+            "evaluated": trainer.evaluate(data, return_dict=True, verbose=0),
+            "plain_evaluated": plain.evaluate(xs, ys, batch_size=BATCH, return_dict=True,
+                                              verbose=0),
+            "predicted_equal": bool(np.allclose(trainer.predict(images, verbose=0),
+                                                plain.predict(xs, verbose=0), atol=1e-5))}

@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 import keras
 import numpy as np
 
-from ralp._compat import slot_variables
+from ralp._compat import dataset_from_graph, dataset_graph, slot_variables
 from ralp.errors import InvalidArgumentError
 from ralp.training.compile import TrainingSetup, clone_uncompiled, optimizer_factory
 from ralp.training.fit_inputs import check_batch, fit_data, keras_spec
@@ -147,6 +147,8 @@ class Trainer:
             validation_split=validation_split, validation_freq=validation_freq,
             validation_steps=validation_steps,
             validation_batch_size=validation_batch_size or batch_size)
+        if validation is not None:
+            validation.x = _made_here(validation.x)
         if not (callable(x) or hasattr(x, "element_spec")):  # arrays: batched by the fit
             check_batch(batch_size, self.runtime.synchronous_workers)
         objective = self._objective(_label_spec(x, y))
@@ -190,7 +192,7 @@ class Trainer:
         """Keras' ``Model.evaluate`` of the current weights, in this process (every rank
         of an allreduce job evaluates the same model). Returns what Keras returns: the loss,
         or ``[loss, *metrics]``, or a dict with ``return_dict``."""
-        return self._current().evaluate(x, y, batch_size=batch_size,
+        return self._current().evaluate(_made_here(x), y, batch_size=batch_size,
                                         verbose=_verbosity(verbose) if self.runtime.is_chief
                                         else 0, sample_weight=sample_weight, steps=steps,
                                         callbacks=callbacks, return_dict=return_dict)
@@ -199,7 +201,7 @@ class Trainer:
                 steps: int | None = None, callbacks=None):
         """Keras' ``Model.predict`` with the current weights, in this process: the same as
         ``trainer.unwrap().predict(...)``."""
-        return self._current().predict(x, batch_size=batch_size,
+        return self._current().predict(_made_here(x), batch_size=batch_size,
                                        verbose=_verbosity(verbose) if self.runtime.is_chief
                                        else 0, steps=steps, callbacks=callbacks)
 
@@ -275,3 +277,14 @@ class Trainer:
 
     def __repr__(self) -> str:
         return f"<ralp.Trainer mode={self.mode!r} {self.runtime.describe()}>"
+
+
+def _made_here(x):
+    """``x``, or a ``tf.data.Dataset`` made again in this process's current context: a
+    dataset made before ``ralp.wrap`` connected to the cluster (or restarted TensorFlow)
+    belongs to a context that is gone, and a plain Keras model here could not iterate it."""
+    import tensorflow as tf
+
+    if not isinstance(x, tf.data.Dataset):
+        return x
+    return dataset_from_graph(dataset_graph(x), x.element_spec)
