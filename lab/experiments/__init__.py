@@ -1,0 +1,1 @@
+"""The lab's experiments, one module each (see :mod:`lab.registry`)."""
