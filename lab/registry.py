@@ -15,6 +15,7 @@ ran, in order, with each exit status) and ``environment.json`` (versions, host, 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import shlex
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class Lab:
 def relative(path: Path | str) -> str:
     """``path`` relative to the repository's root where it lies inside it, so that the
     commands a result records name no machine's paths."""
-    resolved = Path(path).resolve()
+    resolved = Path(os.path.abspath(path))
     try:
         return str(resolved.relative_to(ROOT))
     except ValueError:
