@@ -304,7 +304,7 @@ for part in "${parts[@]}"; do
   chaos-all)  # issue 29: every mode through its kills (PS modes: worker 1 at step 100 and the
     # PS at 200; horovod and collective: rank 1 at 150; stanza: its FC rank at 100 and CONV
     # rank 1 at 200), restarted from checkpoints every 50 steps, against failure-free runs
-    $PY -m ralp.experiments.chaos --modes ralp ps horovod stanza collective --steps 300 \
+    $PY -m lab.studies.chaos --modes ralp ps horovod stanza collective --steps 300 \
       --checkpoint-every 50 --repeats 3 --out $R/chaos_all.json || true ;;
   host-pace)  # issue 25 (a): the idle host's pace second by second (two minutes), and whether
     # other devices' network work is charged to a budgeted device (this kernel has no IRQ time
@@ -450,11 +450,11 @@ for part in "${parts[@]}"; do
       --out $R/bench_horovod_$bw.json --plot $R/bench_horovod_$bw.png || true ;;
   sync)  # issue 6: BSP / ASP / SSP / DSSP on real data, 4 workers, worker 0 about twice as slow
     # (a fixed 0.3 s after each of its ~0.3 s steps: the same handicap in every run)
-    $PY -m ralp.experiments.sync --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \
+    $PY -m lab.studies.sync_digits --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \
       --workers 4 --slow-worker 0:+0.3 --steps 480 --target 0.9 \
       --out $R/sync_digits.json --plot $R/sync_digits.png ;;
   sync-3w)  # the same with 3 workers, worker 0 about three times as slow (0.4 s on ~0.2 s)
-    $PY -m ralp.experiments.sync --syncs bsp asp ssp:3 ssp:15 dssp:3:15 \
+    $PY -m lab.studies.sync_digits --syncs bsp asp ssp:3 ssp:15 dssp:3:15 \
       --workers 3 --slow-worker 0:+0.4 --steps 360 --target 0.9 \
       --out $R/sync_digits_3w_3x.json --plot $R/sync_digits_3w_3x.png ;;
   pulls-250mbit|pulls-1gbit|pulls-10gbit)  # issue 16: default vs layer vs ibatch pulls, plain
@@ -473,7 +473,7 @@ for part in "${parts[@]}"; do
     done ;;
   dssp-table1)  # issue 16: the structure of the DSSP paper's Table I: 2 workers + 1 PS, worker 1
     # about 2.5x slower (0.3 s after each of its ~0.2 s steps), lenet on digits, 3 seeds
-    $PY -m ralp.experiments.sync --syncs bsp asp ssp:3 ssp:6 ssp:15 dssp:3:15 \
+    $PY -m lab.studies.sync_digits --syncs bsp asp ssp:3 ssp:6 ssp:15 dssp:3:15 \
       dssp-paper:3:15 --workers 2 --slow-worker 1:+0.3 --steps 400 --target 0.9 0.95 \
       --seeds 0 1 2 --out $R/dssp_table1.json --plot $R/dssp_table1.png ;;
   stanza-1gbit|stanza-10gbit)  # issue 13: layer separation beside ps, ralp-n and horovod
@@ -502,15 +502,15 @@ for part in "${parts[@]}"; do
       --out $R/bench_stanza_bytes.json
     rm -rf "$parts_dir" ;;
   stanza-digits)  # issue 13: Stanza's accuracy experiment in structure, lenet on the digits
-    $PY -m ralp.experiments.stanza --workers 2 4 --bandwidth 1gbit --samples 19200 \
+    $PY -m lab.studies.stanza_accuracy --workers 2 4 --bandwidth 1gbit --samples 19200 \
       --target 0.85 0.9 --out $R/stanza_digits.json --plot $R/stanza_digits.png
     # where plain PS is network-bound (250 Mbit/s), Stanza's synchronous step at W x the rate
-    $PY -m ralp.experiments.stanza --workers 2 4 --bandwidth 250mbit --samples 19200 \
+    $PY -m lab.studies.stanza_accuracy --workers 2 4 --bandwidth 250mbit --samples 19200 \
       --target 0.85 0.9 --scale-lr --out $R/stanza_digits_250mbit.json \
       --plot $R/stanza_digits_250mbit.png
     # the same with the square-root rule (sqrt(W) x the rate) and Stanza's snapshots every
     # 5 steps, so both modes' curves are sampled about every 2 s
-    $PY -m ralp.experiments.stanza --workers 2 4 --bandwidth 250mbit --samples 19200 \
+    $PY -m lab.studies.stanza_accuracy --workers 2 4 --bandwidth 250mbit --samples 19200 \
       --target 0.85 0.9 --lr-scaling sqrt --eval-steps 5 \
       --out $R/stanza_digits_250mbit_sqrt.json --plot $R/stanza_digits_250mbit_sqrt.png ;;
   auto-vs-best)  # issue 14, item 6: --modes auto where its pick is not in Stanza's sweeps (stanza

@@ -27,7 +27,6 @@ LAYERS: list[set[str]] = [
     {"wrapping"},  # ralp.wrap: a mode's runtime, planned, behind the one trainer
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
-    {"experiments"},  # the sync, Stanza and chaos experiments beside the benchmark
     {"server", "plan"},  # the entry-point shims of `python -m ralp.server` and `ralp.plan`
 ]
 RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
@@ -173,3 +172,32 @@ def test_the_architecture_page_maps_every_package_and_names_no_missing_file():
     assert not missing, f"docs/architecture.md does not map {missing}"
     gone = sorted(n for n in mentioned if not (root / n.rstrip("/")).exists())
     assert not gone, f"docs/architecture.md names files that do not exist: {gone}"
+
+
+def _imports_lab(path: Path) -> bool:
+    """Whether the file imports ``lab`` or a module of it anywhere (functions included)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        if any(name == "lab" or name.startswith("lab.") for name in names):
+            return True
+    return False
+
+
+def test_the_package_never_imports_the_lab():
+    """The lab (experiments, studies, host models) imports ralp; ralp, installed without the
+    lab, must not import it."""
+    wrong = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if _imports_lab(p))
+    assert wrong == []
+
+
+def test_the_lab_checker_sees_an_import_of_the_lab(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from lab.studies import chaos\n")
+    assert _imports_lab(module)
+    module.write_text("import labels\nfrom ralp import lab_like\n")
+    assert not _imports_lab(module)

@@ -13,7 +13,6 @@ from ralp.bench.records import (
     add_speedups,
     make_record,
 )
-from ralp.experiments.results import SYNC_RESULT_KEYS, make_sync_result
 from tests.bench.records_fixtures import failed, record
 
 
@@ -42,13 +41,10 @@ def test_make_record_lays_out_the_schema_and_fills_what_was_not_measured():
 def test_make_record_refuses_figures_the_schema_does_not_know():
     with pytest.raises(RecordError, match="imgs_per_sec"):
         make_record({"model": "lenet"}, {}, {"imgs_per_sec": 1.0})
-    with pytest.raises(RecordError, match="wall"):
-        make_sync_result("bsp", {}, {"wall": 1.0})
 
 
 def test_the_schema_has_no_key_twice():
     assert len(set(RECORD_KEYS + EXTRA_KEYS)) == len(RECORD_KEYS) + len(EXTRA_KEYS)
-    assert len(set(SYNC_RESULT_KEYS)) == len(SYNC_RESULT_KEYS)
 
 
 def test_the_test_records_follow_the_schema():

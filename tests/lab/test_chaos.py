@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from lab.studies.chaos import Kill, run, table
+from lab.studies.result_schemas import CHAOS_RESULT_KEYS, make_chaos_result
 from ralp._cli import UsageError
 from ralp.bench.records import RecordError
-from ralp.experiments.chaos import Kill, run, table
-from ralp.experiments.results import CHAOS_RESULT_KEYS, make_chaos_result
 from tests.needs import HOROVOD_MARKS, NETNS_MARKS
 
 
@@ -56,7 +56,7 @@ def test_a_result_has_the_schema_and_the_table_reads_it():
 def test_repeats_average_the_accuracies_and_keep_the_worst_counts():
     import argparse
 
-    from ralp.experiments import chaos
+    from lab.studies import chaos
 
     def run(accuracy, done, redone, left=()):
         return {"mode": "ralp", "accuracy": accuracy, "steps_completed": done,

@@ -1,7 +1,7 @@
 """Stanza's accuracy experiment, in its structure: layer separation against plain PS on real
 data, over a network where plain PS is network-bound.
 
-    python -m ralp.experiments.stanza --workers 2 4 --bandwidth 1gbit --samples 19200 \\
+    python -m lab.studies.stanza_accuracy --workers 2 4 --bandwidth 1gbit --samples 19200 \\
         --target 0.9 --out stanza_digits.json --plot stanza_digits.png
 
 The zoo's lenet (28 px; 97% of its parameters in its FC layers) trains on scikit-learn's
@@ -35,12 +35,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from lab.studies.digits_data import IMAGE, digits_split, sync_curve, time_to, write_results
 from ralp._cli import UsageError, fail, positive_int, quiet_tensorflow
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.errors import InvalidArgumentError
-from ralp.experiments.digits import IMAGE, digits_split, sync_curve, time_to, write_results
 
-PROG = "python -m ralp.experiments.stanza"
+PROG = "python -m lab.studies.stanza_accuracy"
 MODEL = "lenet"
 
 
@@ -138,7 +138,7 @@ def run_stanza(workers: int, bandwidth: str, samples: int, batch: int, learning_
     def rank_command(links, _cpu=None) -> list[str]:  # shared CPUs: no device meter
         fields = {"switch_namespace": links.switch_namespace,
                   "hosts": [list(h) for h in links.hosts]}
-        return [sys.executable, "-m", "ralp.experiments.stanza", "--rank",
+        return [sys.executable, "-m", "lab.studies.stanza_accuracy", "--rank",
                 json.dumps(spec), json.dumps(fields)]
 
     return launch(rank_command, workers, "netns", bandwidth=bandwidth, fc_ranks=1, timeout=3600)
@@ -269,11 +269,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args) -> list[dict]:
     from tqdm import tqdm
 
+    from lab.studies.result_schemas import make_stanza_result
     from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.spec import ClusterError
     from ralp.emulation.iproute import netns_unavailable_reason
-    from ralp.experiments.results import make_stanza_result
     from ralp.horovod.launch import HorovodRunError, horovod_unavailable_reason
 
     for reason in (netns_unavailable_reason(), horovod_unavailable_reason()):

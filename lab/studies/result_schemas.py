@@ -1,4 +1,4 @@
-"""The experiments' results: one plain dict each, in a schema per experiment (the sync,
+"""The studies' results: one plain dict each, in a schema per experiment (the sync,
 Stanza and chaos experiments), laid out as :func:`ralp.bench.records.make_record` lays out a
 bench record."""
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ralp.bench.records import RecordError
 
-# The sync experiment's results (``python -m ralp.experiments.sync``): one per paradigm,
+# The sync experiment's results (``python -m lab.studies.sync_digits``): one per paradigm,
 # a test-accuracy curve over wall time instead of throughput figures.
 SYNC_RESULT_KEYS: tuple[str, ...] = (
     "sync", "slow_worker", "mode", "workers", "seed", "backend", "bandwidth", "steps", "batch_size",
@@ -24,7 +24,7 @@ def make_sync_result(sync: str, where: Mapping, figures: Mapping | None = None,
     return _laid_out({"sync": sync, **where, **(figures or {})}, SYNC_RESULT_KEYS, "sync", error)
 
 
-# The chaos benchmark (python -m ralp.experiments.chaos): one result per mode, training through
+# The chaos benchmark (python -m lab.studies.chaos): one result per mode, training through
 # killed tasks against a failure-free run of the same seed.
 CHAOS_RESULT_KEYS: tuple[str, ...] = (
     "mode", "model", "workers", "ps", "backend", "bandwidth", "batch_size", "optimizer",
@@ -46,11 +46,11 @@ def _laid_out(given: Mapping, keys: tuple[str, ...], schema: str, error: str | N
     """``given`` in ``keys`` order, what is missing None; a key not in ``keys`` is an error."""
     unknown = [k for k in given if k not in keys]
     if unknown:
-        raise RecordError(f"not in the {schema} result schema: {unknown} (ralp/bench/records.py)")
+        raise RecordError(f"not in the {schema} result schema: {unknown} (lab/studies/result_schemas.py)")
     return {**{k: given.get(k) for k in keys}, "error": error}
 
 
-# One run of the Stanza accuracy experiment (python -m ralp.experiments.stanza).
+# One run of the Stanza accuracy experiment (python -m lab.studies.stanza_accuracy).
 STANZA_RESULT_KEYS: tuple[str, ...] = (
     "mode", "workers", "bandwidth", "seed", "batch_size", "learning_rate", "worker_batches",
     "samples_per_s", "wall_s", "final_accuracy", "time_to", "server_link_bytes", "link_bytes",

@@ -1,6 +1,6 @@
 """Synchronization paradigms on real data: test accuracy against wall time, one slow worker.
 
-    python -m ralp.experiments.sync --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \\
+    python -m lab.studies.sync_digits --syncs bsp asp ssp:3 ssp:9 ssp:15 dssp:3:15 \\
         --workers 4 --slow-worker 0:2 --steps 480 --target 0.9 --out sync.json --plot sync.png
 
 Each paradigm trains the zoo's lenet (28 px) on scikit-learn's handwritten digits (75% to
@@ -19,16 +19,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ralp._cli import positive_int, quiet_tensorflow
-from ralp.defaults import DEFAULT_BANDWIDTH, DEFAULT_BATCH_SIZE
-from ralp.experiments.digits import (
+from lab.studies.digits_data import (
     median_time_to,
     saved_or_new,
     sync_curve,
     write_results,
 )
+from ralp._cli import positive_int, quiet_tensorflow
+from ralp.defaults import DEFAULT_BANDWIDTH, DEFAULT_BATCH_SIZE
 
-PROG = "python -m ralp.experiments.sync"
+PROG = "python -m lab.studies.sync_digits"
 DEFAULT_SYNCS = ("bsp", "asp", "ssp:3", "ssp:9", "ssp:15", "dssp:3:15")
 
 
@@ -164,12 +164,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args) -> list[dict]:
     from tqdm import tqdm
 
+    from lab.studies.result_schemas import make_sync_result
     from ralp.bench.config import BenchRequest
     from ralp.bench.launcher import Launcher
     from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
     from ralp.cluster.spec import ClusterError
-    from ralp.experiments.results import make_sync_result
     from ralp.ps_strategy.staleness import SyncPolicy
     from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 

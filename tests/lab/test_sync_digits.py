@@ -3,14 +3,23 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ralp.experiments.digits import time_to
-from ralp.experiments.results import SYNC_RESULT_KEYS
-from ralp.experiments.sync import plot_title, table
+from lab.studies.digits_data import time_to
+from lab.studies.result_schemas import SYNC_RESULT_KEYS, make_sync_result
+from lab.studies.sync_digits import plot_title, table
+from ralp.bench.records import RecordError
 
+ROOT = Path(__file__).resolve().parents[2]  # lab/ is importable from the root
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_sync_schema_has_no_key_twice_and_refuses_figures_it_does_not_know():
+    assert len(set(SYNC_RESULT_KEYS)) == len(SYNC_RESULT_KEYS)
+    with pytest.raises(RecordError, match="wall"):
+        make_sync_result("bsp", {}, {"wall": 1.0})
 
 
 def test_time_to_target_is_the_first_snapshot_reaching_it():
@@ -38,7 +47,7 @@ def _run(sync, seed, times, gap):
 
 
 def test_medians_over_seeds_and_targets_a_paradigm_never_reached():
-    from ralp.experiments.digits import median_time_to
+    from lab.studies.digits_data import median_time_to
 
     runs = [_run("asp", 0, [(1.0, 0.5), (2.0, 0.91), (3.0, 0.96)], 7),
             _run("asp", 1, [(1.0, 0.5), (4.0, 0.92)], 9),
@@ -67,10 +76,11 @@ def test_the_plot_title_comes_from_the_saved_results():
 @pytest.mark.cluster
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "sync.json", tmp_path / "sync.png"
-    p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "bsp",
+    p = subprocess.run([sys.executable, "-m", "lab.studies.sync_digits", "--syncs", "bsp",
                         "dssp-paper:1:3", "--workers", "2", "--slow-worker", "1:2", "--steps", "16",
                         "--backend", "local", "--eval-every", "0.5", "--out", str(out),
-                        "--plot", str(png)], capture_output=True, text=True, timeout=600)
+                        "--plot", str(png)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
     assert p.returncode == 0, p.stderr
     results = json.loads(out.read_text())["results"]
     assert [r["sync"] for r in results] == ["bsp", "dssp-paper:1:3"]
@@ -87,6 +97,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
 
 
 def test_bad_paradigm_is_refused_before_any_cluster():
-    p = subprocess.run([sys.executable, "-m", "ralp.experiments.sync", "--syncs", "ssp",
-                        "--backend", "local"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-m", "lab.studies.sync_digits", "--syncs", "ssp",
+                        "--backend", "local"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
     assert p.returncode == 2 and "ssp needs its bound" in p.stderr

@@ -2,7 +2,7 @@
 at chosen steps, restarted whole from its newest checkpoint by a supervisor
 (:func:`ralp.cluster.supervise.supervise`), against a failure-free job of the same seed.
 
-Each rank runs :mod:`ralp.experiments.chaos_ranks`. The killer reads the rank's process id
+Each rank runs :mod:`lab.studies.chaos_ranks`. The killer reads the rank's process id
 from the file the rank wrote (this run's own processes, checked to descend from this one) and
 SIGKILLs it once rank 0 has reported the step; the launcher then stops the other ranks, and
 the supervisor starts the job again (``--max-restarts``).
@@ -88,7 +88,7 @@ class RankKiller:
 
 
 def rank_command(mode: str, args, checkpoint_dir: str, pids_dir: str) -> list[str]:
-    return [sys.executable, "-m", "ralp.experiments.chaos_ranks", mode, str(args.steps),
+    return [sys.executable, "-m", "lab.studies.chaos_ranks", mode, str(args.steps),
             str(args.batch_size), args.optimizer, str(args.learning_rate), args.schedule,
             str(args.seed), checkpoint_dir, str(args.checkpoint_every), pids_dir]
 

@@ -4,14 +4,16 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from lab.studies.result_schemas import STANZA_RESULT_KEYS, make_stanza_result
+from lab.studies.stanza_accuracy import _figures, table
 from ralp.bench.records import RecordError
-from ralp.experiments.results import STANZA_RESULT_KEYS, make_stanza_result
-from ralp.experiments.stanza import _figures, table
 from tests.needs import needs_horovod, needs_netns
 
+ROOT = Path(__file__).resolve().parents[2]  # lab/ is importable from the root
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CURVE = [{"time_s": 0.0, "steps": 0, "accuracy": 0.1}, {"time_s": 4.0, "steps": 40,
          "accuracy": 0.85}, {"time_s": 8.0, "steps": 80, "accuracy": 0.93}]
@@ -56,10 +58,11 @@ def test_table_gives_stanzas_speedup_over_ps_with_as_many_workers():
 @needs_horovod
 def test_a_tiny_experiment_end_to_end(tmp_path):
     out, png = tmp_path / "stanza.json", tmp_path / "stanza.png"
-    p = subprocess.run([sys.executable, "-m", "ralp.experiments.stanza", "--workers", "2",
+    p = subprocess.run([sys.executable, "-m", "lab.studies.stanza_accuracy", "--workers", "2",
                         "--bandwidth", "100mbit", "--samples", "320", "--batch-size", "16",
                         "--eval-every", "0.5", "--eval-steps", "4", "--out", str(out),
-                        "--plot", str(png)], capture_output=True, text=True, timeout=600)
+                        "--plot", str(png)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     assert [(r["mode"], r["workers"], r["error"]) for r in results] == [
@@ -76,7 +79,7 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
 
 
 def test_lr_scaling_gives_stanza_w_or_sqrt_w_times_the_learning_rate_and_ps_its_own():
-    from ralp.experiments.stanza import _parser, learning_rate_for
+    from lab.studies.stanza_accuracy import _parser, learning_rate_for
 
     assert learning_rate_for("stanza", 4, 0.05, "linear") == pytest.approx(0.2)
     assert learning_rate_for("stanza", 4, 0.05, "sqrt") == pytest.approx(0.1)

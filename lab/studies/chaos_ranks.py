@@ -1,8 +1,8 @@
-"""One rank of the chaos run's lockstep job (``python -m ralp.experiments.chaos`` with mode
+"""One rank of the chaos run's lockstep job (``python -m lab.studies.chaos`` with mode
 horovod, stanza or collective starts it on every rank; a supervisor starts the job again after
 a lost rank):
 
-    python -m ralp.experiments.chaos_ranks MODE STEPS BATCH OPTIMIZER LR SCHEDULE SEED \\
+    python -m lab.studies.chaos_ranks MODE STEPS BATCH OPTIMIZER LR SCHEDULE SEED \\
         CHECKPOINT_DIR EVERY PIDS_DIR
 
 Every rank writes its process id to PIDS_DIR/rank<r>.pid (the chaos run kills ranks by it),
@@ -22,7 +22,7 @@ from dataclasses import asdict
 def make_trainer(mode: str, optimizer):
     """The mode's trainer; the collective one first of all TensorFlow work (its strategy
     must come first)."""
-    from ralp.experiments.digits import IMAGE
+    from lab.studies.digits_data import IMAGE
     from ralp.models import build_model
 
     def build():
@@ -57,8 +57,8 @@ def main(argv: list[str]) -> None:
     rank = runtime.rank
     with open(os.path.join(pids, f"rank{rank}.pid"), "w") as f:
         f.write(str(os.getpid()))
+    from lab.studies.digits_data import IMAGE, digits_split
     from ralp._messages import emit
-    from ralp.experiments.digits import IMAGE, digits_split
     from ralp.models.digits import to_model_input
 
     x_train, y_train, x_test, y_test = digits_split(seed)

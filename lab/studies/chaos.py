@@ -1,8 +1,8 @@
 """Chaos benchmark: training that survives killed tasks, against a failure-free run.
 
-    python -m ralp.experiments.chaos --modes ralp ps --workers 3 --steps 300 \\
+    python -m lab.studies.chaos --modes ralp ps --workers 3 --steps 300 \\
         --kill worker:1@100 ps:0@200 --checkpoint-every 25 --out chaos.json
-    python -m ralp.experiments.chaos --modes horovod stanza collective  # rank kills, restarts
+    python -m lab.studies.chaos --modes horovod stanza collective  # rank kills, restarts
 
 Per mode, the zoo's lenet (28 px) trains on scikit-learn's digits (75% to train, sharded over
 the workers; 25% held out) twice, each on a fresh cluster (netns when available, as the
@@ -11,7 +11,7 @@ checkpoint_every=...)``): once undisturbed, once with each ``--kill TASK@STEP`` 
 that task when the fit has done STEP steps. The PS modes' cluster restarts a task that exits
 (``restart_lost``, as Kubernetes' restart policy would); a lost worker's steps are rerun by the
 others, a lost PS is waited for and training goes on from the last checkpoint. The lockstep
-modes (horovod, stanza, collective: :mod:`ralp.experiments.chaos_lockstep`) lose ranks; the
+modes (horovod, stanza, collective: :mod:`lab.studies.chaos_lockstep`) lose ranks; the
 job is started again whole, up to ``--max-restarts`` times, and goes on from its checkpoint.
 
 Reported per mode: steps completed against steps requested, steps redone, test accuracy
@@ -32,19 +32,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ralp._cli import UsageError, positive_int, quiet_tensorflow, words
-from ralp.defaults import DEFAULT_BANDWIDTH
-from ralp.errors import RalpError
-from ralp.experiments.chaos_lockstep import DEFAULT_KILLS, LOCKSTEP_MODES, ranks_of
-from ralp.experiments.digits import (
+from lab.studies.chaos_lockstep import DEFAULT_KILLS, LOCKSTEP_MODES, ranks_of
+from lab.studies.digits_data import (
     IMAGE,
     digits_split,
     saved_or_new,
     sharded_dataset_fn,
     write_results,
 )
+from ralp._cli import UsageError, positive_int, quiet_tensorflow, words
+from ralp.defaults import DEFAULT_BANDWIDTH
+from ralp.errors import RalpError
 
-PROG = "python -m ralp.experiments.chaos"
+PROG = "python -m lab.studies.chaos"
 PS_MODES = ("ralp", "ps")
 MODES = (*PS_MODES, *LOCKSTEP_MODES)
 PS_KILLS = ("worker:1@100", "ps:0@200")
@@ -141,7 +141,7 @@ class Killer:
 
 def left_running(cluster) -> list[str]:
     """What of ``cluster`` (stopped) is still there: task processes, network namespaces."""
-    from ralp.experiments.chaos_lockstep import left_running_pids
+    from lab.studies.chaos_lockstep import left_running_pids
 
     left = left_running_pids(cluster.started_pids)
     namespaces = getattr(cluster, "namespaces", [])
@@ -195,7 +195,7 @@ def _mean(values) -> float:
 def lockstep_pair(backend: str, bandwidth: str | None):
     """``run_pair`` of a lockstep mode: one failure-free job and one chaos job, each
     restarted whole after a lost rank."""
-    from ralp.experiments.chaos_lockstep import run_lockstep
+    from lab.studies.chaos_lockstep import run_lockstep
 
     def run_pair(mode: str, args, kills: list[Kill]) -> dict:
         return {"failure_free": run_lockstep(mode, args, [], backend, bandwidth),
@@ -295,12 +295,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args) -> list[dict]:
+    from lab.studies.result_schemas import make_chaos_result
     from ralp.bench.config import BenchRequest
     from ralp.bench.launcher import Launcher
     from ralp.bench.records import short_error
     from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.spec import ClusterError
-    from ralp.experiments.results import make_chaos_result
 
     modes = words(args.modes)
     unknown = [m for m in modes if m not in MODES]

@@ -1,4 +1,4 @@
-"""What the experiments share: the digits split, their sharded input, a PS training run's
+"""What the studies share: the digits split, their sharded input, a PS training run's
 accuracy curve over time, the time a curve takes to a target accuracy, and saving or showing an
 experiment's results."""
 
