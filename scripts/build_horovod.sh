@@ -5,7 +5,7 @@
 # Horovod 0.28.1 is the latest release and ships no wheel, and its sdist does not build against
 # TF 2.21 as is: horovod/tensorflow/xla_mpi_ops.cc needs XLA headers the TF wheel lacks. We drop
 # that one file from the build (it is only used with TF's XLA compilation of Horovod ops, which
-# ralp does not use) and build with Gloo as the controller. See docs/install.md.
+# ralp does not use) and build with Gloo as the controller. See docs/how-to/install.md.
 #
 # A second, one-line fix: Horovod's Gloo context for a process set (the global set included,
 # which every allreduce uses) creates its device with an interface name it never copied from
@@ -24,7 +24,7 @@
 # GPU operations: NCCL (HOROVOD_GPU_OPERATIONS=NCCL) where this TensorFlow is built with CUDA,
 # nvcc is found (PATH or CUDA_HOME) and nccl.h is (NCCL_HOME, CUDA_HOME or /usr); otherwise
 # Gloo alone, whose allreduce on GPUs goes through host memory. The script says which and why.
-# Untested on GPUs: no GPU host was available where ralp is developed (docs/clusters.md).
+# Untested on GPUs: no GPU host was available where ralp is developed (docs/how-to/gpus.md).
 #
 # Environment: RALP_WHEEL_CACHE (cache folder, default ~/.cache/ralp/wheels),
 #              RALP_BUILD_JOBS (parallel compile jobs, default: number of cores),

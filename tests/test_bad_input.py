@@ -81,16 +81,16 @@ CASES = {
                                   "0gbit"], None, "bandwidth '0gbit' is not a positive rate"),
     "a bandwidth that is a word": (["-m", "ralp.planner", "--model", "lenet", "--bandwidth",
                                     "fast"], None, "bandwidth 'fast' is not a positive rate"),
-    "records that cannot be read": (["-m", "ralp.planner", "--validate", "{tmp}/corrupt.keras"],
+    "records that cannot be read": (["-m", "lab.planner", "--validate", "{tmp}/corrupt.keras"],
                                     None, "cannot read bench results"),
-    "records that are not records": (["-m", "ralp.planner", "--validate", "{tmp}/list.json"],
+    "records that are not records": (["-m", "lab.planner", "--validate", "{tmp}/list.json"],
                                      None, "is not a list of bench records"),
-    "records with no run": (["-m", "ralp.planner", "--validate", "{tmp}/empty.json"], None,
+    "records with no run": (["-m", "lab.planner", "--validate", "{tmp}/empty.json"], None,
                             "no successful netns run"),
     # the short name is the same command, and says its own name
-    "records with no run, short name": (
-        ["-m", "ralp.plan", "--validate", "{tmp}/empty.json"], None,
-        r"python -m ralp\.plan: error: .*no successful netns run"),
+    "a word for a bandwidth, short name": (
+        ["-m", "ralp.plan", "--model", "lenet", "--bandwidth", "fast"], None,
+        r"python -m ralp\.plan: error: .*bandwidth 'fast' is not a positive rate"),
     "a NaN threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "nan"], None,
                         "--threshold: expected a finite number, got 'nan'"),
     "an infinite threshold": (["-m", "ralp.profiler", "--model", "vgg11", "--threshold", "inf"],

@@ -3,27 +3,24 @@ the run matrix is built (:meth:`ralp.bench.config.BenchRequest.runs`).
 
 The candidates are the modes this runtime offers (horovod and stanza only where Horovod is
 installed), each on its own resources for N devices (:mod:`ralp.planner.modes`; stanza with
-the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their throughput is predicted on
-the simulated cluster the bench runs, at
-the links' rate, for the run's devices: on budgeted devices (the default) one device's compute
-measured inside its budget (:func:`ralp.planner.device.calibrate_device`), with
-``--device-cpus shared`` the shared host's model (``--calibrate --shared-host``). From
-``--compute-profile FILE`` the file's compute serves instead of measuring, on the run's
-devices. The run's record keeps the choice and why in its ``auto`` field.
+the n_c / n_f split the planner's search finds best, kept in the record's ``auto``). Their
+throughput is predicted by the planner's core (:mod:`ralp.planner.topology`), each device a
+machine of its own with its link at the run's rate, from one device's compute: measured on
+one device inside the run's budget (:func:`ralp.planner.device.device_entry`; with
+``--device-cpus shared``, in one process here), or ``--compute-profile FILE``'s. The run's
+record keeps the choice and why in its ``auto`` field.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 from ralp.bench.config import ChooseMode
 from ralp.bench.runspec import BenchError
 from ralp.emulation.budget import budget_for
 from ralp.errors import ClusterError
 from ralp.planner.auto import choose, describe
-from ralp.planner.calibration import Calibration
+from ralp.planner.calibration import Calibration, Entry
+from ralp.planner.cluster_plan import predict_on_devices
 from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
-from ralp.planner.recommend import recommend
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -44,16 +41,17 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
     loaded = Calibration.load(compute_profile) if compute_profile else None
     measured: dict[tuple, Calibration] = {}
 
-    def calibration_for(key: tuple, devices: int, cpus: str, budget: float | None) -> tuple:
+    def calibration_for(key: tuple, devices: int, cpus: str,
+                        budget: float | None) -> tuple[Calibration, Entry, str]:
         if loaded is not None:
             return loaded, loaded.find(*key), compute_profile
         if (key, budget) not in measured:
             from ralp.planner.api import calibrate_zoo
 
-            # budgeted: one device inside its budget; shared CPUs: the shared host's model
+            # budgeted: one device inside its budget; shared CPUs: one process here
             measured[key, budget] = calibrate_zoo(
-                *key, shared_host=budget is None, device_cpus=None if budget is None else cpus,
-                devices=devices)
+                *key, shared_host=False, device_cpus=None if budget is None else cpus,
+                devices=devices, compute_only=True)
         cal = measured[key, budget]
         return cal, cal.entries[0], "measured here"
 
@@ -72,17 +70,27 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
             cal, entry, source = calibration_for((model, batch, image, classes), devices, cpus,
                                                  budget)
             work = Workload(profile(build_model(model, classes, image), batch))
-            # The run's devices, whatever the file was measured for.
-            devices_host = (replace(cal.host, shared=True) if budget is None
-                            else replace(cal.host, shared=False, device_cpus=budget))
-            host = entry.host_for(devices_host)
-            rec = recommend(work, entry.compute, host, [devices], [bits], modes)
+            found = _predictions(work, entry, devices, bits, modes)
         except (PlannerError, ClusterError) as e:
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
-        picked = choose(rec.predictions, bandwidth, describe(replace(cal, host=host), source))
+        picked = choose(found, bandwidth, describe(cal, source))
         why = picked.to_dict()
         if picked.mode == "stanza":  # the FC ranks of the split the search chose
-            why["fc_workers"] = next(p.ps for p in rec.predictions if p.mode == "stanza")
+            why["fc_workers"] = next(p.ps for p in found if p.mode == "stanza")
         return picked.mode, why
 
     return choose_mode
+
+
+def _predictions(work: Workload, entry: Entry, devices: int, bits: int,
+                 modes: tuple[str, ...]) -> list:
+    """Every mode of ``modes`` that can use ``devices`` devices, predicted by the core."""
+    found = []
+    for mode in modes:
+        try:
+            found.append(predict_on_devices(work, entry.compute, mode, devices, bits))
+        except PlannerError:
+            continue  # this mode cannot use N devices (plain PS on an odd N)
+    if not found:
+        raise PlannerError(f"no mode of {', '.join(modes)} can run on {devices} devices")
+    return found

@@ -7,16 +7,16 @@ calibrations taken at different times. A prediction checked against a run is onl
 the planner's model when its inputs were measured beside the run. So each workload (model,
 batch, image size, classes, and the devices' budget) is calibrated right before its first run
 in each round of ``--repeat``, and every record carries its round's calibration: ``python -m
-ralp.planner --validate`` predicts such a record from its own calibration. Once per bench was
+lab.planner --validate`` predicts such a record from its own calibration. Once per bench was
 not enough: resnet50's whole step measured 1.33 s and, three hours later, 1.01 s on the same
 budget, more than the model's error.
 
-- On budgeted devices, as ``python -m ralp.planner --calibrate --device-cpus CPUS --devices N``
+- On budgeted devices, as ``python -m ralp.planner.calibrate_cli --device-cpus CPUS --devices N``
   does: the whole model's, the tail's and the head's step on one device inside the same
   budget, the CPU cost of a transfer and of a ring's byte, and each ring's overlap of wire
   and CPU (measured for the first workload of a budget; the later ones take it from that
   calibration with ``--overlap-from``).
-- On shared CPUs (``--device-cpus shared``), as ``--calibrate --shared-host`` does: the same
+- On shared CPUs (``--device-cpus shared``), as ``--shared-host`` does: the same
   steps in one process, and the host's capacity for processes that share it.
 
 The calibration runs as that command, in a process of its own: the bench's process keeps no
@@ -60,7 +60,7 @@ def calibration_command(run: RunSpec, output: str, overlaps_from: str | None = N
     reuse = ["--overlap-from", overlaps_from] if overlaps_from else []
     if transfer_rate and run.device_cpus != SHARED_CPUS:
         reuse += ["--transfer-rates", transfer_rate]
-    return [sys.executable, "-m", "ralp.planner", "--calibrate", *where, *reuse,
+    return [sys.executable, "-m", "ralp.planner.calibrate_cli", *where, *reuse,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
             "--steps", str(CALIBRATION_STEPS), "--output", output]

@@ -69,7 +69,7 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
                    "and N (netns backend)")
     g.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
-                   "calibration (python -m ralp.planner --calibrate --shared-host); default: "
+                   "calibration (python -m ralp.planner.calibrate_cli --shared-host); default: "
                    "measured here first")
     g.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")
@@ -147,9 +147,9 @@ def _add_measuring_args(p: argparse.ArgumentParser) -> None:
                    "unshaped on loopback for the compute-only step time and bound ratio")
     g.add_argument("--calibrate", action="store_true", help="before each workload's first "
                    "run in each round (--repeat), calibrate it here (on budgeted devices inside "
-                   "one device's budget, as python -m ralp.planner --calibrate --device-cpus "
+                   "one device's budget, as python -m ralp.planner.calibrate_cli --device-cpus "
                    "CPUS --devices N does; with --device-cpus shared as --calibrate "
-                   "--shared-host does) and keep that in its records (python -m ralp.planner "
+                   "--shared-host does) and keep that in its records (python -m lab.planner "
                    "--validate then predicts each record from the calibration taken beside it)")
     g.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "

@@ -92,7 +92,7 @@ class Launcher:
         if self.backend == "tf-config" and set(modes) & set(COLLECTIVE_MODES):
             raise BenchError("mode collective runs on the local and netns backends; on a real "
                              "cluster start ralp.wrap(model, mode='collective') on every host with its "
-                             "TF_CONFIG (docs/training.md)")
+                             "TF_CONFIG (docs/how-to/real-cluster.md)")
         if (self.backend == "tf-config" and self.cluster_spec is None
                 and set(modes) - set(HOROVOD_MODES)):
             raise BenchError("the PS modes on the tf-config backend need the cluster: set "

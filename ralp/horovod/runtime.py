@@ -10,7 +10,7 @@ losses, and applies the same update everywhere: one Keras step on the global bat
 every replica. The initial variables (and the optimizer's) are broadcast from rank 0 before
 the first step.
 
-Keras 3 notes (docs/install.md): Horovod's ``DistributedGradientTape`` and its Keras optimizer
+Keras 3 notes (docs/how-to/install.md): Horovod's ``DistributedGradientTape`` and its Keras optimizer
 wrapper expect Keras 2 variables and fail on Keras 3 ones (``'Variable' object has no
 attribute 'ref'``), so the step calls ``hvd.grouped_allreduce`` itself and broadcasts the
 backing ``tf.Variable``s (``v.value``).

@@ -1,4 +1,4 @@
-"""The planner (``python -m ralp.planner``): predict every mode's throughput, choose, validate.
+"""The planner (``python -m ralp.planner``): predict every mode's throughput and choose.
 
 The core, for a real cluster (nodes of several devices that share a NIC):
 
@@ -8,9 +8,14 @@ The core, for a real cluster (nodes of several devices that share a NIC):
   decision, ties inside the error band going to the mode that needs least.
 - :mod:`ralp.planner.cluster_report`: the answer, the table, JSON, CSV, plot and ``--save``.
 
-Calibration (:mod:`ralp.planner.calibration`) measures a device's compute into a versioned
-JSON. The simulated cluster (every task on this host's cores, or on budgeted devices) has
-models of its own, validated against the bench's recorded runs:
-:mod:`ralp.planner.model`, :mod:`ralp.planner.ring_step`, :mod:`ralp.planner.stanza_step`,
-:mod:`ralp.planner.validate` and :mod:`ralp.planner.recommend`.
+Its inputs (:mod:`ralp.planner.terms`): one device's compute, from a calibration
+(:mod:`ralp.planner.calibration`, measured here or on the user's own device), from the user's
+measured throughput, or estimated from the model's FLOPs (:mod:`ralp.planner.estimate`); and
+the byte model's bytes (:mod:`ralp.planner.workload`). Every decision ralp makes (``python -m
+ralp.planner``, ``ralp.wrap``'s mode "auto", the bench's ``--modes auto``) comes from the core.
+
+The simulated cluster's own step models (:mod:`ralp.planner.model`,
+:mod:`ralp.planner.ring_step`, :mod:`ralp.planner.stanza_step`, :mod:`ralp.planner.predict`)
+and the probes they read serve the lab, which validates them against the bench's recorded
+runs (``python -m lab.planner --validate``).
 """

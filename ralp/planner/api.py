@@ -30,11 +30,9 @@ from ralp.planner.calibration import (
 from ralp.planner.capacity import HOST_CAPACITY_PROCESSES, measure_host_capacities
 from ralp.planner.cluster_plan import ClusterPlan, installed_horovod, plan_cluster
 from ralp.planner.collective_cost import ring_costs
-from ralp.planner.device import calibrate_device
+from ralp.planner.device import calibrate_device, device_entry
 from ralp.planner.model import Host
 from ralp.planner.modes import MODES, PlannerError
-from ralp.planner.recommend import Recommendation
-from ralp.planner.recommend import recommend as _recommend
 from ralp.planner.transfer import measure_transfer
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
@@ -88,7 +86,8 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
                   device_cpus: str | None = None, devices: int = 4,
                   overlaps: Host | None = None,
                   overlap_ratios: tuple[float, ...] | None = None,
-                  transfer_rates: tuple[int, ...] = ()) -> Calibration:
+                  transfer_rates: tuple[int, ...] = (),
+                  compute_only: bool = False) -> Calibration:
     """A calibration of the zoo's ``model`` on this host (``python -m ralp.planner --calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
     cluster on shared CPUs), how many single-process steps this host runs side by side and
@@ -97,7 +96,17 @@ def calibrate_zoo(model: str, batch_size: int, image_size: int, num_classes: int
     inside its budget (:func:`ralp.planner.device.device_entry`), and the rings' overlaps
     are ``overlaps``'s where given, else measured at the wire / CPU ratios ``overlap_ratios``,
     and gRPC's CPU per byte on the fabric at the link rates ``transfer_rates`` (bits/s)
-    (:func:`ralp.planner.device.calibrate_device`)."""
+    (:func:`ralp.planner.device.calibrate_device`). ``compute_only``: the model's step times
+    alone (on the device where ``device_cpus`` says), no transfer or ring probed: what the
+    planner's core needs."""
+    if compute_only:
+        if device_cpus is not None:
+            entry, budget = device_entry(model, batch_size, image_size, num_classes,
+                                         cpus=device_cpus, devices=devices, steps=steps)
+            return Calibration(Host(False, device_cpus=budget.cpus), [entry], this_machine())
+        net = load_source(model, num_classes, image_size)
+        entry = replace(calibrate_entry(net, batch_size, steps=steps), model=model)
+        return Calibration(Host(False), [entry], this_machine())
     if device_cpus is not None:
         return calibrate_device(model, batch_size, image_size, num_classes, device_cpus,
                                 devices, steps=steps, overlaps=overlaps,
@@ -146,18 +155,15 @@ def _calibrate_shared(entry: Entry, source: str) -> Calibration:
 
 def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
               batch_size: int = DEFAULT_BATCH_SIZE, calibration: Calibration | None = None,
-              threshold: float = DEFAULT_THRESHOLD) -> Recommendation | ClusterPlan:
+              threshold: float = DEFAULT_THRESHOLD) -> ClusterPlan:
     """Every mode's predicted throughput for ``model`` on each of ``devices`` at each
     ``bandwidth`` ('10gbit'), the best per setting, and the skewness rule's verdict. Without
     a ``calibration`` (or one lacking this model) the model is calibrated here first.
 
     Returns:
-        For a real cluster (a calibration of one device, not of the simulated cluster's
-        shared host or budgeted devices), a :class:`ClusterPlan` of machines of one device
-        each, from the planner's core (:mod:`ralp.planner.topology`), as ``python -m
-        ralp.planner --devices`` gives it; for the simulated cluster, a
-        :class:`Recommendation`. Both have ``predictions``, ``best()`` and
-        ``skewness_verdict``.
+        A :class:`ClusterPlan` of machines of one device each, from the planner's core
+        (:mod:`ralp.planner.topology`), as ``python -m ralp.planner --devices`` gives it:
+        ``predictions``, ``best()``, ``decisions()`` and ``skewness_verdict``.
 
     Raises:
         PlannerError: no mode can run on those devices.
@@ -170,9 +176,6 @@ def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
         entry = calibrate_entry(model, batch_size)
     work = Workload(profile(model, batch_size, threshold=threshold))
     bits = [parse_bandwidth(b) for b in bandwidth]
-    if not cal.host.shared and cal.host.device_cpus is None:
-        return plan_cluster(work, None, entry.compute, nodes=list(devices), gpus_per_node=1,
-                            bandwidths=bits, intra_bits=math.inf, modes=MODES, sync="async",
-                            horovod_build=installed_horovod(), source=model.name,
-                            on_gpus=False)
-    return _recommend(work, entry.compute, entry.host_for(cal.host), list(devices), bits)
+    return plan_cluster(work, None, entry.compute, nodes=list(devices), gpus_per_node=1,
+                        bandwidths=bits, intra_bits=math.inf, modes=MODES, sync="async",
+                        horovod_build=installed_horovod(), source=model.name, on_gpus=False)

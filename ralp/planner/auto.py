@@ -3,10 +3,9 @@
 ``ralp.wrap(model, cluster)`` (mode "auto", its default; :mod:`ralp.wrapping`) and ``python -m
 ralp.bench --modes auto`` resolve "auto" once, before anything runs: each candidate mode's throughput is
 predicted from a calibration or, for ``ralp.wrap`` without one, from the model's FLOPs at
-this host's probed rates (:mod:`ralp.planner.estimate`), and from the byte model (on a real
-cluster, a machine per task, by the planner's core, :mod:`ralp.planner.topology`, as
-``python -m ralp.planner`` plans; on the simulated cluster by its own models,
-:mod:`ralp.planner.predict`); the fastest is chosen. The choice keeps its reasons
+this host's probed rates (:mod:`ralp.planner.estimate`), and from the byte model, by the
+planner's core (:mod:`ralp.planner.topology`), each task on a machine of its own, as
+``python -m ralp.planner`` plans; the fastest is chosen. The choice keeps its reasons
 (:class:`AutoChoice`): every candidate's predicted images/s, step and bytes, where the compute
 figures came from, and the paper's skewness rule's verdict beside it. The rule itself stays
 available as mode "skewness".
@@ -21,10 +20,10 @@ from pathlib import Path
 from ralp._text import human_bytes
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.calibration import Calibration
-from ralp.planner.cluster_plan import predict_on_tasks
-from ralp.planner.model import Host
+from ralp.planner.cluster_plan import ClusterPrediction, predict_on_tasks
+from ralp.planner.cluster_plan import decide as decide_mode
 from ralp.planner.modes import PlannerError
-from ralp.planner.predict import Prediction, predict_on
+from ralp.planner.terms import Compute
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -74,31 +73,27 @@ class AutoChoice:
                 "bytes_per_step": self.bytes_per_step, "rule": self.rule}
 
 
-def choose(predictions: Sequence[Prediction], bandwidth: str, calibration: str,
+def choose(found: Sequence[ClusterPrediction], bandwidth: str, calibration: str,
            names: dict[str, str] | None = None) -> AutoChoice:
-    """The fastest of ``predictions`` (one setting; the first listed wins a tie). ``names``
-    maps a prediction's mode to the runtime's name of it (``ralp.wrap``: ralp-n -> ralp)."""
-    if not predictions:
+    """The mode to run among ``found`` (one setting's predictions): the planner's decision
+    (:func:`ralp.planner.cluster_plan.decide`: the fastest, a tie inside the error band going
+    to the mode that needs least). ``names`` maps a prediction's mode to the runtime's name of
+    it (``ralp.wrap``: ralp-n -> ralp)."""
+    if not found:
         raise PlannerError("auto has no candidate mode to choose from on this cluster")
-    if len({(p.devices, p.bandwidth_bits) for p in predictions}) != 1:
+    if len({(p.devices, p.bandwidth) for p in found}) != 1:
         raise PlannerError("auto chooses within one setting (devices, bandwidth) at a time")
     names = names or {}
-    best = max(predictions, key=lambda p: p.images_per_sec)  # max keeps the first of equals
+    best = decide_mode(found).best
     return AutoChoice(names.get(best.mode, best.mode), best.devices, bandwidth,
-                      {names.get(p.mode, p.mode): p.images_per_sec for p in predictions},
-                      calibration)
+                      {names.get(p.mode, p.mode): p.images_per_sec for p in found},
+                      calibration, step_s={names.get(p.mode, p.mode): p.step_time_s
+                                           for p in found})
 
 
 def describe(calibration: Calibration, source: str) -> str:
-    """The calibration, as a choice cites it: its source and the host it describes."""
-    h = calibration.host
-    if h.shared:
-        host = f"shared host, capacity {h.capacity:.2f}"
-    elif h.device_cpus:
-        host = f"a task per device of {h.device_cpus:g} CPU"
-    else:
-        host = "a task per machine"
-    return f"{source}, {calibration.machine or 'unknown machine'}, {host}"
+    """The calibration, as a choice cites it: its source and the machine it was measured on."""
+    return f"{source}, {calibration.machine or 'unknown machine'}"
 
 
 def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration | str, *,
@@ -126,12 +121,10 @@ def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration 
         cal = replace(cal, entries=[*cal.entries, entry])
         source += f" (+ {model.name} measured here)"
     workload = Workload(profile(model, batch_size, threshold=threshold))
-    host = entry.host_for(cal.host)
-    return decide(workload, entry.compute, host, cluster, bandwidth,
-                  describe(replace(cal, host=host), source))
+    return decide(workload, entry.compute, cluster, bandwidth, describe(cal, source))
 
 
-def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
+def decide(workload: Workload, compute: Compute, cluster, bandwidth: str,
            source: str) -> AutoChoice:
     """Plain PS or RALP on ``cluster``'s workers and PS tasks: RALP where the model predicts
     it faster by more than :data:`PLACEMENT_MARGIN` (the figures are predictions; a tie keeps
@@ -141,12 +134,8 @@ def decide(workload: Workload, compute, host: Host, cluster, bandwidth: str,
     workers, ps = len(cluster.workers), len(cluster.ps)
     bits = parse_bandwidth(bandwidth)
     candidates = WRAP_CANDIDATES if workload.offloaded else {"ps": "ps"}
-    if host.shared or host.device_cpus is not None:  # the simulated cluster's own models
-        predictions = [predict_on(workload, compute, host, planned, workers, ps, bits)
-                       for planned in candidates.values()]
-    else:  # a real cluster, a machine per task: the core's formulas, as the CLI plans it
-        predictions = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
-                       for planned in candidates.values()]
+    predictions = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
+                   for planned in candidates.values()]
     by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
     links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
     chosen = "ps"
@@ -176,7 +165,7 @@ def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DE
     probed = (f"{rates.probe_s:.1f} s probe, kept from {_age(rates.measured_at)} ago"
               if rates.cached else f"{rates.probe_s:.1f} s probe")
     source = f"estimated from the model's FLOPs at this host's rates ({probed})"
-    return decide(workload, compute, Host(False), cluster, bandwidth, source)
+    return decide(workload, compute, cluster, bandwidth, source)
 
 
 def _age(measured_at: float) -> str:

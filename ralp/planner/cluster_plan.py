@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
-from ralp.planner.model import Compute
-from ralp.planner.modes import MODES, PlannerError
+from ralp.planner.modes import MODES, PlannerError, resources
+from ralp.planner.terms import Compute
 from ralp.planner.topology import (
     PSLayout,
     StanzaLayout,
@@ -23,7 +23,7 @@ from ralp.planner.workload import Workload
 from ralp.profiler.bytes_model import variable_homes
 
 # The planner's error band on real clusters: a runner-up this close to the best is a tie.
-# Every point of the published-cluster validation lies inside it (docs/planner.md,
+# Every point of the published-cluster validation lies inside it (docs/explanation/cost-model.md,
 # tests/planner/test_published_cluster.py).
 TIE_BAND = 0.15
 # What each mode needs beyond TensorFlow, least first: a tie goes to the mode needing least.
@@ -154,10 +154,26 @@ def predict_on_tasks(workload: Workload, compute: Compute, mode: str, workers: i
                              step)
 
 
+def predict_on_devices(workload: Workload, compute: Compute, mode: str, devices: int,
+                       bandwidth_bits: float) -> ClusterPrediction:
+    """``mode`` as the bench runs it on ``devices`` CPU devices, each a machine of its own
+    with its link at ``bandwidth_bits``: the PS family on the bench's split of the devices
+    (:func:`ralp.planner.modes.resources`), the rings over every device, Stanza with its best
+    split. Raises :class:`PlannerError` where ``mode`` cannot use ``devices``."""
+    if mode in ("ps", "ralp-n", "ralp-h"):
+        workers, ps = resources(mode, devices)
+        # ralp-h leaves devices idle (half the devices as workers, one PS): N all the same
+        return replace(predict_on_tasks(workload, compute, mode, workers, ps, bandwidth_bits),
+                       devices=devices)
+    topo = Topology(devices, 1, bandwidth_bits, math.inf)
+    return predict_mode(workload, compute, topo, mode, horovod_build="gloo", on_gpus=False)
+
+
 def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: bool,
             memory_bytes: int) -> tuple[float, int, int]:
-    """Stanza's best split of the devices into CONV and FC ranks that fits in memory:
-    (step, conv, fc)."""
+    """Stanza's best split of the devices into CONV and FC ranks that fits in memory, the one
+    of the highest throughput (CONV ranks' batches per step, not the shortest step: an FC
+    rank more can shorten the step yet lose a CONV rank's images): (step, conv, fc)."""
     if not workload.offloaded:
         raise PlannerError(f"mode 'stanza' needs layers for its FC ranks; "
                            f"{workload.profile.model} has none after its split")
@@ -170,7 +186,7 @@ def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: 
             continue
         layout = StanzaLayout(conv, fc, head, tail, workload.profile.boundary_bytes)
         step = stanza_step_s(compute, layout, topo, through_host)
-        if best is None or step < best[0]:
+        if best is None or conv / step > best[1] / best[0]:
             best = (step, conv, fc)
     if best is None:
         raise PlannerError(f"mode 'stanza': no FC rank fits in {memory_bytes / 2**30:.3g} GiB")

@@ -32,7 +32,7 @@ from ralp.units import parse_bandwidth
 CONFIG_FILE = "ralp_plan.json"
 COMMAND_FILE = "cmd_optimal.txt"
 # How far a compute time measured in a few steps on a busy machine may be off: a plan from
-# measured compute checks whether its answer survives this much (docs/planner.md).
+# measured compute checks whether its answer survives this much (docs/explanation/cost-model.md).
 MEASURED_NOISE = 0.10
 
 
@@ -110,7 +110,7 @@ def to_text(plan: ClusterPlan, modes: Sequence[str], flips: dict | None = None) 
         lines.append(f"{_rate(d.best.bandwidth):>12} {d.best.nodes:>5} {d.best.devices:>5} "
                      + " ".join(f"{c.images_per_sec:>10,.0f}" if c else f"{'-':>10}"
                                 for c in cells))
-    lines += ["", "images/s predicted (docs/planner.md, 'A real cluster')", *plan.skipped]
+    lines += ["", "images/s predicted (docs/explanation/cost-model.md)", *plan.skipped]
     return "\n".join(lines)
 
 
@@ -139,7 +139,7 @@ def plot(plan: ClusterPlan, path: str) -> None:
 
 def run_command(plan: ClusterPlan, p: ClusterPrediction) -> str:
     """How to run prediction ``p``: the bench's command on a running cluster and the
-    ``ralp.wrap`` call of a training script (docs/clusters.md starts the tasks)."""
+    ``ralp.wrap`` call of a training script (docs/how-to/real-cluster.md starts the tasks)."""
     model = bench_model_argument(plan.source)
     fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
     bench = (f"python -m ralp.bench --backend tf-config --cluster cluster.json {model} "

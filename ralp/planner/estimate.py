@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ralp.planner.model import Compute
+from ralp.planner.terms import Compute
 from ralp.profiler.layer_table import LayerTable
 
 TRAIN_FLOPS_PER_FORWARD = 3  # forward + backward (input and weight gradients)

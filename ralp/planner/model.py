@@ -32,59 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ralp.planner.host import Host
-from ralp.planner.pipeline import Layer, convoy_step_s
-
-
-@dataclass(frozen=True)
-class Compute:
-    full_s: float  # forward + backward + update of the whole model, one worker batch
-    tail_s: float  # the same for the tail (offloaded layers, loss included)
-    # the tail on ``stacked`` worker batches at once (Stanza's FC rank stacks its group's):
-    # fully connected layers read their weights once per call, whatever the rows, so at small
-    # batches the time grows far slower than the rows. None: assumed linear in the batch.
-    tail_stacked_s: float | None = None
-    stacked: int = 1
-    # the head's step measured on its own; None: the whole model's less the tail's. The
-    # difference is a poor stand-in where the tail is most of the step, as the noise of both
-    # measurements lands on it.
-    head_measured_s: float | None = None
-    # Shared host only: Stanza's two compute phases measured under Horovod on this host
-    # (ralp.planner.beside), (CONV ranks, heads' phase s, FC tail's phase s) with one FC rank:
-    # ranks waiting in a collective keep polling and take CPU from the ones computing. None:
-    # not measured (the phases are the single-process times).
-    stanza_beside: tuple[int, float, float] | None = None
-
-    @property
-    def head_s(self) -> float:
-        if self.head_measured_s is not None:
-            return self.head_measured_s
-        return max(0.0, self.full_s - self.tail_s)
-
-    def tail_group_s(self, group: int) -> float:
-        """The tail on ``group`` worker batches stacked: the line through the two measured
-        batches (one, and ``stacked``), else ``group`` x ``tail_s``."""
-        if self.tail_stacked_s is None or self.stacked < 2:
-            return group * self.tail_s
-        per_batch = max(0.0, self.tail_stacked_s - self.tail_s) / (self.stacked - 1)
-        return self.tail_s + (group - 1) * per_batch
-
-
-@dataclass(frozen=True)
-class Links:
-    ps_tx: tuple[int, ...]  # bytes per step each PS task sends (pulls, boundary gradients)
-    ps_rx: tuple[int, ...]  # bytes per step each PS task receives (pushes, activations)
-    worker_tx: int  # bytes per worker batch a worker sends (all workers are alike)
-    total: int  # bytes per step crossing any link
-    messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
-    # stanza only: (head ring bytes each CONV rank sends, tail ring bytes each FC rank sends)
-    rings: tuple[int, int] = (0, 0)
-    # PS modes: a worker's layers in forward order (RALP's: the head), each its FLOPs share
-    # and variables (ralp.planner.pipeline); empty: not known, the queueing network alone serves
-    layers: tuple[Layer, ...] = ()
-    # PS modes on devices, with ``layers``: True predicts an epoch's first cycles, the workers
-    # moving in step (plain PS's layer pipeline for them all); False, past them
-    # (:func:`ps_step_time`, :func:`ralp_step_time`)
-    in_step: bool = False
+from ralp.planner.pipeline import convoy_step_s
+from ralp.planner.terms import Compute, Links
 
 
 @dataclass(frozen=True)

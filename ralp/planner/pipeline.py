@@ -29,16 +29,7 @@ import heapq
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One layer of a worker's step: its share of the model's forward FLOPs and the
-    variables it reads, each as (PS task, bytes)."""
-
-    flops_share: float
-    variables: tuple[tuple[int, int], ...] = ()
+from ralp.planner.terms import BACKWARD_RATIO, Layer
 
 
 @dataclass(frozen=True)

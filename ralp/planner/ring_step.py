@@ -11,7 +11,7 @@ does not hide behind it (:func:`device_bytes_phase`).
 from __future__ import annotations
 
 from ralp.planner.host import Host
-from ralp.planner.model import Compute, Links
+from ralp.planner.terms import Compute, Links
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,

@@ -5,8 +5,8 @@ inputs, as :mod:`ralp.planner.ring_step`, whose ring terms it uses."""
 from __future__ import annotations
 
 from ralp.planner.host import Host
-from ralp.planner.model import Compute, Links
 from ralp.planner.ring_step import device_bytes_phase, ring_wire_s
+from ralp.planner.terms import Compute, Links
 
 
 def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:

@@ -6,7 +6,7 @@ Units: seconds, bytes, bytes per second. A *step* is one batch on every worker d
 throughput = worker devices x batch / step time. Every link is full duplex: a NIC carries
 its in and out bytes at the same time, each at the NIC's rate.
 
-Families (docs/planner.md, "A real cluster"):
+Families (docs/explanation/cost-model.md, "A real cluster"):
 
 - **PS** (``ps``, ``ralp-h``, ``ralp-n``): each worker pulls the variables it keeps, runs
   its forward pass, (RALP) sends the boundary activations to the tail on the PS and gets
@@ -28,13 +28,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ralp.planner.model import Compute
 from ralp.planner.modes import PlannerError
+from ralp.planner.terms import BACKWARD_RATIO, Compute
 
 # PCIe 3.0 x16: 985 MB/s per lane each way (PCI-SIG's PCIe 3.0 base specification), the link
 # most GPUs of a node reach each other and the host through when nothing faster is given.
 PCIE3_X16_BITS = 16 * 985 * 10**6 * 8
-BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs (the pipeline model's figure)
 
 
 @dataclass(frozen=True)

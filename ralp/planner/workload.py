@@ -1,14 +1,13 @@
 """A model's planning inputs from its shapes alone: the split RALP would use and, per mode
-and cluster, the byte model's :class:`~ralp.planner.model.Links`."""
+and cluster, the byte model's :class:`~ralp.planner.terms.Links`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ralp.planner.model import Links
 from ralp.planner.modes import PlannerError, resources
-from ralp.planner.pipeline import Layer
+from ralp.planner.terms import Layer, Links
 from ralp.profiler.api import Profile
 from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes, variable_homes
 from ralp.profiler.layer_table import LayerTable
@@ -21,7 +20,7 @@ class Workload:
     profile: Profile  # skewness verdict and candidate split
     # The PS modes' links carry the worker's layers, so their step on devices comes from the
     # layer pipeline (ralp.planner.pipeline); False: from the queueing network alone, as the
-    # planner did before (python -m ralp.planner --validate ... --step-model queue)
+    # planner did before (python -m lab.planner --validate ... --step-model queue)
     pipeline: bool = True
     # ... and predicts an epoch's first cycles, plain PS's workers in step (Links.in_step;
     # --step-model in-step); False: past them, as a training run spends most of its steps

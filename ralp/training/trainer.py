@@ -115,7 +115,7 @@ class Trainer:
                 over the workers in a synchronous mode (default: ``wrap``'s, else 32).
             epochs, initial_epoch, steps_per_epoch, shuffle, class_weight, sample_weight,
             validation_split, validation_data, validation_steps, validation_batch_size,
-            validation_freq, callbacks: as Keras' ``fit`` (docs/training.md says where a
+            validation_freq, callbacks: as Keras' ``fit`` (docs/explanation/training-semantics.md says where a
                 mode differs).
             verbose: "auto" or 1 (a progress bar, then the epoch's line), 2 (one line per
                 epoch), 0 (nothing); printed by the coordinator, or by rank 0.

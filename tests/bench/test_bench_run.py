@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,9 +130,9 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     else:  # no control groups here: the shared host's calibration
         assert cal["host"]["shared"] is True and entry["capacity"] > 0
     assert cal["measured_at"] < time.time() and cal["seconds"] > 0
-    done = subprocess.run([sys.executable, "-m", "ralp.planner", "--validate", str(out),
+    done = subprocess.run([sys.executable, "-m", "lab.planner", "--validate", str(out),
                            "--format", "json"], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     if budget:  # budgeted records are read as repeats: one setting per mode, its band

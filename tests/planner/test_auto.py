@@ -64,7 +64,7 @@ def test_auto_picks_what_the_predictions_rank_first(bandwidth, full_s, tail_s, e
     assert why.startswith(f"auto chose {expected}:")
     for mode, value in direct.items():
         assert f"{mode} {value:.1f}" in why
-    assert "given, test host, a task per machine" in why
+    assert "(calibration: given, test host)" in why
     record = choice.to_dict()
     assert record["chosen"] == expected and record["why"] == why
     assert set(record["predicted_images_per_sec"]) == {"ps", "ralp"}

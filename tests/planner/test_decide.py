@@ -23,7 +23,6 @@ from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
 from ralp.planner.auto import PLACEMENT_MIN_BYTES_SAVED, decide
 from ralp.planner.estimate import DeviceRates, estimate_compute, probe
-from ralp.planner.model import Host
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
@@ -40,7 +39,7 @@ BATCH = 8
 def _decide(model, bandwidth: str = "1gbit"):
     workload = Workload(profile(model, BATCH))
     compute = estimate_compute(workload.table, workload.offloaded, RATES)
-    return decide(workload, compute, Host(False), CLUSTER, bandwidth, "fixed test rates")
+    return decide(workload, compute, CLUSTER, bandwidth, "fixed test rates")
 
 
 def _shallow_fc_heavy():

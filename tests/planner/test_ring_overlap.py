@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from lab.planner.validate import with_overlaps
 from ralp.emulation.budget import Budget, budget_for
 from ralp.emulation.devices import find_hierarchy
 from ralp.planner.calibration import Calibration
@@ -31,7 +32,6 @@ from ralp.planner.ring_step import (
     ring_phase_terms,
 )
 from ralp.planner.stanza_step import stanza_phase_times
-from ralp.planner.validate import with_overlaps
 from tests.needs import HOROVOD_MARKS, needs_netns
 
 HIERARCHY, _ = find_hierarchy()
@@ -357,7 +357,7 @@ def test_grpc_s_cpu_on_the_fabric_is_lent_where_a_calibration_lacks_it(tmp_path)
 
 
 def test_each_record_takes_the_lent_calibration_of_its_own_budget():
-    from ralp.planner.validate import lent_for
+    from lab.planner.validate import lent_for
 
     n4, n8 = Host(False, device_cpus=0.425), Host(False, device_cpus=0.2125)
     record = {"calibration": {"host": {"device_cpus": 0.2125}}}

@@ -3,7 +3,7 @@ speedups, Kendall's tau and auto's pick."""
 
 import pytest
 
-from ralp.planner.repeats import (
+from lab.planner.repeats import (
     auto_pick,
     budgeted,
     flagged,

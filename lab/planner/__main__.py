@@ -1,0 +1,5 @@
+"""``python -m lab.planner``."""
+
+from lab.planner.cli import main
+
+main()
