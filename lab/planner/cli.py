@@ -20,7 +20,7 @@ from ralp._cli import (
     positive_float,
 )
 from ralp.planner.cli import _parser as user_parser
-from ralp.planner.cli import run as run_command
+from ralp.planner.command import run_command
 
 PROG = "python -m lab.planner"
 FORMATS = ("table", "json")

@@ -173,9 +173,9 @@ def _overlap_text(share: float | None, curve: tuple) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ralp.planner.cli import run
+    from ralp.planner.command import run_command
 
-    return run(argv, PROG, parser=lambda prog: parser(), work=calibrate)
+    return run_command(argv, PROG, parser=lambda prog: parser(), work=calibrate)
 
 
 if __name__ == "__main__":

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 
 from ralp._cli import (
-    fail,
     finite_float,
-    interrupt_on_sigterm,
     positive_float,
     positive_int,
-    quiet_tensorflow,
 )
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
-from ralp.errors import RalpError
+from ralp.planner.command import run_command
 from ralp.planner.modes import MODES
 
 PROG = "python -m ralp.planner"
@@ -103,32 +100,10 @@ def _work(args) -> str:
     return recommend_cli(args, _zoo_workload)
 
 
-def run(argv: Sequence[str] | None = None, prog: str = PROG, *,
-        parser: Callable[[str], argparse.ArgumentParser] = _parser,
-        work: Callable[[argparse.Namespace], str] = _work) -> int:
-    """Parse ``argv`` with ``parser(prog)``, do ``work(args)`` and print its output; a bad
-    request exits 2 with one line, Ctrl-C and SIGTERM 130 with everything started stopped.
-    ``prog``: the name it was run by (``python -m ralp.plan`` is the same command); the
-    calibration's own command and the lab's planner run through here with theirs."""
-    args = parser(prog).parse_args(argv)
-    if getattr(args, "model", None) is not None:  # the zoo's table needs no TensorFlow
-        from ralp.models import get_model_spec
-
-        try:
-            get_model_spec(args.model)
-        except ValueError as e:
-            return fail(prog, str(e))
-    quiet_tensorflow()
-    interrupt_on_sigterm()  # as Ctrl-C: a calibration's devices and processes are removed
-    try:
-        output = work(args)
-    except (RalpError, ValueError) as e:
-        return fail(prog, str(e))
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; everything it started was stopped", file=sys.stderr)
-        return 130
-    sys.stdout.write(output if output.endswith("\n") else output + "\n")
-    return 0
+def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command's work; ``prog``: the name it was run by (``python -m ralp.plan`` is the
+    same command)."""
+    return run_command(argv, prog, parser=_parser, work=_work)
 
 
 def main(prog: str = PROG) -> None:
