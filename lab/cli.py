@@ -1,4 +1,4 @@
-"""``python -m lab list`` and ``python -m lab run NAME [--dry-run]``."""
+"""``python -m lab list`` and ``python -m lab run NAME [--setting S] [--dry-run]``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lab.registry import Lab, UnknownExperiment, experiment, experiments, relative
-from lab.runner import StepFailed, dry_run, results_dir, run
+from lab.registry import (
+    RETIRED,
+    Lab,
+    UnknownExperiment,
+    experiment,
+    experiments,
+    relative,
+)
+from lab.runner import StepFailed, dry_run, results_dir, retired_readme, run
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -18,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("list", help="every experiment, with what it needs")
     run_it = commands.add_parser("run", help="run one experiment into lab/results/NAME/")
     run_it.add_argument("name", help="an experiment's name (python -m lab list)")
+    run_it.add_argument("--setting", help="one of the experiment's settings (default: all)")
     run_it.add_argument("--dry-run", action="store_true",
                         help="print the commands, run nothing")
     run_it.add_argument("--python", default=sys.executable,
@@ -31,16 +39,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":
         for name, found in experiments().items():
-            needs = f"  [needs {', '.join(found.needs)}]" if found.needs else ""
-            print(f"{name:34} {found.summary}{needs}")
+            needs = [need for need in found.needs if need != RETIRED]
+            tag = "  [retired]" if found.retired else ""
+            tag += f"  [needs {', '.join(needs)}]" if needs else ""
+            print(f"{name:24} {found.summary}{tag}")
+            if found.settings:
+                print(f"{'':24}   settings: {', '.join(found.settings)}")
         return 0
     try:
         chosen = experiment(args.name)
     except UnknownExperiment:
-        print(f"python -m lab: no experiment {args.name!r}; `python -m lab list` shows them",
-              file=sys.stderr)
-        return 2
-    lab = Lab(python=relative(args.python), out=args.out or results_dir(chosen.name))
+        return _refuse(f"no experiment {args.name!r}; `python -m lab list` shows them")
+    if args.setting is not None and args.setting not in chosen.settings:
+        known = ", ".join(chosen.settings) or "none"
+        return _refuse(f"{chosen.name} has no setting {args.setting!r} (its settings: {known})")
+    lab = Lab(python=relative(args.python), out=args.out or results_dir(chosen.name),
+              setting=args.setting)
+    if chosen.retired and not args.dry_run:
+        return _refuse(f"{chosen.name} is retired: see {retired_readme(chosen.name)}")
     if args.dry_run:
         print("\n".join(dry_run(chosen, lab)))
         return 0
@@ -55,3 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"[lab] {chosen.name}: results in {lab.out}"
           + (f" ({failed} command(s) failed)" if failed else ""))
     return 0
+
+
+def _refuse(message: str) -> int:
+    print(f"python -m lab: {message}", file=sys.stderr)
+    return 2

@@ -4,12 +4,21 @@ An experiment module defines
 
 - ``SUMMARY``: one line, what the experiment measures;
 - ``NEEDS``: what it needs to run (for example ``("root", "horovod")``), shown by ``list``;
-- ``steps(lab: Lab) -> list[Step]``: the commands it runs, in order.
+- ``steps(lab: Lab) -> list[Step]``: the commands it runs, in order;
+- optionally ``SETTINGS``: ``{name: one line}``, the variants its steps cover (a link rate, a
+  device count). ``steps`` then makes one setting's commands, ``lab.setting``'s; a run without
+  ``--setting`` runs every setting in turn.
+
+An experiment whose ``NEEDS`` holds ``"retired"`` keeps its results but no commands: its
+script is gone (an investigation that led nowhere, a one-off probe, a setting the code no
+longer has) and ``lab/results/NAME/README.md`` says what was asked and what was found.
 
 A :class:`Step` is one command (an argv list); its standard output goes to a file of the
-experiment's results when ``stdout`` names one. The experiment's name is its module's name
-with ``_`` written as ``-``. Results go to ``lab/results/NAME/``, with ``commands.txt`` (what
-ran, in order, with each exit status) and ``environment.json`` (versions, host, commit).
+experiment's results when ``stdout`` names one (``lab.path(NAME)``: relative to the
+repository's root, as the command's own paths are; appended to with ``append``). The
+experiment's name is its module's name with ``_`` written as ``-``. Results go to
+``lab/results/NAME/``, with ``commands.txt`` (what ran, in order, with each exit status) and
+``environment.json`` (versions, host, commit).
 """
 
 from __future__ import annotations
@@ -18,41 +27,50 @@ import importlib
 import os
 import pkgutil
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
 LAB_DIR = Path(__file__).resolve().parent
 ROOT = LAB_DIR.parent
 RESULTS_DIR = LAB_DIR / "results"
+RETIRED = "retired"
 
 
 @dataclass(frozen=True)
 class Step:
     """One command of an experiment.
 
-    ``argv``: the command; ``stdout``: a file name under the experiment's results that takes
-    its standard output (None: the terminal); ``may_fail``: a non-zero exit does not stop the
-    experiment (a bench whose some settings fail still writes the others)."""
+    ``argv``: the command; ``stdout``: the file of the experiment's results that takes its
+    standard output, as ``Lab.path`` names it (None: the terminal); ``may_fail``: a non-zero
+    exit does not stop the experiment (a bench whose some settings fail still writes the
+    others); ``append``: the
+    standard output is added to ``stdout``'s file, not written over it (several commands'
+    output in one file)."""
 
     argv: tuple[str, ...]
     stdout: str | None = None
     may_fail: bool = False
+    append: bool = False
 
     def line(self) -> str:
         text = shlex.join(self.argv)
-        return f"{text} > {self.stdout}" if self.stdout else text
+        if not self.stdout:
+            return text
+        return f"{text} {'>>' if self.append else '>'} {self.stdout}"
 
 
 @dataclass(frozen=True)
 class Lab:
     """What an experiment's ``steps`` may use: the Python to run (``python``), the
-    experiment's results folder (``out``) and the lab's results root (``results``), whose
-    other experiments' files an experiment may read."""
+    experiment's results folder (``out``), the lab's results root (``results``), whose
+    other experiments' files an experiment may read, and the setting whose commands
+    ``steps`` makes (None for an experiment without ``SETTINGS``)."""
 
     python: str
     out: Path
     results: Path = RESULTS_DIR
+    setting: str | None = None
 
     def path(self, name: str) -> str:
         """A file of this experiment's results, as a command line names it (relative to the
@@ -83,8 +101,23 @@ class Experiment:
     summary: str
     needs: tuple[str, ...] = field(default=())
 
+    @property
+    def settings(self) -> dict[str, str]:
+        return dict(getattr(self.module, "SETTINGS", {}))
+
+    @property
+    def retired(self) -> bool:
+        return RETIRED in self.needs
+
+    def plan(self, lab: Lab) -> list[tuple[str | None, list[Step]]]:
+        """The steps of ``lab.setting``, or of every setting in turn where it is None."""
+        if not self.settings or lab.setting is not None:
+            return [(lab.setting, list(self.module.steps(lab)))]
+        return [(name, list(self.module.steps(replace(lab, setting=name))))
+                for name in self.settings]
+
     def steps(self, lab: Lab) -> list[Step]:
-        return list(self.module.steps(lab))
+        return [step for _, steps in self.plan(lab) for step in steps]
 
 
 class UnknownExperiment(KeyError):

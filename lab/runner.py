@@ -5,6 +5,8 @@ and Horovod versions, the host's CPUs and memory, the commit and whether the tre
 clean); as each command ends it appends the command and its exit status to
 ``commands.txt``. A command that fails stops the experiment unless its step says it may fail.
 Interrupted, the runner stops the command it started (by its process id) and records that.
+A run of one setting (``--setting S``) writes ``environment-S.json`` and ``commands-S.txt``
+instead, so that the other settings' records stay.
 """
 
 from __future__ import annotations
@@ -57,28 +59,41 @@ def _git(*args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def log_names(setting: str | None) -> tuple[str, str]:
+    """The files a run records its environment and its commands in."""
+    tail = f"-{setting}" if setting else ""
+    return f"environment{tail}.json", f"commands{tail}.txt"
+
+
 def run(experiment: Experiment, lab: Lab) -> int:
     """Run every step of ``experiment``; returns how many steps failed (and were allowed to)."""
+    plan = experiment.plan(lab)  # before anything is written: a module's error stops nothing
     lab.out.mkdir(parents=True, exist_ok=True)
-    (lab.out / "environment.json").write_text(json.dumps(environment(), indent=2) + "\n")
-    log = lab.out / "commands.txt"
-    log.write_text(f"# python -m lab run {experiment.name}\n")
+    environment_name, commands_name = log_names(lab.setting)
+    (lab.out / environment_name).write_text(json.dumps(environment(), indent=2) + "\n")
+    log = lab.out / commands_name
+    setting = f" --setting {lab.setting}" if lab.setting else ""
+    log.write_text(f"# python -m lab run {experiment.name}{setting}\n")
     failed = 0
-    for step in experiment.steps(lab):
-        print(f"[lab] {step.line()}", flush=True)
-        started = time.monotonic()
-        code = _run_step(step, lab)
-        with log.open("a") as out:
-            out.write(f"{step.line()}\n# exit {code}, {time.monotonic() - started:.0f} s\n")
-        if code != 0:
-            if not step.may_fail:
-                raise StepFailed(f"{step.line()} exited {code}")
-            failed += 1
+    for name, steps in plan:
+        if name and not lab.setting:
+            with log.open("a") as out:
+                out.write(f"# setting {name}\n")
+        for step in steps:
+            print(f"[lab] {step.line()}", flush=True)
+            started = time.monotonic()
+            code = _run_step(step, lab)
+            with log.open("a") as out:
+                out.write(f"{step.line()}\n# exit {code}, {time.monotonic() - started:.0f} s\n")
+            if code != 0:
+                if not step.may_fail:
+                    raise StepFailed(f"{step.line()} exited {code}")
+                failed += 1
     return failed
 
 
 def _run_step(step: Step, lab: Lab) -> int:
-    stdout = (lab.out / step.stdout).open("w") if step.stdout else None
+    stdout = (ROOT / step.stdout).open("a" if step.append else "w") if step.stdout else None
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     process = subprocess.Popen(step.argv, cwd=ROOT, stdout=stdout or sys.stdout, env=env)
@@ -98,8 +113,21 @@ def _run_step(step: Step, lab: Lab) -> int:
 
 
 def dry_run(experiment: Experiment, lab: Lab) -> list[str]:
-    """The command lines ``run`` would run, nothing run or written."""
-    return [step.line() for step in experiment.steps(lab)]
+    """The command lines ``run`` would run, each setting's under a comment that names it;
+    nothing run or written."""
+    if experiment.retired:
+        return [f"# retired: see {retired_readme(experiment.name)}"]
+    lines = []
+    for name, steps in experiment.plan(lab):
+        if name and not lab.setting:
+            lines.append(f"# setting {name}: {experiment.settings[name]}")
+        lines += [step.line() for step in steps]
+    return lines
+
+
+def retired_readme(name: str) -> str:
+    """Where a retired experiment's results say what was asked and found."""
+    return f"lab/results/{name}/README.md"
 
 
 def results_dir(name: str, root: Path | None = None) -> Path:

@@ -1,0 +1,50 @@
+"""What the experiments' commands share: the bench, the lab's planner, the lab's tools, and
+the steps that gather a bench run made in parts (one call per model or round) into one file."""
+
+from __future__ import annotations
+
+from lab.registry import Lab, Step
+
+# the zoo the budgeted runs sweep, at the size all five build at
+ZOO = ("vgg11", "alexnet", "overfeat", "resnet50", "inception3")
+SMALL = ("--image-size", "75", "--batch-size", "8")
+
+
+def netns(bandwidth: str) -> tuple[str, ...]:
+    """The simulated cluster with every link shaped at ``bandwidth``."""
+    return ("--backend", "netns", "--bandwidth", bandwidth)
+
+
+def outputs(lab: Lab, stem: str, plot: bool = True) -> tuple[str, ...]:
+    """``--out STEM.json`` (the bench writes ``STEM.csv`` beside it) and ``--plot STEM.png``."""
+    written = ("--out", lab.path(f"{stem}.json"))
+    return (*written, "--plot", lab.path(f"{stem}.png")) if plot else written
+
+
+def bench(lab: Lab, *args: str, may_fail: bool = False) -> Step:
+    """``python -m ralp.bench ARGS``."""
+    return Step((lab.python, "-m", "ralp.bench", *args), may_fail=may_fail)
+
+
+def planner(lab: Lab, *args: str, stdout: str | None = None) -> Step:
+    """``python -m lab.planner ARGS``: a validation, or a calibration of simulated devices."""
+    return Step((lab.python, "-m", "lab.planner", *args), stdout=stdout)
+
+
+def validate(lab: Lab, *args: str, stdout: str) -> Step:
+    """``python -m lab.planner --validate ARGS > STDOUT``."""
+    return planner(lab, "--validate", *args, stdout=stdout)
+
+
+def tool(lab: Lab, name: str, *args: str, stdout: str | None = None, append: bool = False,
+         may_fail: bool = False) -> Step:
+    """``python -m lab.tools.NAME ARGS``."""
+    return Step((lab.python, "-m", f"lab.tools.{name}", *args), stdout=stdout, append=append,
+                may_fail=may_fail)
+
+
+def gather(lab: Lab, parts: str, names: list[str], *args: str) -> list[Step]:
+    """The bench's records of ``parts/NAME.json`` for every name, read back as one run
+    (``--show ... ARGS``, where ARGS names the outputs), then the parts' folder removed."""
+    files = [lab.path(f"{parts}/{name}.json") for name in names]
+    return [bench(lab, "--show", *files, *args), Step(("rm", "-r", lab.path(parts)))]
