@@ -2,20 +2,14 @@
 p2.8xlarge, 8 K80 per node, tf_cnn_benchmarks distributed_replicated): every point inside
 the planner's error band, from the one-GPU figures and published hardware figures alone."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from ralp.planner.cluster_plan import TIE_BAND
 
 pytestmark = pytest.mark.slow  # builds three Keras applications at full size (~15 s)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-
 def test_every_published_point_lies_inside_the_error_band():
-    from published_cluster import PUBLISHED, validate
+    from lab.tools.published_cluster import PUBLISHED, validate
 
     rows = validate()
     assert len(rows) == sum(len(t) - 1 for _, _, t in PUBLISHED.values())
