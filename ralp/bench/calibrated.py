@@ -32,7 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ralp.bench.runspec import AUTO_CPUS, PACED_CPUS, SHARED_CPUS, RunSpec
+from ralp.bench.runspec import SHARED_CPUS, RunSpec
+from ralp.emulation.budget import default_share
 from ralp.errors import RalpError
 from ralp.planner.host import OVERLAP_FIELDS
 
@@ -46,7 +47,8 @@ class CalibrationFailed(RalpError, RuntimeError):
 
 
 def workload_key(run: RunSpec) -> tuple:
-    budget = (run.device_cpus, run.devices if run.device_cpus in (AUTO_CPUS, PACED_CPUS) else None)
+    # the default share depends on the devices on the host; CPUs asked by hand do not
+    budget = (run.device_cpus, run.devices if default_share(run.device_cpus) else None)
     return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 

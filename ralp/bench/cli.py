@@ -115,9 +115,8 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device-cpus", nargs="+", metavar="CPUS", help="CPUs of each simulated "
                    "device (local, netns), one or more, each a run: a number (e.g. 0.45), "
                    "'auto' (default: the host's CPUs less a reserve for the coordinator and the "
-                   "kernel's network work, over N), 'paced' (that budget held to a constant "
-                   "compute pace: quotas shrink while the host is faster than a reference "
-                   "measured at the start) or 'shared' (no budget: tasks share the host's CPUs)")
+                   "kernel's network work, over N) or 'shared' (no budget: tasks share the "
+                   "host's CPUs); a device watcher named by $RALP_DEVICE_WATCHER may add words")
     g.add_argument("--jobs", type=positive_int, help="consolidation: J jobs at once over one "
                    "shared bottleneck link (netns); see --scenarios")
     g.add_argument("--scenarios", nargs="+", choices=SCENARIOS,

@@ -127,13 +127,15 @@ def add_speedups(records: list[dict]) -> list[dict]:
 
 
 def cpus_label(r: dict) -> str:
-    """What a record's devices computed with: '0.425 CPU/device', '0.425 CPU/device, paced',
-    'shared CPUs', or ''."""
+    """What a record's devices computed with: '0.425 CPU/device', 'shared CPUs', or ''; a
+    budget asked by a device watcher's word adds it ('0.425 CPU/device, paced')."""
     cpu = r.get("cpu") or {}
     if cpu.get("fallback"):
         return "shared CPUs (no budgets)"
     if cpu.get("budget_cpus") is not None:
-        return f"{cpu['budget_cpus']:g} CPU/device" + (", paced" if cpu.get("paced") else "")
+        asked = str(r.get("device_cpus") or "auto")
+        word = asked not in ("auto", "shared") and not asked.replace(".", "", 1).isdigit()
+        return f"{cpu['budget_cpus']:g} CPU/device" + (f", {asked}" if word else "")
     return "shared CPUs" if r.get("device_cpus") == "shared" else ""
 
 

@@ -184,9 +184,10 @@ def to_table(records: Sequence[dict]) -> str:
 
 
 def pace_line(records: Sequence[dict]) -> str | None:
-    """How far the host's pace (work per CPU-second, :mod:`ralp.emulation.pace`) moved
-    between the rounds of one setting: per kind, the largest deviation from its setting's
-    median (None without repeated records that carry it)."""
+    """How far the host's pace (``cpu.host_pace``: work per CPU-second, per kind of work, as a
+    device watcher that probes the host reports it) moved between the rounds of one setting:
+    per kind, the largest deviation from its setting's median (None without repeated records
+    that carry it)."""
     from statistics import median
 
     groups: dict[tuple, list[dict]] = {}

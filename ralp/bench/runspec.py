@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ralp.emulation.budget import AUTO, PACED, SHARED
+from ralp.emulation.budget import AUTO, SHARED, choices, default_share
 from ralp.errors import RalpError
 from ralp.planner.modes import COLLECTIVE_MODES, HOROVOD_MODES, MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
@@ -23,8 +23,8 @@ DATA = ("synthetic", "digits")
 BACKENDS = ("local", "netns", "tf-config")
 DEFAULT_STEPS = 100  # measured steps per worker, as in the paper (tf_cnn_benchmarks)
 DEFAULT_WARMUP = 2  # warm-up steps per worker (at least 1: a worker's first step sets up)
-# --device-cpus: the default budget; the default budget held to a constant pace; no budget
-AUTO_CPUS, PACED_CPUS, SHARED_CPUS = AUTO, PACED, SHARED
+# --device-cpus: the default budget; no budget (a device watcher may add words of its own)
+AUTO_CPUS, SHARED_CPUS = AUTO, SHARED
 
 
 class BenchError(RalpError, ValueError):
@@ -120,17 +120,16 @@ class RunSpec:
         object.__setattr__(self, "batch_size", batch)
 
     def _check_device_cpus(self) -> None:
-        """One spelling: 'auto', 'paced', 'shared' or a positive number of CPUs ('0.45')."""
+        """One spelling: 'auto', 'shared', a word of the attached device watcher
+        (:mod:`ralp.emulation.watchers`) or a positive number of CPUs ('0.45')."""
         text = str(self.device_cpus).strip().lower()
-        if text not in (AUTO_CPUS, PACED_CPUS, SHARED_CPUS):
+        if text != SHARED_CPUS and not default_share(text):
             try:
                 cpus = float(text)
             except ValueError:
                 cpus = float("nan")
             if not cpus > 0 or cpus == float("inf"):
-                raise BenchError(f"--device-cpus {self.device_cpus!r}: give CPUs per device "
-                                 f"(a positive number such as 0.45), {AUTO_CPUS!r}, "
-                                 f"{PACED_CPUS!r} or {SHARED_CPUS!r}")
+                raise BenchError(f"--device-cpus {self.device_cpus!r}: {choices()}")
             text = f"{cpus:g}"
         object.__setattr__(self, "device_cpus", text)
 

@@ -6,10 +6,9 @@ kept up.
   equally among the N devices. The reserve is measured (:data:`ralp.defaults.DEVICE_RESERVE_CPUS`
   says how).
 - **By hand:** X CPUs per device (``--device-cpus X``).
-- **Paced:** the default budget, held to a constant compute pace: while the host is faster
-  than a reference pace, a governor shrinks the quotas so that a device does the same work
-  each second (:mod:`ralp.emulation.governor`).
 - **Shared:** no limit, as before budgets existed; the tasks' CPU is still counted.
+- **A watcher's words:** a device watcher (:mod:`ralp.emulation.watchers`, named by
+  ``$RALP_DEVICE_WATCHER``) may add words of its own, each the default budget watched its way.
 
 A run whose budgets plus the CPU spent outside them (and the CPU the hypervisor stole) reached
 the host's CPU count could not give every device its budget: :func:`fidelity` flags it.
@@ -21,11 +20,11 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ralp.defaults import DEVICE_RESERVE_CPUS
+from ralp.emulation import watchers
 from ralp.emulation.devices import (
-    PACE_TASK,
     PERIOD_US,
     CpuSnapshot,
     DeviceGroups,
@@ -33,12 +32,10 @@ from ralp.emulation.devices import (
     find_hierarchy,
     new_prefix,
 )
-from ralp.emulation.governor import REFERENCE_ENV, pace_reference
 from ralp.errors import ClusterError
 
 SHARED = "shared"
 AUTO = "auto"
-PACED = "paced"
 
 
 def host_cpus() -> int:
@@ -48,11 +45,11 @@ def host_cpus() -> int:
 
 def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None,
                 reserve: float = DEVICE_RESERVE_CPUS) -> float | None:
-    """CPUs per device for ``devices`` devices as ``asked`` (``auto``/None and ``paced``: the
-    default, ``shared``: None, else a number); raises :class:`ClusterError` on a budget the
-    host cannot give."""
+    """CPUs per device for ``devices`` devices as ``asked`` (``auto``/None and an attached
+    watcher's words: the default, ``shared``: None, else a number); raises
+    :class:`ClusterError` on a budget the host cannot give."""
     cpus = host_cpus() if cpus is None else cpus
-    if asked in (None, AUTO, PACED):
+    if default_share(asked):
         share = (cpus - reserve) / devices
         if share <= 0:
             raise ClusterError(f"{cpus} CPUs less a reserve of {reserve:g} leave nothing for "
@@ -63,8 +60,7 @@ def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None
     try:
         share = float(asked)
     except (TypeError, ValueError):
-        raise ClusterError(f"--device-cpus {asked!r}: give CPUs per device (e.g. 0.45), "
-                           f"'{AUTO}', '{PACED}' or '{SHARED}'") from None
+        raise ClusterError(f"--device-cpus {asked!r}: {choices()}") from None
     if not math.isfinite(share) or share <= 0:
         raise ClusterError(f"--device-cpus {asked!r}: CPUs per device must be a positive number")
     if share * devices > cpus:
@@ -72,6 +68,22 @@ def device_cpus(asked: str | float | None, devices: int, cpus: int | None = None
                            f"{share * devices:g} CPUs, more than this host's {cpus}: ask for at "
                            f"most {cpus / devices:.3g}, or '{SHARED}'")
     return share
+
+
+def default_share(asked: str | float | None) -> bool:
+    """Whether ``asked`` gives the default CPUs per device: ``auto``, None, or a word the
+    attached device watcher adds (:func:`ralp.emulation.watchers.budget_words`)."""
+    return asked in (None, AUTO) or (isinstance(asked, str) and asked in watchers.budget_words())
+
+
+def choices() -> str:
+    """What ``--device-cpus`` takes, for an error message."""
+    words = [f"'{w}'" for w in (AUTO, *watchers.budget_words(), SHARED)]
+    text = f"give CPUs per device (e.g. 0.45), {', '.join(words[:-1])} or {words[-1]}"
+    if os.environ.get(watchers.WATCHER_ENV):
+        return text
+    return (f"{text} (other words come from a device watcher named by "
+            f"${watchers.WATCHER_ENV}; none is attached)")
 
 
 def thread_counts(cpus: float | None) -> tuple[int, int] | None:
@@ -101,23 +113,23 @@ class Budget:
     """What a run's devices are given: CPUs each (None: shared), on a host of ``host_cpus``.
 
     ``hierarchy`` is where their control groups go; None where none can be made, and then
-    ``fallback`` says why (the tasks share the host, uncounted). ``pace_reference``: a paced
-    budget's compute pace (work per CPU-second, :func:`ralp.emulation.governor.pace_reference`)."""
+    ``fallback`` says why (the tasks share the host, uncounted). ``watcher``: what runs beside
+    the devices and adds to their records (:mod:`ralp.emulation.watchers`; None: nothing)."""
 
     cpus: float | None
     host_cpus: int
     hierarchy: Hierarchy | None = None
     fallback: str | None = None
     period_us: int = PERIOD_US
-    pace_reference: float | None = None
+    watcher: watchers.DeviceWatcher | None = field(default=None, compare=False)
 
     def groups(self, devices: Sequence[str], unlimited: Sequence[str] = ()):
         """A context giving the run's :class:`DeviceGroups` (None without a hierarchy)."""
         if self.hierarchy is None:
             return contextlib.nullcontext(None)
         return DeviceGroups(self.hierarchy, new_prefix(), devices, self.cpus,
-                            unlimited=unlimited, period_us=self.period_us, pace=True,
-                            pace_reference=self.pace_reference)
+                            unlimited=unlimited, period_us=self.period_us,
+                            watcher=self.watcher)
 
     def task_env(self) -> dict[str, str]:
         """What a budgeted task's environment adds (its thread pools' sizes)."""
@@ -128,10 +140,9 @@ class Budget:
             return f"shared CPUs ({self.fallback})"
         if self.cpus is None:
             return f"shared CPUs ({self.host_cpus} for all tasks)"
-        # the variable's value holds another command (a calibration, a later bench) to this pace
-        paced = (f", paced to {self.pace_reference / 1e9:.1f} GFLOP per CPU-second "
-                 f"({REFERENCE_ENV}={self.pace_reference:.4g})" if self.pace_reference else "")
-        return f"{self.cpus:g} CPU per device of {self.host_cpus}{paced}"
+        watched = self.watcher.describe() if self.watcher is not None else ""
+        return f"{self.cpus:g} CPU per device of {self.host_cpus}" + (
+            f", {watched}" if watched else "")
 
 
 def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | None,
@@ -140,21 +151,19 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     CFS periods it was throttled; the host's CPU outside the budgets (``unbudgeted`` tasks,
     such as the coordinator, counted there and shown apart) and stolen; and ``kept_up``:
     False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs; and
-    ``host_pace``: the work one CPU-second bought in the window, per kind of work, as the pace
-    probes measured it (:mod:`ralp.emulation.pace`; absent without probes), whose own CPU
-    (``pace_probe_cpus``) counts as unbudgeted; and for a paced budget, ``paced``: its reference
-    pace, the devices' mean quota as a share of the budget and the share of the window the host
-    was slower than the reference (when pacing could not hold the devices' speed)."""
+    the fields of the budget's device watcher (:meth:`~ralp.emulation.watchers.DeviceWatcher.window`),
+    whose own groups' CPU counts as unbudgeted and is its to report."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
                  "host_cpus": budget.host_cpus, "threads": _listed(thread_counts(budget.cpus)),
                  "fallback": budget.fallback}
     if before is None or after is None:
         return {**out, "kept_up": None}
     wall = max(after.time - before.time, 1e-9)
-    tasks, budgeted_used, budgeted = {}, 0.0, 0
+    tasks, budgeted_used, budgeted, own = {}, 0.0, 0, {}
+    watcher_groups = budget.watcher.groups if budget.watcher is not None else ()
     for task, end in after.tasks.items():
-        if task == PACE_TASK:  # the probes: part of the CPU outside the budgets, shown apart
-            out["pace_probe_cpus"] = round((end.used_s - before.tasks[task].used_s) / wall, 4)
+        if task in watcher_groups:  # the watcher's: CPU outside the budgets, its to show
+            own[task] = (end.used_s - before.tasks[task].used_s) / wall
             continue
         start = before.tasks[task]
         used = (end.used_s - start.used_s) / wall
@@ -172,14 +181,8 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     outside = max(0.0, host - budgeted_used)
     out.update(wall_s=round(wall, 3), tasks=tasks, host_used_cpus=round(host, 4),
                unbudgeted_cpus=round(outside, 4), steal_cpus=round(steal, 4))
-    if before.pace is not None and after.pace is not None:
-        out["host_pace"] = {kind: None if v is None else round(v, 1)
-                            for kind, v in after.pace.since(before.pace).items()}
-    if budget.pace_reference is not None:
-        governed = (after.governor.since(before.governor)
-                    if before.governor is not None and after.governor is not None else None)
-        out["paced"] = {"reference": round(budget.pace_reference, 1),
-                        **{k: round(v, 4) for k, v in (governed or {}).items()}}
+    if budget.watcher is not None:
+        out.update(budget.watcher.window(before.watch, after.watch, own))
     if budget.cpus is None:
         return {**out, "kept_up": None}
     demand = budget.cpus * budgeted + outside + steal
@@ -198,9 +201,7 @@ def budget_for(asked: str | float | None, devices: int, *, counted: bool = True)
     hierarchy, why = find_hierarchy()
     if hierarchy is None:
         return Budget(None, host_cpus(), fallback=why)
-    if asked == PACED:
-        return Budget(cpus, host_cpus(), hierarchy, pace_reference=pace_reference())
-    return Budget(cpus, host_cpus(), hierarchy)
+    return Budget(cpus, host_cpus(), hierarchy, watcher=watchers.attach(asked, cpus))
 
 
 def _listed(counts: tuple[int, int] | None) -> list[int] | None:

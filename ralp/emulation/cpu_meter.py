@@ -1,7 +1,7 @@
 """The CPU controller's files: where a machine's cgroup CPU controller lives
 (:class:`Hierarchy`), and the counters a run reads from its devices' groups and the host
-(:class:`DeviceMeter`), with the pace probes' and the pace governor's counters
-(:mod:`ralp.emulation.pace`, :mod:`ralp.emulation.governor`). Nothing here imports TensorFlow.
+(:class:`DeviceMeter`), with a device watcher's counter files (:mod:`ralp.emulation.watchers`).
+Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 
-from ralp.emulation.governor import GovernorReading, read_governor
-from ralp.emulation.pace import PaceReading, read_pace
+from ralp.emulation.watchers import Counters, read_counters
 
 CGROUP_ROOT_ENV = "RALP_CGROUP_ROOT"  # where the cgroup file systems are mounted
 DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
@@ -86,50 +85,45 @@ class CpuReading:
 
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """Every group's counters, the host's busy and stolen CPU seconds and the pace probes'
-    counters (:mod:`ralp.emulation.pace`; None without probes), at one moment."""
+    """Every group's counters, the host's busy and stolen CPU seconds and a device watcher's
+    counters, one entry per counter file (None where one could not be read; empty without a
+    watcher), at one moment."""
 
     time: float  # time.monotonic()
     host_busy_s: float
     host_steal_s: float
     tasks: Mapping[str, CpuReading]
-    pace: PaceReading | None = None
-    governor: GovernorReading | None = None
+    watch: tuple[Counters | None, ...] = ()
 
     def to_dict(self) -> dict:
         """Plain JSON (a Horovod rank sends its snapshots as a message)."""
         tasks = {task: [r.used_s, r.periods, r.throttled] for task, r in self.tasks.items()}
         return {"time": self.time, "host_busy_s": self.host_busy_s,
                 "host_steal_s": self.host_steal_s, "tasks": tasks,
-                "pace": None if self.pace is None else self.pace.to_list(),
-                "governor": None if self.governor is None else list(astuple(self.governor))}
+                "watch": [None if c is None else list(c) for c in self.watch]}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> CpuSnapshot:
         tasks = {task: CpuReading(*values) for task, values in d["tasks"].items()}
-        pace, governor = d.get("pace"), d.get("governor")
-        return cls(d["time"], d["host_busy_s"], d["host_steal_s"], tasks,
-                   None if pace is None else PaceReading.from_list(pace),
-                   None if governor is None else GovernorReading(*governor))
+        watch = tuple(None if c is None else tuple(c) for c in d.get("watch") or ())
+        return cls(d["time"], d["host_busy_s"], d["host_steal_s"], tasks, watch)
 
 
 @dataclass(frozen=True)
 class DeviceMeter:
-    """Reads the CPU counters of a run's groups, keyed by task, and its pace probes' files
-    (picklable: the job that knows its measured window reads them itself, as it reads the
-    link counters)."""
+    """Reads the CPU counters of a run's groups, keyed by task, and its device watcher's
+    counter files (picklable: the job that knows its measured window reads them itself, as it
+    reads the link counters)."""
 
     hierarchy: Hierarchy
     groups: tuple[tuple[str, str], ...]  # (task, group directory name under the hierarchy)
-    pace_files: tuple[str, ...] = ()
-    governor_file: str | None = None  # a paced budget's governor (ralp.emulation.governor)
+    watch_files: tuple[str, ...] = ()  # the watcher's (ralp.emulation.watchers)
 
     def __call__(self) -> CpuSnapshot:
         tasks = {task: read_group(self.hierarchy, name) for task, name in self.groups}
         busy, steal = host_cpu_seconds()
-        pace = read_pace(self.pace_files) if self.pace_files else None
-        governor = read_governor(self.governor_file) if self.governor_file else None
-        return CpuSnapshot(time.monotonic(), busy, steal, tasks, pace, governor)
+        watch = tuple(read_counters(path) for path in self.watch_files)
+        return CpuSnapshot(time.monotonic(), busy, steal, tasks, watch)
 
     def to_json(self) -> str:
         import json
@@ -137,8 +131,7 @@ class DeviceMeter:
         h = self.hierarchy
         return json.dumps({"hierarchy": [h.version, h.limit, h.usage],
                            "groups": [list(g) for g in self.groups],
-                           "pace_files": list(self.pace_files),
-                           "governor_file": self.governor_file})
+                           "watch_files": list(self.watch_files)})
 
     @classmethod
     def from_json(cls, text: str) -> DeviceMeter:
@@ -146,7 +139,7 @@ class DeviceMeter:
 
         d = json.loads(text)
         return cls(Hierarchy(*d["hierarchy"]), tuple(tuple(g) for g in d["groups"]),
-                   tuple(d.get("pace_files", ())), d.get("governor_file"))
+                   tuple(d.get("watch_files", ())))
 
 
 def read_group(hierarchy: Hierarchy, name: str) -> CpuReading:

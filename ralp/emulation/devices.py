@@ -21,6 +21,7 @@ swept by the next run if the launcher was killed outright. Nothing here imports 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -41,14 +42,12 @@ from ralp.emulation.cpu_meter import (  # noqa: F401  (re-exported: where caller
     host_cpu_seconds,
     read_group,
 )
-from ralp.emulation.governor import PaceGovernor
-from ralp.emulation.pace import PaceProbes
+from ralp.emulation.watchers import DeviceWatcher
 from ralp.errors import ClusterError
 
 PERIOD_US = 10_000  # CFS period: short, so a throttled task waits at most a few ms
 MIN_QUOTA_US = 1_000  # the kernel refuses a smaller quota
 RANK_GROUPS_ENV = "RALP_RANK_GROUPS"  # Horovod ranks: JSON list, rank -> its group's dirs
-PACE_TASK = "pace"  # the pace probes' group and task name: counted, outside the budgets
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _STALE = re.compile(r"^rlp(\d+)")  # groups this project creates: rlp<launcher pid>...
 _runs = itertools.count()
@@ -125,10 +124,9 @@ class DeviceGroups:
     device, each limited to ``cpus`` CPUs (None: no limit, the CPU is only counted), plus
     ``unlimited`` children that only count (the coordinator, a launcher).
 
-    With ``pace``, the host's pace probes (:mod:`ralp.emulation.pace`) run while the groups
-    exist, in an unlimited group of their own (:data:`PACE_TASK`), and every meter reads them.
-    With a ``pace_reference`` too (a paced budget), a governor (:mod:`ralp.emulation.governor`)
-    shrinks the devices' quotas while the host is faster than that compute pace.
+    With a ``watcher`` (:mod:`ralp.emulation.watchers`), its own groups are made with the
+    others (unlimited, counted), it starts once they exist and stops before they go, and every
+    meter reads its counter files.
 
     Use it as a context manager: the groups exist inside the ``with`` block. Stop every
     process in them first; :meth:`close` waits a moment for the kernel to let them go.
@@ -136,18 +134,16 @@ class DeviceGroups:
 
     def __init__(self, hierarchy: Hierarchy, prefix: str, devices: Iterable[str],
                  cpus: float | None, *, unlimited: Iterable[str] = (),
-                 period_us: int = PERIOD_US, pace: bool = False,
-                 pace_reference: float | None = None):
+                 period_us: int = PERIOD_US, watcher: DeviceWatcher | None = None):
         if not _NAME.match(prefix):
             raise ClusterError(f"control group prefix {prefix!r}: use letters, digits, '_.-'")
         self.hierarchy, self.prefix, self.period_us = hierarchy, prefix, period_us
         self.devices = tuple(devices)
-        self.unlimited = tuple(unlimited) + ((PACE_TASK,) if pace else ())
-        self._probes: PaceProbes | None = None
-        self._governor: PaceGovernor | None = None
-        if pace_reference is not None and (not pace or cpus is None):
-            raise ClusterError("a paced budget needs the pace probes and a CPU budget")
-        self.pace_reference = pace_reference
+        self.watcher = watcher
+        self.watcher_groups = tuple(watcher.groups) if watcher is not None else ()
+        self.unlimited = tuple(unlimited) + self.watcher_groups
+        self._watch_files: tuple[str, ...] = ()
+        self._watching = False
         bad = [n for n in (*self.devices, *self.unlimited) if not _NAME.match(n)]
         if bad or len(set(self.devices + self.unlimited)) != len(self.devices + self.unlimited):
             raise ClusterError(f"device names {bad or 'repeated'}: give each a name of letters, digits, '_.-'")
@@ -168,12 +164,9 @@ class DeviceGroups:
                 for root in self.hierarchy.roots:
                     self._mkdir(os.path.join(root, self.prefix, name))
                 self._limit(name, self.cpus if name in self.devices else None)
-            if PACE_TASK in self.unlimited:
-                self._probes = PaceProbes(self.group(PACE_TASK)).start()
-                if self.pace_reference is not None:
-                    self._governor = PaceGovernor(
-                        self._probes, self.pace_reference, self._set_share,
-                        os.path.join(self._probes.directory, "governor")).start()
+            if self.watcher is not None:
+                self._watching = True
+                self._watch_files = tuple(self.watcher.start(self))
         except BaseException:
             self.close()
             raise
@@ -189,8 +182,11 @@ class DeviceGroups:
             raise ClusterError(f"cannot create control group {path}: {e.strerror}") from None
         self._made.append(path)
 
-    def _set_share(self, share: float) -> None:
-        """Every device's quota at ``share`` of its budget (the pace governor's lever)."""
+    def set_share(self, share: float) -> None:
+        """Every device's quota at ``share`` of its budget (a watcher's lever: a governor
+        that holds the devices' speed); nothing for shared devices."""
+        if self.cpus is None:
+            return
         for name in self.devices:
             self._limit(name, self.cpus * share)
 
@@ -212,22 +208,18 @@ class DeviceGroups:
 
     def meter(self, tasks: Mapping[str, str]) -> DeviceMeter:
         """A reader of the groups' counters keyed by task (``{"worker:0": "w0", ...}``)."""
-        if self._probes is not None:
-            tasks = {**tasks, PACE_TASK: PACE_TASK}
+        tasks = {**tasks, **{name: name for name in self.watcher_groups}}
         return DeviceMeter(self.hierarchy,
                            tuple((task, f"{self.prefix}/{name}") for task, name in tasks.items()),
-                           self._probes.paths if self._probes is not None else (),
-                           self._governor.path if self._governor is not None else None)
+                           self._watch_files)
 
     def close(self, wait_s: float = 5.0) -> list[str]:
-        """Stop the pace governor and probes, remove the groups, children first; returns those
-        that could not be removed (a process still inside). Never raises: cleanup must finish."""
-        governor, self._governor = self._governor, None
-        if governor is not None:
-            governor.stop()
-        probes, self._probes = self._probes, None
-        if probes is not None:
-            probes.stop()
+        """Stop the watcher, remove the groups, children first; returns those that could not
+        be removed (a process still inside). Never raises: cleanup must finish."""
+        watching, self._watching, self._watch_files = self._watching, False, ()
+        if watching:
+            with contextlib.suppress(Exception):  # a watcher's failure: the groups still go
+                self.watcher.stop()
         made, self._made = self._made, []
         return remove_groups(sorted(made, key=len, reverse=True), wait_s)
 

@@ -94,6 +94,7 @@ def test_add_speedups_compares_consolidation_jobs_with_consolidation_ps_jobs():
 
 @pytest.mark.parametrize(("cpu", "device_cpus", "label"), [
     ({"budget_cpus": 0.425}, "auto", "0.425 CPU/device"),
+    ({"budget_cpus": 0.425}, "0.425", "0.425 CPU/device"),
     ({"budget_cpus": 0.425, "paced": {"reference": 6e10}}, "paced", "0.425 CPU/device, paced"),
     ({"budget_cpus": None}, "shared", "shared CPUs"),
     ({"budget_cpus": None, "fallback": "no cgroup"}, "auto", "shared CPUs (no budgets)"),

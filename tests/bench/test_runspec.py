@@ -102,12 +102,25 @@ def test_the_run_matrix_has_a_run_per_pull_schedule_of_the_ps_modes():
         ("ps", "default", True), ("ps", "ibatch", True), ("horovod", "default", False)]
 
 
-@pytest.mark.parametrize(("asked", "kept"), [("AUTO", "auto"), ("paced", "paced"),
-                                             (" Shared", "shared"), ("0.450", "0.45")])
+@pytest.mark.parametrize(("asked", "kept"), [("AUTO", "auto"), (" Shared", "shared"),
+                                             ("0.450", "0.45")])
 def test_device_cpus_have_one_spelling(asked, kept):
     assert RunSpec("lenet", "ps", 2, 1, 1, device_cpus=asked).device_cpus == kept
 
 
-def test_an_unknown_device_budget_names_the_choices():
-    with pytest.raises(BenchError, match="'auto', 'paced' or 'shared'"):
+def test_an_unknown_device_budget_names_the_choices(monkeypatch):
+    from ralp.emulation.watchers import WATCHER_ENV
+
+    monkeypatch.delenv(WATCHER_ENV, raising=False)
+    with pytest.raises(BenchError, match="'auto' or 'shared'"):
         RunSpec("lenet", "ps", 2, 1, 1, device_cpus="fast")
+    with pytest.raises(BenchError, match=WATCHER_ENV):  # a word of the lab's watcher, unattached
+        RunSpec("lenet", "ps", 2, 1, 1, device_cpus="paced")
+
+
+def test_a_device_watcher_s_word_is_a_budget(monkeypatch):
+    from ralp.emulation.watchers import WATCHER_ENV
+    from tests.emulation.tiny_watcher import SPEC
+
+    monkeypatch.setenv(WATCHER_ENV, SPEC)
+    assert RunSpec("lenet", "ps", 2, 1, 1, device_cpus="Tiny").device_cpus == "tiny"

@@ -1,12 +1,12 @@
 """Paced budgets: a device whose speed does not follow the host's pace.
 
 A budget of C CPUs buys C CPU-seconds per second, but a CPU-second of this host does not buy
-the same work from one second to the next (:mod:`ralp.emulation.pace`): at 10 Gbit/s a
-budgeted round's images/s followed the host's compute pace (r = +0.79 over 79 rounds,
-``benchmarks/results/devices_repeat_10gbit_pace.txt``). A real device does the same work
-every second. So a paced budget gives each device the CPU time that buys a constant amount
-of work: every ``interval_s`` the governor reads the pace probes' compute pace over the last
-``window_s`` and sets every device's quota to ``budget x min(1, reference / pace)``.
+the same work from one second to the next (:mod:`lab.host.pace_probes`), and a budgeted
+round's images/s follows the host's compute pace where the devices' CPU bounds the steps. A
+real device does the same work every second. So a paced budget gives each device the CPU time
+that buys a constant amount of work: every ``interval_s`` the governor reads the pace probes'
+compute pace over the last ``window_s`` and sets every device's quota to
+``budget x min(1, reference / pace)``.
 
 The reference is a fixed share (:data:`REFERENCE_SHARE`) of the compute pace this host gave
 when the run's first budget was made, idle, so that the quota only ever shrinks below the
@@ -16,7 +16,8 @@ it counts that time (``under_reference_s``) and the record says so.
 
 The governor runs as a thread of the process that owns the groups (outside every budget) and
 keeps its cumulative counters in a small file that the devices' meter reads, as it reads the
-probes', so a record gets the mean quota of exactly its window.
+probes', so a record gets the mean quota of exactly its window. The lab's device watcher
+(:mod:`lab.host.pace_watcher`) starts it for the ``paced`` budget.
 """
 
 from __future__ import annotations
@@ -25,21 +26,21 @@ import collections
 import contextlib
 import functools
 import os
-import struct
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ralp.emulation.pace import CounterFile, PaceProbes, PaceReading, read_counters
+from lab.host.pace_probes import PaceProbes, PaceReading
+from ralp.emulation.watchers import CounterFile, read_counters
 
 REFERENCE_ENV = "RALP_PACE_REFERENCE"  # the compute pace a paced device is held to, by hand
-REFERENCE_SHARE = 0.8  # of the idle host's median second: budgeted rounds ran at 0.78-1.03 of it
+REFERENCE_SHARE = 0.8  # of the idle host's median second: below what budgeted rounds ran at
 REFERENCE_SECONDS = 5  # how long the idle host's pace is measured for the reference
 INTERVAL_S = 0.25  # how often the quotas are set
 WINDOW_S = 1.0  # the pace the quotas follow: over the last second
 MIN_SHARE = 0.5  # a quota never falls below half the budget (a stalled probe reads as fast)
-_LAYOUT = struct.Struct("<Q3d")  # sequence number, elapsed_s, share_s, under_reference_s
+COUNTERS = 3  # in the governor's file: elapsed_s, share_s, under_reference_s
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,8 @@ class GovernorReading:
 
 def read_governor(path: str) -> GovernorReading | None:
     """The governor's counters in ``path`` (None if it cannot be read yet)."""
-    values = read_counters(path, _LAYOUT)
-    return None if values is None else GovernorReading(*values)
+    values = read_counters(path)
+    return None if values is None or len(values) != COUNTERS else GovernorReading(*values)
 
 
 def quota_share(reference: float, pace: float | None) -> float:
@@ -85,7 +86,7 @@ def pace_reference() -> float:
         return float(text)
     import statistics
 
-    from ralp.emulation.pace import watch
+    from lab.host.pace_probes import watch
 
     series = watch(REFERENCE_SECONDS)
     values = [s["compute"] for s in series if s["compute"]]
@@ -113,8 +114,8 @@ class PaceGovernor:
         self._counters_lock = threading.Lock()
 
     def start(self) -> PaceGovernor:
-        self._counters = CounterFile(self.path, _LAYOUT, (0.0, 0.0, 0.0))
-        self._thread = threading.Thread(target=self._run, name="ralp-pace-governor", daemon=True)
+        self._counters = CounterFile(self.path, (0.0,) * COUNTERS)
+        self._thread = threading.Thread(target=self._run, name="lab-pace-governor", daemon=True)
         self._thread.start()
         return self
 

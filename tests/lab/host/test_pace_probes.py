@@ -1,5 +1,5 @@
 """The host's pace probes: what they count, that the devices' meter reads them into every
-record's window, and that they leave nothing behind."""
+record's window when the lab's watcher runs them, and that they leave nothing behind."""
 
 import os
 import signal
@@ -9,15 +9,10 @@ import time
 
 import pytest
 
+from lab.host.pace_probes import _SPIN, KINDS, PaceProbes, PaceReading, read_pace, summed
+from lab.host.pace_watcher import PACE_GROUP, PaceWatcher
 from ralp.emulation.budget import Budget, fidelity
-from ralp.emulation.devices import (
-    PACE_TASK,
-    CpuReading,
-    CpuSnapshot,
-    DeviceGroups,
-    new_prefix,
-)
-from ralp.emulation.pace import _SPIN, KINDS, PaceProbes, PaceReading, read_pace
+from ralp.emulation.devices import CpuReading, CpuSnapshot, DeviceGroups, new_prefix
 from tests.emulation.cgroups import HIERARCHY, needs_cgroups
 
 
@@ -68,7 +63,7 @@ def _zombie(pid: int) -> bool:
 def test_a_probe_exits_when_the_run_that_started_it_is_killed(tmp_path):
     launcher = subprocess.Popen(
         [sys.executable, "-c",
-         "import time; from ralp.emulation.pace import PaceProbes\n"
+         "import time; from lab.host.pace_probes import PaceProbes\n"
          "p = PaceProbes(interval_s=0.05).start()\n"
          "print(' '.join(str(x.pid) for x in p._processes), flush=True)\n"
          "time.sleep(60)"],
@@ -84,34 +79,40 @@ def test_a_probe_exits_when_the_run_that_started_it_is_killed(tmp_path):
 
 
 def test_fidelity_reports_the_pace_in_the_window_and_counts_the_probes_apart():
-    tasks = {"worker:0": CpuReading(0.0, 0, 0), PACE_TASK: CpuReading(0.0, 0, 0)}
-    before = CpuSnapshot(0.0, 0.0, 0.0, tasks, PaceReading((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    tasks = {"worker:0": CpuReading(0.0, 0, 0), PACE_GROUP: CpuReading(0.0, 0, 0)}
+    # two probes' files: their counters add up; one not readable yet counts for nothing
+    before = CpuSnapshot(0.0, 0.0, 0.0, tasks, ((0.0,) * 6, (0.0,) * 6, None))
     after = CpuSnapshot(
         10.0, 6.0, 0.0,
-        {"worker:0": CpuReading(4.0, 1000, 10), PACE_TASK: CpuReading(0.5, 0, 0)},
-        PaceReading((300.0, 80.0, 40.0), (0.1, 0.2, 0.2)))
-    figures = fidelity(Budget(0.5, 2), before, after)
+        {"worker:0": CpuReading(4.0, 1000, 10), PACE_GROUP: CpuReading(0.5, 0, 0)},
+        ((200.0, 0.05, 40.0, 0.1, 40.0, 0.2), (100.0, 0.05, 40.0, 0.1, 0.0, 0.0), None))
+    budget = Budget(0.5, 2, watcher=PaceWatcher())
+    figures = fidelity(budget, before, after)
     assert figures["host_pace"] == {"interpreter": 3000.0, "compute": 400.0, "memory": 200.0}
     assert set(figures["tasks"]) == {"worker:0"} and figures["pace_probe_cpus"] == 0.05
     # the host used 0.6 CPU: 0.4 the device, the rest (the probes' 0.05 among it) outside
     assert figures["unbudgeted_cpus"] == pytest.approx(0.2)
+    assert "paced" not in figures  # the plain budget: probes, no governor
     no_probes = CpuSnapshot(0.0, 0.0, 0.0, tasks)
-    assert "host_pace" not in fidelity(Budget(0.5, 2), no_probes, after)
+    assert "host_pace" not in fidelity(budget, no_probes, after)
+    assert summed([None]) is None
 
 
 @needs_cgroups
 def test_device_groups_with_pace_meter_it_and_remove_everything():
-    groups = DeviceGroups(HIERARCHY, new_prefix(), ["dev"], 0.4, pace=True).open()
+    watcher = PaceWatcher()
+    groups = DeviceGroups(HIERARCHY, new_prefix(), ["dev"], 0.4, watcher=watcher).open()
     try:
         meter = groups.meter({"worker:0": "dev"})
-        pids = [p.pid for p in groups._probes._processes]
+        pids = [p.pid for p in watcher._probes._processes]
         deadline = time.monotonic() + 20
-        while (meter().pace is None or meter().pace.work[0] == 0) and time.monotonic() < deadline:
+        while ((summed(meter().watch) is None or summed(meter().watch).work[0] == 0)
+               and time.monotonic() < deadline):
             time.sleep(0.05)
         before = meter()
         time.sleep(0.5)
         after = meter()
-        figures = fidelity(Budget(0.4, 2), before, after)
+        figures = fidelity(Budget(0.4, 2, watcher=watcher), before, after)
         directory = os.path.join(HIERARCHY.limit, groups.prefix)
     finally:
         groups.close()
@@ -124,18 +125,18 @@ def test_device_groups_with_pace_meter_it_and_remove_everything():
 def test_the_probes_files_of_a_run_that_is_gone_are_swept_and_a_live_runs_kept(tmp_path, monkeypatch):
     import tempfile
 
-    from ralp.emulation.pace import sweep_stale_files
+    from lab.host.pace_probes import sweep_stale_files
     from tests.emulation.test_devices import _dead_pid
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    gone, live, other = (tmp_path / f"ralp-pace-{_dead_pid()}-x", tmp_path / f"ralp-pace-{os.getppid()}-y",
-                         tmp_path / "ralp-pace-notapid")
+    gone, live, other = (tmp_path / f"lab-pace-{_dead_pid()}-x", tmp_path / f"lab-pace-{os.getppid()}-y",
+                         tmp_path / "lab-pace-notapid")
     for d in (gone, live, other):
         d.mkdir()
         (d / "cpu0").write_bytes(b"")
     assert sweep_stale_files() == [gone.name]
     assert not gone.exists() and live.exists() and other.exists()
     with PaceProbes(interval_s=0.05) as probes:  # a run's own directory: named for its launcher
-        assert os.path.basename(probes.directory).startswith(f"ralp-pace-{os.getpid()}-")
+        assert os.path.basename(probes.directory).startswith(f"lab-pace-{os.getpid()}-")
         directory = probes.directory
     assert not os.path.exists(directory)

@@ -2,50 +2,48 @@
 
 A device's budget is CPU time, but a CPU-second of a virtual machine does not buy the same
 work from one minute to the next: other guests share the physical cores, their caches and
-their memory. Measured here on an idle guest over two minutes
-(``benchmarks/results/host_pace_idle.json``), one CPU-second bought 0.55-1.05 of its median
-second's work in a matrix product and 0.66-1.29 in a Python loop; over 10 s windows
-0.85-1.01 and 0.91-1.14. No budget can hold a device's speed against that, so a run
-measures it: one probe process per
-CPU, pinned to it, does a fixed burst of work of each kind every ``interval_s`` and counts the
-thread CPU time the burst took. Its cumulative counters sit in a small file per CPU, read with
-the devices' CPU counters (:class:`~ralp.emulation.devices.DeviceMeter`), so a record's window
-gets the work per CPU-second the host gave in exactly that window.
+their memory. No budget can hold a device's speed against that, so the lab measures it: one
+probe process per CPU, pinned to it, does a fixed burst of work of each kind every
+``interval_s`` and counts the thread CPU time the burst took. Its cumulative counters sit in a
+small file per CPU (:class:`ralp.emulation.watchers.CounterFile`), read with the devices' CPU
+counters when the lab's device watcher (:mod:`lab.host.pace_watcher`) runs the probes, so a
+record's window gets the work per CPU-second the host gave in exactly that window.
 
 Three kinds of work, since neighbours slow them differently: ``interpreter`` (a Python loop:
 branches and the instruction cache, as TensorFlow's runtime, gRPC and Python code are),
 ``compute`` (a float32 matrix product in cache: vector units, as convolutions are) and
 ``memory`` (copying arrays larger than the last-level cache, as the FC layers' weights are at
-small batches). The probes cost about 2% of each CPU, counted in a group of their own.
+small batches). The probes sleep between bursts, so they cost a small share of each CPU,
+counted in a group of their own.
 
-    python -m ralp.emulation.pace --seconds 60   # the host's pace over a minute, per second
+    python -m lab.host.pace_probes --seconds 60   # the host's pace over a minute, per second
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ralp._process import owner_gone, process_gone, stop_processes
+from ralp.emulation.watchers import CounterFile, Counters, read_counters
 
 KINDS = ("interpreter", "compute", "memory")
 INTERVAL_S = 0.1  # one burst of each kind per CPU this often
-_LAYOUT = struct.Struct("<Q6d")  # sequence number, then (work, CPU seconds) per kind
+ROOT = str(Path(__file__).resolve().parents[2])  # where ``lab`` imports from (the probes' path)
 _SPIN = 5_000  # loop iterations in one interpreter burst (about 0.1 ms)
 _MATRIX = 128  # one compute burst: a 128 x 128 float32 product, 8 times (about 0.3 ms)
 _PRODUCTS = 8
 _COPY_MB = 2  # one memory burst: 2 MB copied out of 64 MB buffers (about 0.3 ms)
 _BUFFER_MB = 64  # twice the last-level cache of the machines this runs on
-_STALE_DIR = re.compile(r"^ralp-pace-(\d+)-")  # ralp-pace-<owner pid>-...: the probes' files
+_STALE_DIR = re.compile(r"^lab-pace-(\d+)-")  # lab-pace-<owner pid>-...: the probes' files
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,12 @@ class PaceReading:
         return cls(tuple(values[:n]), tuple(values[n:2 * n]))
 
 
-def read_pace(paths: Sequence[str]) -> PaceReading | None:
-    """The probes' counters summed over their files (None if none can be read yet)."""
+def summed(counters: Sequence[Counters | None]) -> PaceReading | None:
+    """The probes' counters (one entry per probe's file, None where one could not be read)
+    summed into one reading (None if none could be read)."""
     work, cpu, found = [0.0] * len(KINDS), [0.0] * len(KINDS), False
-    for path in paths:
-        values = read_counters(path)
-        if values is None:
+    for values in counters:
+        if values is None or len(values) != 2 * len(KINDS):
             continue
         found = True
         for k in range(len(KINDS)):
@@ -87,50 +85,16 @@ def read_pace(paths: Sequence[str]) -> PaceReading | None:
     return PaceReading(tuple(work), tuple(cpu)) if found else None
 
 
-def read_counters(path: str, layout: struct.Struct = _LAYOUT) -> tuple[float, ...] | None:
-    """The counters after the sequence number in a file of ``layout``; the writer makes the
-    sequence number odd while it writes (None if it cannot be read yet)."""
-    try:
-        with open(path, "rb") as f:
-            for _ in range(100):
-                data = f.read(layout.size)
-                if len(data) < layout.size:
-                    return None
-                seq, *values = layout.unpack(data)
-                f.seek(0)
-                again = layout.unpack(f.read(layout.size))[0]
-                f.seek(0)
-                if seq % 2 == 0 and seq == again:
-                    return tuple(values)
-    except OSError:
-        return None
-    return None
-
-
-class CounterFile:
-    """A small file of counters after a sequence number, written in place (mmap) for
-    :func:`read_counters` in other processes: the sequence number is odd while it writes."""
-
-    def __init__(self, path: str, layout: struct.Struct, values: Sequence[float]):
-        self.layout, self._seq = layout, 0
-        with open(path, "w+b") as f:
-            f.write(layout.pack(0, *values))
-            f.flush()
-            self._shared = mmap.mmap(f.fileno(), layout.size)
-
-    def write(self, *values: float) -> None:
-        self.layout.pack_into(self._shared, 0, self._seq + 1, *values)  # odd: being written
-        self._seq += 2
-        self.layout.pack_into(self._shared, 0, self._seq, *values)
-
-    def close(self) -> None:
-        self._shared.close()
+def read_pace(paths: Sequence[str]) -> PaceReading | None:
+    """The probes' counters summed over their files (None if none can be read yet)."""
+    return summed([read_counters(path) for path in paths])
 
 
 class PaceProbes:
     """One probe process per CPU this process may use, started by :meth:`start`, stopped (by
     process id) by :meth:`stop`. ``group``: a :class:`~ralp.emulation.devices.DeviceGroup`
-    each probe joins first, so that its CPU is counted apart."""
+    each probe joins first, so that its CPU is counted apart. The probes import this module
+    from the repository's root, wherever the run's own working directory is."""
 
     def __init__(self, group=None, interval_s: float = INTERVAL_S):
         self.group, self.interval_s = group, interval_s
@@ -140,17 +104,20 @@ class PaceProbes:
 
     def start(self) -> PaceProbes:
         sweep_stale_files()
-        self.directory = tempfile.mkdtemp(prefix=f"ralp-pace-{os.getpid()}-")
+        self.directory = tempfile.mkdtemp(prefix=f"lab-pace-{os.getpid()}-")
         cpus = sorted(os.sched_getaffinity(0))
         self.paths = tuple(os.path.join(self.directory, f"cpu{c}") for c in cpus)
+        path_env = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path_env}
         try:
             for cpu, path in zip(cpus, self.paths, strict=True):
-                command = [sys.executable, "-m", "ralp.emulation.pace", "--cpu", str(cpu),
+                command = [sys.executable, "-m", "lab.host.pace_probes", "--cpu", str(cpu),
                            "--file", path, "--interval", str(self.interval_s),
                            "--parent", str(os.getpid())]
                 if self.group is not None:
                     command = self.group.joined_command(command)
-                self._processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL))
+                self._processes.append(
+                    subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env))
         except BaseException:
             self.stop()
             raise
@@ -228,7 +195,7 @@ def probe(cpu: int, path: str, interval_s: float, parent: int | None,
     os.sched_setaffinity(0, {cpu})
     bursts = _bursts()
     totals = [0.0] * (2 * len(KINDS))
-    counters = CounterFile(path, _LAYOUT, totals)
+    counters = CounterFile(path, totals)
     end = None if seconds is None else time.monotonic() + seconds
     next_at = time.monotonic()
     while end is None or time.monotonic() < end:
@@ -280,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import json
 
-    p = argparse.ArgumentParser(prog="python -m ralp.emulation.pace", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m lab.host.pace_probes",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--cpu", type=int, help="probe this CPU only (as a run's probe does)")
     p.add_argument("--file", help="where the probe keeps its counters")
     p.add_argument("--interval", type=float, default=INTERVAL_S)
@@ -309,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{k} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in spread.items()))
     if args.out:
         with open(args.out, "w") as f:
-            command = " ".join(["python -m ralp.emulation.pace", *sys.argv[1:]])
+            command = " ".join(["python -m lab.host.pace_probes", *sys.argv[1:]])
             json.dump({"command": command, "interval_s": args.interval,
                        "series": series, "windows": windows}, f, indent=1)
     return 0

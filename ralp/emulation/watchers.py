@@ -1,0 +1,128 @@
+"""Device watchers: an extension point for what runs beside a simulated run's devices.
+
+A watcher is code outside ralp (a probe of the host's speed, a governor of the devices' quotas)
+that the simulated devices start with their control groups and stop with them, and whose
+readings every record's ``cpu`` field carries. ``$RALP_DEVICE_WATCHER`` names its factory as
+``module:attribute``; a variable, because the bench makes devices in processes of its own
+(a calibration, a Horovod launch), which inherit it. Unset: no watcher, and ralp imports
+nothing of it.
+
+The factory is called once for every budget made (:func:`ralp.emulation.budget.budget_for`)
+as ``factory(asked, cpus)``: the ``--device-cpus`` word or number asked, and the CPUs per
+device (None: shared). It returns a :class:`DeviceWatcher`, or None for nothing to watch.
+Its optional attribute ``budgets`` (``{word: one line}``) adds words to ``--device-cpus``:
+each gives the default CPUs per device, and the factory tells them apart by ``asked``.
+
+A watcher's readings must be readable in any process (the job that knows its measured window
+reads the devices' counters itself), so it keeps cumulative counters in small files written
+with :class:`CounterFile`; the devices' meter reads them with the groups' counters, and the
+watcher's :meth:`~DeviceWatcher.window` turns two readings into the fields a record gets.
+"""
+
+from __future__ import annotations
+
+import importlib
+import mmap
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ralp.errors import ClusterError
+
+if TYPE_CHECKING:
+    from ralp.emulation.devices import DeviceGroups
+
+WATCHER_ENV = "RALP_DEVICE_WATCHER"  # module:attribute, the factory of the devices' watcher
+Counters = tuple[float, ...]
+_SEQ = struct.Struct("<Q")  # a counter file's sequence number, before its float64 counters
+
+
+class DeviceWatcher(Protocol):
+    """What runs beside one budget's devices: started when a run's groups exist, stopped
+    before they are removed (a budget may serve several runs, one after the other)."""
+
+    groups: tuple[str, ...]  # groups of its own, made with the run's: counted, never limited
+
+    def describe(self) -> str:
+        """What the budget's one-line description adds ('' for nothing)."""
+
+    def start(self, devices: DeviceGroups) -> Sequence[str]:
+        """Start watching ``devices``; returns the counter files the devices' meter reads."""
+
+    def stop(self) -> None:
+        """Stop what :meth:`start` started, remove its files; never raises."""
+
+    def window(self, before: Sequence[Counters | None], after: Sequence[Counters | None],
+               own_cpus: Mapping[str, float]) -> dict:
+        """The fields a record's ``cpu`` gets for a window: ``before`` and ``after`` hold each
+        counter file's counters at its edges (None where one could not be read), ``own_cpus``
+        the CPUs each of its :attr:`groups` used over it."""
+
+
+def factory():
+    """The watcher factory ``$RALP_DEVICE_WATCHER`` names (None when unset)."""
+    spec = os.environ.get(WATCHER_ENV, "").strip()
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ClusterError(f"{WATCHER_ENV}={spec}: no device watcher there ({e}); name one as "
+                           "module:attribute") from None
+
+
+def budget_words() -> Mapping[str, str]:
+    """The ``--device-cpus`` words the attached watcher adds (``{word: one line}``)."""
+    made = factory()
+    return dict(getattr(made, "budgets", {})) if made is not None else {}
+
+
+def attach(asked: str | float | None, cpus: float | None) -> DeviceWatcher | None:
+    """The attached factory's watcher for a budget of ``cpus`` CPUs per device, as ``asked``
+    (None without a factory)."""
+    made = factory()
+    return None if made is None else made(str(asked or "auto"), cpus)
+
+
+def read_counters(path: str) -> Counters | None:
+    """The counters of a :class:`CounterFile` (None if it cannot be read yet, or is gone).
+    The writer makes the sequence number odd while it writes: a reading is kept only when
+    the number is even and the same after the counters were read."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(100):
+                data = f.read()
+                count = (len(data) - _SEQ.size) // 8
+                if count < 1:
+                    return None
+                seq, *values = struct.unpack_from(f"<Q{count}d", data)
+                f.seek(0)
+                again = _SEQ.unpack(f.read(_SEQ.size))[0]
+                f.seek(0)
+                if seq % 2 == 0 and seq == again:
+                    return tuple(values)
+    except OSError:
+        return None
+    return None
+
+
+class CounterFile:
+    """A small file of float64 counters after a sequence number, written in place (mmap) for
+    :func:`read_counters` in other processes."""
+
+    def __init__(self, path: str, values: Sequence[float]):
+        self.layout, self._seq = struct.Struct(f"<Q{len(values)}d"), 0
+        with open(path, "w+b") as f:
+            f.write(self.layout.pack(0, *values))
+            f.flush()
+            self._shared = mmap.mmap(f.fileno(), self.layout.size)
+
+    def write(self, *values: float) -> None:
+        self.layout.pack_into(self._shared, 0, self._seq + 1, *values)  # odd: being written
+        self._seq += 2
+        self.layout.pack_into(self._shared, 0, self._seq, *values)
+
+    def close(self) -> None:
+        self._shared.close()
