@@ -21,9 +21,13 @@ def outputs(lab: Lab, stem: str, plot: bool = True) -> tuple[str, ...]:
     return (*written, "--plot", lab.path(f"{stem}.png")) if plot else written
 
 
-def bench(lab: Lab, *args: str, may_fail: bool = False) -> Step:
-    """``python -m ralp.bench ARGS``."""
-    return Step((lab.python, "-m", "ralp.bench", *args), may_fail=may_fail)
+def bench(lab: Lab, *args: str, may_fail: bool = False, paced: bool = False) -> Step:
+    """``python -m ralp.bench ARGS``; ``paced``: with the lab's pace probes attached to the
+    devices (and the ``paced`` budget offered), as the records of the host's pace were made."""
+    from lab.host.pace_watcher import ENV
+
+    prefix = ("env", *(f"{k}={v}" for k, v in ENV.items())) if paced else ()
+    return Step((*prefix, lab.python, "-m", "ralp.bench", *args), may_fail=may_fail)
 
 
 def planner(lab: Lab, *args: str, stdout: str | None = None) -> Step:

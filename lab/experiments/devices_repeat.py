@@ -19,7 +19,8 @@ MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "--devices", "4")
 def steps(lab: Lab) -> list[Step]:
     if lab.setting == "10gbit-long":
         return [bench(lab, *netns("10gbit"), "--models", model, *SMALL, *MODES, "--steps", "60",
-                      "--repeat", "5", "--quiet", *outputs(lab, stem), may_fail=True)
+                      "--repeat", "5", "--quiet", *outputs(lab, stem), may_fail=True,
+                      paced=True)
                 for model, stem in (("alexnet", "devices_repeat_10gbit_long"),
                                     ("vgg11", "devices_repeat_10gbit_long_vgg11"))]
     rate, _, paced = lab.setting.partition("-")
@@ -27,4 +28,4 @@ def steps(lab: Lab) -> list[Step]:
     return [bench(lab, *netns(rate), "--models", "alexnet", "vgg11", *SMALL, *MODES,
                   "--steps", "20", "--device-cpus", *cpus, "--repeat", "5", "--quiet",
                   *outputs(lab, f"devices_repeat_{lab.setting.replace('-', '_')}"),
-                  may_fail=True)]
+                  may_fail=True, paced=True)]

@@ -1,5 +1,5 @@
 """The idle host's pace, second by second for two minutes: the work one CPU-second buys, per
-kind of work (ralp.emulation.pace), over windows of 1, 10 and 30 s: how long a budgeted
+kind of work (lab.host.pace_probes), over windows of 1, 10 and 30 s: how long a budgeted
 run's window must be for the host's pace to average out."""
 
 from lab.registry import Lab, Step
@@ -9,5 +9,5 @@ NEEDS = ()
 
 
 def steps(lab: Lab) -> list[Step]:
-    return [Step((lab.python, "-m", "ralp.emulation.pace", "--seconds", "120",
+    return [Step((lab.python, "-m", "lab.host.pace_probes", "--seconds", "120",
                   "--out", lab.path("host_pace_idle.json")))]
