@@ -160,7 +160,12 @@ def test_auto_runs_the_planners_choice_and_records_why(tmp_path):
     figures = r["auto"]["predicted_images_per_sec"]
     assert set(figures) <= {"ps", "ralp-h", "ralp-n", "horovod", "stanza", "collective"}
     assert len(figures) >= 3
-    assert r["mode"] == r["auto"]["chosen"] == max(figures, key=figures.get)
+    # the planner's decision: the fastest, or inside its error band the mode needing least
+    from ralp.planner.cluster_plan import NEEDS, TIE_BAND
+
+    tied = [m for m, v in figures.items() if v >= (1 - TIE_BAND) * max(figures.values())]
+    decided = min(tied, key=lambda m: (NEEDS[m][0], -figures[m]))
+    assert r["mode"] == r["auto"]["chosen"] == decided
     assert r["error"] is None and r["images_per_sec"] > 0
     assert "measured here" in r["auto"]["calibration"]
     assert f"auto chose {r['mode']}: " in p.stdout and f"auto->{r['mode']}" in p.stdout
