@@ -13,17 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from functools import cache
 
 from ralp._cli import (
     UsageError,
     positive_float,
 )
 from ralp.planner.cli import _parser as user_parser
+from ralp.planner.cli import _work as user_work
+from ralp.planner.cli import _zoo_workload
 from ralp.planner.command import run_command
 
 PROG = "python -m lab.planner"
-FORMATS = ("table", "json")
 # the PS modes' step on devices: past an epoch's first cycles, inside them, the queueing
 # network alone (ralp.planner.workload.Workload)
 STEP_MODELS = ("steady", "in-step", "queue")
@@ -62,15 +62,6 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     return p
 
 
-@cache
-def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int):
-    from ralp.models import build_model
-    from ralp.planner.workload import Workload
-    from ralp.profiler.api import profile
-
-    return Workload(profile(build_model(model, num_classes, image_size), batch_size))
-
-
 def _queue_workload(model: str, batch_size: int, image_size: int, num_classes: int):
     from dataclasses import replace
 
@@ -86,12 +77,6 @@ def _in_step_workload(model: str, batch_size: int, image_size: int, num_classes:
 def _workload_for(args):
     return {"queue": _queue_workload, "in-step": _in_step_workload}.get(args.step_model,
                                                                         _zoo_workload)
-
-
-def _calibrate(args) -> str:
-    from ralp.planner.calibrate_cli import calibrate
-
-    return calibrate(args)
 
 
 def _validate(args) -> str:
@@ -202,14 +187,12 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
 
 
 def _work(args) -> str:
+    """The lab's requests (a validation, a plan of the simulated cluster); a calibration
+    and a plan of ``--nodes`` as the user's command does them."""
     if args.validate:
         return _validate(args)
-    if args.calibrate:
-        return _calibrate(args)
-    if args.nodes:
-        from ralp.planner.recommend import cluster_cli
-
-        return cluster_cli(args, _zoo_workload)
+    if args.calibrate or args.nodes:
+        return user_work(args)
     from lab.planner.simulated_plan import recommend_cli
 
     return recommend_cli(args, _zoo_workload)
