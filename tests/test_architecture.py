@@ -2,6 +2,7 @@
 two files or subpackages import each other, and no module grows past its budget."""
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"wrapping"},  # ralp.wrap: a mode's runtime, planned, behind the one trainer
     {"audit"},  # measure: where a real step's ops ran
     {"bench"},  # measure: the benchmark harness on top
-    {"server", "plan"},  # the entry-point shims of `python -m ralp.server` and `ralp.plan`
+    {"server"},  # the entry-point shim of `python -m ralp.server`
 ]
 RANK = {room: k for k, rooms in enumerate(LAYERS) for room in rooms}
 
@@ -153,25 +154,75 @@ def test_no_module_is_over_budget(path):
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by job"
 
 
-def test_the_architecture_page_maps_every_package_and_names_no_missing_file():
-    """docs/architecture.md's module map is current: every package and top-level module of
-    ralp is on it, and every ralp path it names exists."""
-    import re
-    from pathlib import Path
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
+# a repository path the page names: ralp/..., lab/..., tests/... (a file or a folder)
+_PAGE_PATH = re.compile(r"(?<![\w.-])((?:ralp|lab|tests|examples|benchmarks|docs|scripts)/"
+                        r"(?:[\w./-]*[\w/])?)")
+_BARE_FILE = re.compile(r"`(\w+\.py)`")  # a file named without its folder: `report.py`
+_RUN = re.compile(r"python -m ([\w.]+)")
 
-    root = Path(__file__).resolve().parents[1]
-    page = (root / "docs" / "architecture.md").read_text()
-    named = set(re.findall(r"`(ralp/[\w/]+(?:\.py)?/?)`", page))
-    named |= set(re.findall(r"\b(ralp/[\w/]+\.py)\b", page))
-    on_disk = {f"ralp/{p.name}/" for p in (root / "ralp").iterdir()
-               if p.is_dir() and (p / "__init__.py").exists()}
-    on_disk |= {f"ralp/{p.name}" for p in (root / "ralp").glob("*.py")
-                if p.name not in ("__init__.py", "__main__.py")}
-    mentioned = {n if n.endswith((".py", "/")) else n + "/" for n in named}
-    missing = sorted(m for m in on_disk if not any(n == m or n.startswith(m) for n in mentioned))
-    assert not missing, f"docs/architecture.md does not map {missing}"
-    gone = sorted(n for n in mentioned if not (root / n.rstrip("/")).exists())
-    assert not gone, f"docs/architecture.md names files that do not exist: {gone}"
+
+def _page_blocks(text: str) -> list[str]:
+    """The page's paragraphs, table rows and list items, each a block of its own."""
+    blocks, current = [], []
+    for line in text.splitlines():
+        if not line.strip() or re.match(r"\s*(\||\d+\. |- )", line):
+            if current:
+                blocks.append("\n".join(current))
+            current = []
+        if line.strip():
+            current.append(line)
+    return blocks + (["\n".join(current)] if current else [])
+
+
+def _page_problems(text: str, root: Path) -> list[str]:
+    """What the architecture page gets wrong about the tree at ``root``: a package or
+    top-level module of ralp it does not name; a path, a file named beside a path of its
+    block (``ralp/bench/records.py`` ... ``report.py``) or a ``python -m`` module that does
+    not exist."""
+    named = {m.rstrip("/.") for m in _PAGE_PATH.findall(text)}
+    package = root / "ralp"
+    wanted = {f"ralp/{p.name}" for p in package.iterdir()
+              if p.is_dir() and any(p.glob("*.py"))}
+    wanted |= {f"ralp/{p.name}" for p in package.glob("*.py")
+               if p.name not in ("__init__.py", "__main__.py")}
+    problems = [f"does not name {m}" for m in sorted(wanted)
+                if not any(n == m or n.startswith(m + "/") for n in named)]
+    problems += [f"names {n}, which does not exist" for n in sorted(named)
+                 if not (root / n).exists()]
+    for block in _page_blocks(text):
+        paths = [root / m.rstrip("/.") for m in _PAGE_PATH.findall(block)]
+        folders = {p if p.is_dir() else p.parent for p in paths}
+        problems += [f"names {name} beside {sorted(str(f.relative_to(root)) for f in folders)}, "
+                     f"in none of them" for name in _BARE_FILE.findall(block)
+                     if not any((f / name).is_file() for f in folders)]
+    for module in sorted(set(_RUN.findall(text))):
+        base = root.joinpath(*module.split("."))
+        if not (base.with_suffix(".py").is_file() or (base / "__main__.py").is_file()):
+            problems.append(f"runs python -m {module}, which does not exist")
+    return problems
+
+
+def test_the_architecture_page_maps_the_package_as_it_is():
+    """docs/architecture.md's module map is current: every package and top-level module of
+    ralp is on it, and every path, file and ``python -m`` module it names exists."""
+    assert _page_problems(ARCHITECTURE_PAGE.read_text(), ROOT) == []
+
+
+def test_the_page_checker_sees_a_missing_package_and_a_stale_name(tmp_path):
+    for name in ("ralp/bench/runner.py", "ralp/bench/__main__.py", "ralp/units.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    good = "| run | `ralp/bench/runner.py`, `__main__.py`: `python -m ralp.bench` |\n\n`ralp/units.py`"
+    assert _page_problems(good, tmp_path) == []
+    stale = ("| run | `ralp/bench/job.py`, `report.py`: `python -m ralp.plan` |\n\n"
+             "`ralp/units.py`")
+    assert _page_problems(stale, tmp_path) == [
+        "names ralp/bench/job.py, which does not exist",
+        "names report.py beside ['ralp/bench'], in none of them",
+        "runs python -m ralp.plan, which does not exist",
+    ]
+    assert _page_problems("`ralp/units.py`", tmp_path) == ["does not name ralp/bench"]
 
 
 def _imports_lab(path: Path) -> bool:

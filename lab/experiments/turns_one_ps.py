@@ -2,7 +2,10 @@
 worker and two on one PS task, every device at N = 4's budget, past the epoch's first cycles,
 calibrated first. At 500 Mbit/s the rounds are interleaved by one bench call per shape and
 round, read back as rounds; at 750 Mbit/s (the pairs only) the rule the first run led to is
-tested where it was not chosen. planner-devices validates both."""
+tested where it was not chosen. planner-devices validates both.
+
+"Turns": two workers take turns when one's transfers run while the other computes, so each
+steps nearly as fast as one worker alone; otherwise they meet on the link and wait."""
 
 from lab.experiments._common import SMALL, bench, gather, netns, planner
 from lab.registry import Lab, Step

@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
 
-    from ralp.audit.job import AuditSettings, audit
+    from ralp.audit.step_audit import AuditSettings, audit
 
     records = []
     print(f"{'model':8s} {'mode':5s} {'ps':>2s} {'misplaced':>9s} {'offl.var B':>10s} "

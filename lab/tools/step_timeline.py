@@ -33,7 +33,7 @@ BUSY = 0.5  # a device is busy when it uses this share of its budget or more
 def measured_steps(cluster_spec, run) -> dict:
     """In the coordinator: place, warm up, run the measured steps; their end times (the
     same clock as the sampler's: CLOCK_MONOTONIC)."""
-    from ralp.bench.job import SetupClock, _placed_trainer, dataset_fn_for
+    from ralp.bench.ps_job import SetupClock, _placed_trainer, dataset_fn_for
 
     trainer = _placed_trainer(cluster_spec, run, SetupClock())
     data = dataset_fn_for(run)

@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     quiet_tensorflow()
-    from ralp.audit.job import AuditSettings, audit
+    from ralp.audit.step_audit import AuditSettings, audit
     from ralp.cluster.fresh_process import ChildError
     from ralp.cluster.spec import ClusterError
     from ralp.models import MODEL_NAMES, get_model_spec

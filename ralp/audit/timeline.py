@@ -1,6 +1,6 @@
 """When a worker's pulls arrive and when its ops run: a worker's step timeline, from a trace.
 
-A worker task serves ``tf.profiler`` (``RALP_PROFILER_PORT``, :mod:`ralp.cluster.server`);
+A worker task serves ``tf.profiler`` (``RALP_PROFILER_PORT``, :mod:`ralp.cluster.task_server`);
 :func:`capture` asks it for a trace of the steps it runs meanwhile. In the trace (an XSpace),
 every receive is an asynchronous kernel with a start and a done event, and every other kernel
 an event with its op type. A *pull* is a receive of a variable's value (a ``ReadVariableOp``

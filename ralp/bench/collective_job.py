@@ -25,7 +25,7 @@ def collective_bench_job(run, read_links=None, started: float | None = None,
                          read_cpu=None) -> dict | None:
     """Measure ``run`` (a RunSpec in mode ``collective``) on this worker; worker 0 returns the
     run's figures, the others None."""
-    from ralp.bench.job import SetupClock, dataset_fn_for
+    from ralp.bench.ps_job import SetupClock, dataset_fn_for
 
     clock = SetupClock(started)
     from ralp.collective.runtime import CollectiveRuntime, make_strategy

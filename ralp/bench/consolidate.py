@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
-from ralp.bench.job import Barrier, bench_job
 from ralp.bench.launcher import Launcher, task_hosts
+from ralp.bench.ps_job import Barrier, bench_job
 from ralp.bench.records import derived_figures, make_record, short_error
 from ralp.bench.runner import RUN_TIMEOUT_S
 from ralp.bench.runspec import BenchError, RunSpec

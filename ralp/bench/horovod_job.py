@@ -11,7 +11,7 @@ the measured steps (behind an allreduce barrier, so every rank's traffic is insi
 window), then once more after an idle second (Horovod's control-plane rate), and sends
 progress and the run's figures as messages (:mod:`ralp._messages`).
 
-The figures have the same fields as the PS modes' (:func:`ralp.bench.job.bench_job`).
+The figures have the same fields as the PS modes' (:func:`ralp.bench.ps_job.bench_job`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
                       read_cpu=None) -> dict | None:
     """Measure ``run`` (a RunSpec in mode ``horovod`` or ``stanza``) on this Horovod job;
     rank 0 returns the run's figures, other ranks None."""
-    from ralp.bench.job import SetupClock, dataset_fn_for
+    from ralp.bench.ps_job import SetupClock, dataset_fn_for
 
     clock = SetupClock(started)
     import horovod.tensorflow as hvd

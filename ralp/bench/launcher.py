@@ -137,8 +137,8 @@ class Launcher:
         task_env = _gpu_env(workers, ps) if self.device_type == "gpu" else {}
         port = None
         if trace:
-            from ralp.cluster.server import PROFILER_PORT_ENV
             from ralp.cluster.spec import free_ports
+            from ralp.cluster.task_server import PROFILER_PORT_ENV
 
             port = free_ports(1)[0] if self.backend == "local" else PROFILER_PORT
             task_env.setdefault("worker:0", {})[PROFILER_PORT_ENV] = str(port)

@@ -15,8 +15,8 @@ from typing import TypeVar
 from ralp.bench.calibrated import Calibrations
 from ralp.bench.collective_job import job_command
 from ralp.bench.horovod_job import rank_command
-from ralp.bench.job import bench_job
 from ralp.bench.launcher import Launcher
+from ralp.bench.ps_job import bench_job
 from ralp.bench.records import (
     add_compute_reference,
     derived_figures,

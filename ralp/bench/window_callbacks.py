@@ -1,5 +1,5 @@
 """The bench's Keras callbacks inside a PS run's fit: progress to the parent, and the edges of
-the measured window (:mod:`ralp.bench.job`)."""
+the measured window (:mod:`ralp.bench.ps_job`)."""
 
 from __future__ import annotations
 

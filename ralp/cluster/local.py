@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralp.cluster.server import EXIT_PORT_BUSY, serve_task
 from ralp.cluster.spec import ClusterError, ClusterSpec, local_spec
+from ralp.cluster.task_server import EXIT_PORT_BUSY, serve_task
 from ralp.cluster.zygote import context, start_process
 
 PORT_ATTEMPTS = 3  # starts of a cluster on loopback ports of its own choosing

@@ -100,7 +100,7 @@ def reconnect(spec: ClusterSpec, *, timeout: float = 10.0) -> Connection:
 def _connect(spec: ClusterSpec, timeout: float) -> Connection:
     probe(spec, timeout)
     # TensorFlow's failure handling needs it on every task, this coordinator included; the
-    # servers set it too (ralp.cluster.server).
+    # servers set it too (ralp.cluster.task_server).
     os.environ["GRPC_FAIL_FAST"] = GRPC_FAIL_FAST
     import tensorflow as tf
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import ralp
-from ralp.audit.job import AuditSettings, audit
+from ralp.audit.step_audit import AuditSettings, audit
 
 pytestmark = pytest.mark.cluster
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ralp.bench.job import bench_job
 from ralp.bench.launcher import Launcher
+from ralp.bench.ps_job import bench_job
 from ralp.bench.records import RECORD_KEYS
 from ralp.bench.runner import measure
 from ralp.bench.runspec import RunSpec
@@ -279,7 +279,7 @@ def test_a_task_crash_on_netns_leaves_no_process_or_namespace():
 @pytest.mark.cluster
 @pytest.mark.parametrize("mode", ["ps", "ralp-n"])
 def test_measured_bytes_match_the_audit_prediction(mode):
-    from ralp.audit.job import AuditSettings, audit
+    from ralp.audit.step_audit import AuditSettings, audit
 
     run = RunSpec.for_devices("lenet", mode, 2, **TINY)
     record = measure(run, Launcher("netns", bandwidth="1gbit"))

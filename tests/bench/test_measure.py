@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ralp.bench.job import Barrier
 from ralp.bench.measure import control_plane_figures, link_figures, timing
+from ralp.bench.ps_job import Barrier
 from ralp.bench.records import add_compute_reference, derived_figures
 from ralp.profiler.links import LinkBytes
 

@@ -25,7 +25,7 @@ def test_the_files_input_side_and_classes_make_the_workload(model_file):
     assert (work["image_size"], work["num_classes"]) == (24, 7)
     (run,) = request.runs(["ps"])
     assert (run.model, run.image_size, run.num_classes) == (model_file, 24, 7)
-    from ralp.bench.job import dataset_fn_for
+    from ralp.bench.ps_job import dataset_fn_for
 
     images, labels = next(iter(dataset_fn_for(run)()))
     assert images.shape == (run.batch_size, 24, 24, 1)

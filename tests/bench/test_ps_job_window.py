@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ralp.bench.job import SetupClock, _window_after_warmup
+from ralp.bench.ps_job import SetupClock, _window_after_warmup
 from ralp.bench.runspec import RunSpec
 from ralp.profiler.links import LinkBytes
 
