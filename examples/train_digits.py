@@ -85,8 +85,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     calibration = None
-    if args.mode == "auto":  # measured here, first; a local cluster shares this host
-        calibration = ralp.calibrate(build_cnn(), batch_size=32, shared_host=not args.tf_config)
+    if args.mode == "auto":  # the model's compute, measured here first
+        calibration = ralp.calibrate(build_cnn(), batch_size=32)
     job = (args.mode, args.epochs, calibration, args.checkpoint_dir, args.checkpoint_every)
     if args.tf_config:
         spec, task, _ = ralp.ClusterSpec.from_tf_config(os.environ.get("TF_CONFIG"))

@@ -20,6 +20,12 @@ IN_STEP = ("--step-model", "in-step")
 QUEUE = ("--step-model", "queue")
 
 
+def in_step(lab: Lab, *args: str, stdout: str) -> Step:
+    """A validation with the step model of an epoch's first cycles (its option after the
+    records, which ``--validate`` takes up to the next option)."""
+    return validate(lab, *args, *IN_STEP, stdout=stdout)
+
+
 def steps(lab: Lab) -> list[Step]:
     def zoo(name: str) -> str:
         return lab.of("devices-zoo", f"{name}.json")
@@ -64,27 +70,27 @@ def steps(lab: Lab) -> list[Step]:
 
     found = [
         # the first zoo, alone and with the rings' later terms lent
-        validate(lab, *IN_STEP, first, stdout=out("devices_zoo_1gbit_validation.txt")),
-        validate(lab, *IN_STEP, first, "--format", "json",
+        in_step(lab, first, stdout=out("devices_zoo_1gbit_validation.txt")),
+        in_step(lab, first, "--format", "json",
                  stdout=out("devices_zoo_1gbit_validation.json")),
-        validate(lab, *IN_STEP, first, "--overlap-from", ring("ring_overlap_curve_n4"),
+        in_step(lab, first, "--overlap-from", ring("ring_overlap_curve_n4"),
                  stdout=out("devices_zoo_1gbit_validation_curve.txt")),
-        validate(lab, *IN_STEP, first, "--overlap-from", ring("ring_wire_n4"),
+        in_step(lab, first, "--overlap-from", ring("ring_wire_n4"),
                  stdout=out("devices_zoo_1gbit_validation_wire.txt")),
-        validate(lab, *IN_STEP, first, "--overlap-from", ring("ring_wire_n4"), "--format", "json",
+        in_step(lab, first, "--overlap-from", ring("ring_wire_n4"), "--format", "json",
                  stdout=out("devices_zoo_1gbit_validation_wire.json")),
-        validate(lab, *IN_STEP, one_ps, stdout=out("devices_zoo_1gbit_one_ps_validation.txt")),
-        validate(lab, *IN_STEP, one_ps, "--overlap-from", ring("ring_wire_n4"),
+        in_step(lab, one_ps, stdout=out("devices_zoo_1gbit_one_ps_validation.txt")),
+        in_step(lab, one_ps, "--overlap-from", ring("ring_wire_n4"),
                  stdout=out("devices_zoo_1gbit_one_ps_validation_wire.txt")),
-        validate(lab, *IN_STEP, zoo("devices_zoo_n8_1gbit"),
+        in_step(lab, zoo("devices_zoo_n8_1gbit"),
                  stdout=out("devices_zoo_n8_1gbit_validation.txt")),
-        *(validate(lab, *IN_STEP, zoo(name), stdout=out(f"{name}_validation.txt"))
+        *(in_step(lab, zoo(name), stdout=out(f"{name}_validation.txt"))
           for name in ("devices_zoo_1gbit_again", "devices_zoo_500mbit", "devices_zoo_n8_500mbit")),
         # the sweep (N = 4 and 8 at 1 Gbit/s and 500 Mbit/s), alone and with the fabric's
         # gRPC cost lent, which three of its calibrations predate
-        validate(lab, *IN_STEP, *sweep, stdout=out("devices_sweep_validation.txt")),
-        validate(lab, *IN_STEP, *sweep, *fabric, stdout=out("devices_sweep_validation_fabric.txt")),
-        validate(lab, *IN_STEP, *sweep, *fabric, "--format", "json",
+        in_step(lab, *sweep, stdout=out("devices_sweep_validation.txt")),
+        in_step(lab, *sweep, *fabric, stdout=out("devices_sweep_validation_fabric.txt")),
+        in_step(lab, *sweep, *fabric, "--format", "json",
                  stdout=out("devices_sweep_validation_fabric.json")),
         validate(lab, *sweep, *fabric, *QUEUE,
                  stdout=out("devices_sweep_validation_fabric_queue.txt")),
@@ -92,7 +98,7 @@ def steps(lab: Lab) -> list[Step]:
     # the PS modes measured inside the epoch, in step and as the queueing network alone
     for name in ("devices_zoo_n8_500mbit_in_epoch", "devices_zoo_n4_1gbit_in_epoch",
                  "devices_zoo_n4_500mbit_in_epoch"):
-        found += [validate(lab, *IN_STEP, epoch(name), stdout=out(f"{name}_validation.txt")),
+        found += [in_step(lab, epoch(name), stdout=out(f"{name}_validation.txt")),
                   validate(lab, epoch(name), *QUEUE, stdout=out(f"{name}_validation_queue.txt"))]
     found += [
         # each round from its own calibration against every round from the first
@@ -107,7 +113,7 @@ def steps(lab: Lab) -> list[Step]:
                  stdout=out("devices_n4_1gbit_steady_zoo_validation_queue.txt")),
         validate(lab, alone, stdout=out("devices_n2_alone_1gbit_validation.txt")),
         validate(lab, *every_steady, *day, stdout=out("devices_steady_validation.txt")),
-        validate(lab, *IN_STEP, *every_steady, *day,
+        in_step(lab, *every_steady, *day,
                  stdout=out("devices_steady_validation_in_step.txt")),
         validate(lab, of("two-workers", "devices_two_workers_1gbit"),
                  stdout=out("devices_two_workers_1gbit_validation.txt")),
@@ -135,7 +141,7 @@ def steps(lab: Lab) -> list[Step]:
         # the sweep's windows inside the epoch with the default model past it
         validate(lab, *sweep, *fabric, stdout=out("devices_sweep_validation_fabric_steady.txt")),
         validate(lab, alone, *QUEUE, stdout=out("devices_n2_alone_1gbit_validation_queue.txt")),
-        validate(lab, *IN_STEP, of("heldout-n6", "heldout_alexnet_n6"), "--compute-profile",
+        in_step(lab, of("heldout-n6", "heldout_alexnet_n6"), "--compute-profile",
                  of("heldout-n6", "heldout_alexnet_n6_calibration"), "--overlap-from",
                  ring("ring_wire_n6"), stdout=out("heldout_alexnet_n6_validation_wire.txt")),
     ]
@@ -144,6 +150,6 @@ def steps(lab: Lab) -> list[Step]:
         records = of("collective", f"collective_n8_{rate}")
         for lent, tail in (("ring_overlap_n8", ""), ("ring_overlap_curve_n8", "_curve"),
                            ("ring_wire_n8", "_wire")):
-            found.append(validate(lab, *IN_STEP, records, "--overlap-from", ring(lent),
+            found.append(in_step(lab, records, "--overlap-from", ring(lent),
                                   stdout=out(f"collective_n8_{rate}_validation{tail}.txt")))
     return found

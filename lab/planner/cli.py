@@ -25,7 +25,7 @@ from ralp.planner.command import run_command
 
 PROG = "python -m lab.planner"
 # the PS modes' step on devices: past an epoch's first cycles, inside them, the queueing
-# network alone (ralp.planner.workload.Workload)
+# network alone (lab.planner.device_workload.DeviceWorkload)
 STEP_MODELS = ("steady", "in-step", "queue")
 
 
@@ -63,15 +63,17 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def _queue_workload(model: str, batch_size: int, image_size: int, num_classes: int):
-    from dataclasses import replace
+    from lab.planner.device_workload import DeviceWorkload
 
-    return replace(_zoo_workload(model, batch_size, image_size, num_classes), pipeline=False)
+    return DeviceWorkload.of(_zoo_workload(model, batch_size, image_size, num_classes),
+                             pipeline=False)
 
 
 def _in_step_workload(model: str, batch_size: int, image_size: int, num_classes: int):
-    from dataclasses import replace
+    from lab.planner.device_workload import DeviceWorkload
 
-    return replace(_zoo_workload(model, batch_size, image_size, num_classes), in_step=True)
+    return DeviceWorkload.of(_zoo_workload(model, batch_size, image_size, num_classes),
+                             in_step=True)
 
 
 def _workload_for(args):
@@ -81,7 +83,7 @@ def _workload_for(args):
 
 def _validate(args) -> str:
     from lab.planner import repeats, validate
-    from ralp.planner.calibration import Calibration
+    from lab.planner.host_calibration import HostCalibration
 
     records = validate.load_records(args.validate)
     if not records:
@@ -97,7 +99,7 @@ def _validate(args) -> str:
         raise UsageError(f"--validate needs --compute-profile FILE (a calibration JSON): "
                          f"{len(records) - carried} of the {len(records)} records carry no "
                          "calibration of their own (python -m ralp.bench --calibrate)")
-    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    cal = HostCalibration.load(args.compute_profile) if args.compute_profile else None
     extra: dict = {"own_calibrations": carried}
     if cal is not None:
         extra.update(shared_host=cal.host.shared, cpu_s_per_byte=cal.host.cpu_s_per_byte)
@@ -129,7 +131,7 @@ def _calibrations_by_file(pairs: list[str], sources: set[str], validated: list[s
     from collections import Counter
     from pathlib import Path
 
-    from ralp.planner.calibration import Calibration
+    from lab.planner.host_calibration import HostCalibration
 
     names = Counter(Path(v).name for v in validated)
     out = {}
@@ -145,7 +147,7 @@ def _calibrations_by_file(pairs: list[str], sources: set[str], validated: list[s
         if names[name] > 1:
             raise UsageError(f"--compute-profile-for {pair}: {names[name]} files of --validate "
                              f"are named {name}; copy one under another name")
-        out[name] = Calibration.load(path)
+        out[name] = HostCalibration.load(path)
     return out
 
 
@@ -155,11 +157,11 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
     import statistics
 
     from lab.planner import repeats, validate
-    from ralp.planner.calibration import Calibration
+    from lab.planner.host_calibration import HostCalibration
 
     by_file = _calibrations_by_file(args.compute_profile_for, {s for s, _ in records},
                                     args.validate)
-    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    cal = HostCalibration.load(args.compute_profile) if args.compute_profile else None
     # each record's calibration where it carries none: its file's, else the one for all
     fallback = {id(r): by_file.get(s, cal) for s, r in records}
     missing = sum(1 for _, r in records if not r.get("calibration") and fallback[id(r)] is None)
@@ -168,7 +170,7 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
                          f"{len(records)} budgeted records carry no calibration of their own "
                          "(python -m ralp.bench --calibrate; or --compute-profile-for "
                          "RECORDS=FILE, the one taken beside a file's runs)")
-    lent = [Calibration.load(path).host for path in args.overlap_from or ()]
+    lent = [HostCalibration.load(path).host for path in args.overlap_from or ()]
 
     def predicted(setting) -> float:
         """The median of its rounds' predictions, each from the calibration taken beside
@@ -187,11 +189,15 @@ def _validate_repeats(args, records: list[tuple[str, dict]]) -> str:
 
 
 def _work(args) -> str:
-    """The lab's requests (a validation, a plan of the simulated cluster); a calibration
-    and a plan of ``--nodes`` as the user's command does them."""
+    """The lab's requests (a validation, a calibration with the simulated cluster's probes,
+    a plan of the simulated cluster); a plan of ``--nodes`` as the user's command does it."""
     if args.validate:
         return _validate(args)
-    if args.calibrate or args.nodes:
+    if args.calibrate:
+        from lab.planner.calibrate import calibrate
+
+        return calibrate(args)
+    if args.nodes:
         return user_work(args)
     from lab.planner.simulated_plan import recommend_cli
 

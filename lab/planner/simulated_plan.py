@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from lab.planner.predict import Prediction, predict, predict_stanza
+from lab.planner.ps_step import Host
 from ralp._cli import UsageError
 from ralp.models.model_file import bench_model_argument
-from ralp.planner.model import Host
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
-from ralp.planner.predict import Prediction, predict, predict_stanza
 from ralp.planner.terms import Compute
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
@@ -144,7 +144,7 @@ def to_text(rec: Recommendation) -> str:
                      + " ".join(cells)
                      + f"  {best.mode} ({best.workers} + {best.ps})")
     lines.append("")
-    lines.append("images/s predicted by the planner's per-mode models (ralp.planner.model)")
+    lines.append("images/s predicted by the planner's per-mode models (lab.planner.ps_step)")
     return "\n".join(lines)
 
 
@@ -161,7 +161,8 @@ def plot(rec: Recommendation, path: str) -> None:
 
 def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
     """The recommendation the CLI prints (and draws with ``--plot``)."""
-    from ralp.planner.calibration import Calibration, measure, this_machine
+    from lab.planner.host_calibration import HostCalibration, HostEntry
+    from ralp.planner.calibration import measure, this_machine
     from ralp.planner.recommend import subject
 
     s = subject(args, workload_for)
@@ -174,7 +175,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
 
         return report(args, work, s.source, None, nodes=args.devices)
     bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
-    cal = Calibration.load(args.compute_profile) if args.compute_profile else None
+    cal = HostCalibration.load(args.compute_profile) if args.compute_profile else None
     try:
         entry = cal.find(name, batch, image, s.classes) if cal else None
     except PlannerError:
@@ -182,8 +183,8 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     if entry is None:  # measure it here, now (a few steps in this process)
         from ralp.planner.recommend import _measure_here
 
-        entry = _measure_here(args, s, measure)
-        cal = Calibration(Host(args.shared_host), [entry], this_machine())
+        entry = HostEntry.of(_measure_here(args, s, measure))
+        cal = HostCalibration(Host(args.shared_host), [entry], this_machine())
     if not args.shared_host and cal.host.device_cpus is None:
         # a real cluster of N machines of one device each: the core's formulas
         from ralp.planner.cluster_report import cluster_cli as report

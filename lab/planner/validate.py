@@ -1,7 +1,7 @@
 """Predictions against recorded bench runs (netns backend, solo jobs), with their errors.
 
 The one constant that may be fitted, the shared host's capacity
-(:attr:`ralp.planner.model.Host.capacity`), is never fitted on the records it is judged on:
+(:attr:`lab.planner.ps_step.Host.capacity`), is never fitted on the records it is judged on:
 :func:`split_half_fit` fits it on every other record (in a fixed order) and reports the errors
 on the rest.
 """
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from ralp.planner.calibration import Calibration
-from ralp.planner.host import Host, with_overlaps
+from lab.planner.host import Host, with_overlaps
+from lab.planner.host_calibration import HostCalibration
+from lab.planner.predict import predict_on
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
-from ralp.planner.predict import predict_on
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -64,29 +64,29 @@ def load_records(paths: Sequence[str]) -> list[tuple[str, dict]]:
 WorkloadFor = Callable[[str, int, int, int], Workload]  # model, batch, image, classes
 
 
-def own_calibration(record: dict) -> Calibration | None:
+def own_calibration(record: dict) -> HostCalibration | None:
     """The calibration a record carries (``python -m ralp.bench --calibrate`` measures each
     workload just before its runs), or None."""
     data = record.get("calibration")
     if not data:
         return None
     try:
-        return Calibration.from_dict(data)
+        return HostCalibration.from_dict(data)
     except (ValueError, KeyError, TypeError) as e:
         raise PlannerError(f"a {record.get('model')} {record.get('mode')} record's calibration "
                            f"cannot be read ({e})") from None
 
 
-def predict_records(records: Iterable[tuple[str, dict]], calibration: Calibration | None,
+def predict_records(records: Iterable[tuple[str, dict]], calibration: HostCalibration | None,
                     workload_for: WorkloadFor, capacity: float | None = None,
                     overlaps: Host | None = None) -> list[Row]:
     """Each record predicted with its workload's calibration (its host capacity included),
     or with ``capacity`` for every record (a fitted capacity replaces the measured ones). A
     record that carries its own calibration (taken beside it) is predicted from that one;
     ``calibration`` serves the others. ``overlaps``: a host whose rings' overlaps (measured
-    apart: :mod:`ralp.planner.ring_overlap`) serve budgeted calibrations taken before they
+    apart: :mod:`lab.planner.ring_overlap`) serve budgeted calibrations taken before they
     were measured, and whose curves (several wire / CPU ratios) fill those that have only a
-    figure (:func:`ralp.planner.host.with_overlaps`; the model prefers a curve)."""
+    figure (:func:`lab.planner.host.with_overlaps`; the model prefers a curve)."""
     rows = []
     for source, r in records:
         cal = own_calibration(r) or calibration
@@ -116,7 +116,7 @@ def lent_for(record: dict, lent: Sequence[Host]) -> Host | None:
     return next((host for host in lent if host.device_cpus == own), lent[0] if lent else None)
 
 
-def predict_record(record: dict, calibration: Calibration | None,
+def predict_record(record: dict, calibration: HostCalibration | None,
                    workload_for: WorkloadFor, overlaps: Host | None = None) -> float:
     """A record's predicted images/s: from the calibration it carries, else ``calibration``
     (``overlaps`` as :func:`predict_records` takes it)."""
@@ -130,7 +130,7 @@ def errors(rows: Sequence[Row]) -> dict:
             "max_abs_error": max(abs_err) if abs_err else None, "count": len(rows)}
 
 
-def split_half_fit(records: list[tuple[str, dict]], calibration: Calibration | None,
+def split_half_fit(records: list[tuple[str, dict]], calibration: HostCalibration | None,
                    workload_for: WorkloadFor,
                    grid: Sequence[float]) -> tuple[float, list[Row], list[Row]]:
     """Fit the shared host's ``capacity`` on the even-numbered records (median |error|, over

@@ -1,6 +1,6 @@
 """gRPC's CPU per byte on the simulated fabric, measured by the calibration's probe
-(:mod:`ralp.planner.fabric_transfer`) at several link rates and device budgets, beside the
-loopback probe's figure (:func:`ralp.planner.transfer.measure_transfer`) and, where given, the
+(:mod:`lab.planner.fabric_transfer`) at several link rates and device budgets, beside the
+loopback probe's figure (:func:`lab.planner.transfer.measure_transfer`) and, where given, the
 figures the budgeted plain PS records show (the JSON of lab/results/transfer-cpu). Beside
 ``--out`` it writes, for each budget, a calibration that holds only these figures
 (``<out>_n<N>_calibration.json``): ``python -m ralp.planner --validate ... --overlap-from``
@@ -37,11 +37,12 @@ def _records_by_rate(path: str | None) -> dict[tuple[str, int], float]:
 
 
 def main() -> None:
+    from lab.planner.fabric_transfer import measure_fabric_transfer
+    from lab.planner.host import Host
+    from lab.planner.host_calibration import HostCalibration
+    from lab.planner.transfer import measure_transfer
     from ralp.emulation.budget import budget_for
-    from ralp.planner.calibration import Calibration, this_machine
-    from ralp.planner.fabric_transfer import measure_fabric_transfer
-    from ralp.planner.host import Host
-    from ralp.planner.transfer import measure_transfer
+    from ralp.planner.calibration import this_machine
     from ralp.units import parse_bandwidth
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -72,7 +73,7 @@ def main() -> None:
                   f"{measured.throttled[0]:.2f}, {measured.throttled[1]:.2f}", flush=True)
             curve.append((float(measured.rate_bits), measured.cpu_s_per_byte))
         host = Host(False, device_cpus=budget.cpus, fabric_cpu_s_per_byte=tuple(sorted(curve)))
-        Calibration(host, [], f"{this_machine()}, {budget.describe()}").save(
+        HostCalibration(host, [], f"{this_machine()}, {budget.describe()}").save(
             args.out.removesuffix(".json") + f"_n{n}_calibration.json")
     with open(args.out, "w") as f:
         json.dump({"loopback_cpu_s_per_byte": loopback, "rows": rows}, f, indent=2)

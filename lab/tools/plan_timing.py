@@ -26,15 +26,15 @@ def main() -> None:
     args = p.parse_args()
     import tensorflow  # noqa: F401  - imported before timing: start-up is not planning
 
+    from lab.planner.host_calibration import HostCalibration
     from ralp.models import build_model
-    from ralp.planner.calibration import Calibration
     from ralp.planner.cluster_plan import plan_cluster
     from ralp.planner.modes import MODES
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
     from ralp.units import parse_bandwidth
 
-    cal = Calibration.load(args.compute_profile)
+    cal = HostCalibration.load(args.compute_profile)
     devices, bits = [4, 8, 16, 32, 64, 128], [parse_bandwidth(b) for b in ("10gbit", "25gbit")]
     print(f"{'model':<11} {'build s':>8} {'profile s':>10} {'predict s':>10} {'planning s':>10} "
           f"{'with build s':>12} predictions")

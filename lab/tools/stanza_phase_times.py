@@ -3,7 +3,7 @@
 For each model: one ``python -m ralp.bench --modes stanza --calibrate`` run on the simulated
 cluster with Horovod's timeline on (``HOROVOD_TIMELINE``), its steps cut into phases
 (:mod:`ralp.audit.stanza_phases`), and beside them the planner's phases for the same record,
-from the calibration taken just before the run (:func:`ralp.planner.stanza_step.stanza_phase_times`).
+from the calibration taken just before the run (:func:`lab.planner.stanza_step.stanza_phase_times`).
 
     .venv/bin/python -m lab.tools.stanza_phase_times --models alexnet vgg11 \\
         --bandwidth 10gbit --out lab/results/stanza-phases/stanza_phases.json
@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository, where the bench ru
 
 
 def run_one(model: str, args, workdir: Path) -> dict:
+    from lab.planner.stanza_step import stanza_phase_times
     from lab.planner.validate import own_calibration
     from ralp.audit.stanza_phases import median_phases, read_events, stanza_phases
     from ralp.planner.cli import _zoo_workload
     from ralp.planner.modes import resources
-    from ralp.planner.stanza_step import stanza_phase_times
     from ralp.units import parse_bandwidth
 
     timeline, out = workdir / f"{model}.timeline.json", workdir / f"{model}.json"

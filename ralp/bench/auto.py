@@ -50,8 +50,7 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
 
             # budgeted: one device inside its budget; shared CPUs: one process here
             measured[key, budget] = calibrate_zoo(
-                *key, shared_host=False, device_cpus=None if budget is None else cpus,
-                devices=devices, compute_only=True)
+                *key, device_cpus=None if budget is None else cpus, devices=devices)
         cal = measured[key, budget]
         return cal, cal.entries[0], "measured here"
 

@@ -1,42 +1,38 @@
 """``python -m ralp.bench --calibrate``: the planner's calibration of each workload, measured
 just before its runs and kept in their records.
 
-On this shared machine the same run measured on different days differs up to 3x (vgg11 plain
-PS at N = 4, 10 Gbit/s: 19.5, 11.3, 6.5 and 10.0 images/s in four recorded sweeps), and so do
-calibrations taken at different times. A prediction checked against a run is only a check of
-the planner's model when its inputs were measured beside the run. So each workload (model,
+On a shared machine the same run measured on different days can differ severalfold, and so
+do calibrations taken at different times. A prediction checked against a run is only a check
+of the planner's model when its inputs were measured beside the run. So each workload (model,
 batch, image size, classes, and the devices' budget) is calibrated right before its first run
-in each round of ``--repeat``, and every record carries its round's calibration: ``python -m
-lab.planner --validate`` predicts such a record from its own calibration. Once per bench was
-not enough: resnet50's whole step measured 1.33 s and, three hours later, 1.01 s on the same
-budget, more than the model's error.
+in each round of ``--repeat``, and every record carries its round's calibration.
 
-- On budgeted devices, as ``python -m ralp.planner.calibrate_cli --device-cpus CPUS --devices N``
-  does: the whole model's, the tail's and the head's step on one device inside the same
-  budget, the CPU cost of a transfer and of a ring's byte, and each ring's overlap of wire
-  and CPU (measured for the first workload of a budget; the later ones take it from that
-  calibration with ``--overlap-from``).
-- On shared CPUs (``--device-cpus shared``), as ``--shared-host`` does: the same
-  steps in one process, and the host's capacity for processes that share it.
-
-The calibration runs as that command, in a process of its own: the bench's process keeps no
+The calibration runs as a command, in a process of its own: the bench's process keeps no
 TensorFlow state (its Horovod driver forks ranks from a process that has only imported it).
+By default it is ``python -m ralp.planner.calibrate_cli``: one device's compute, on budgeted
+devices inside one device's budget. ``$RALP_BENCH_CALIBRATION`` names another command's
+maker as ``module:attribute`` (the lab's calibration with the simulated cluster's probes),
+called as :func:`calibration_command` is; a variable, as the device watcher is
+(:mod:`ralp.emulation.watchers`).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ralp.bench.runspec import SHARED_CPUS, RunSpec
 from ralp.emulation.budget import default_share
 from ralp.errors import RalpError
-from ralp.planner.host import OVERLAP_FIELDS
 
+CALIBRATION_ENV = "RALP_BENCH_CALIBRATION"  # module:attribute of the command's maker
 CALIBRATION_STEPS = 10  # timed steps of each of the whole model and its tail
 CALIBRATION_TIMEOUT_S = 1800.0
 CALIBRATION_STOP_S = 30.0  # a stopped calibration's time to clean up before it is killed
@@ -52,20 +48,32 @@ def workload_key(run: RunSpec) -> tuple:
     return (run.model, run.batch_size, run.image_size, run.num_classes, *budget)
 
 
-def calibration_command(run: RunSpec, output: str, overlaps_from: str | None = None,
-                        transfer_rate: str | None = None) -> list[str]:
-    """The planner's calibration of ``run``'s workload on its budget; ``transfer_rate``: the
-    simulated fabric's link rate, at which budgeted devices also measure gRPC's CPU per
-    byte (on shared CPUs it is not measured)."""
-    where = (["--shared-host"] if run.device_cpus == SHARED_CPUS else
+def calibration_command(run: RunSpec, output: str, steps: int, earlier: Sequence[dict],
+                        transfer_rate: str | None) -> list[str]:
+    """The product's calibration of ``run``'s workload, ``steps`` timed steps, written to
+    ``output``: one device's compute, inside its budget on budgeted devices. ``earlier``
+    (calibrations of the same budget this bench took before) and ``transfer_rate`` (the
+    simulated fabric's link rate) serve other makers."""
+    where = ([] if run.device_cpus == SHARED_CPUS else
              ["--device-cpus", run.device_cpus, "--devices", str(run.devices)])
-    reuse = ["--overlap-from", overlaps_from] if overlaps_from else []
-    if transfer_rate and run.device_cpus != SHARED_CPUS:
-        reuse += ["--transfer-rates", transfer_rate]
-    return [sys.executable, "-m", "ralp.planner.calibrate_cli", *where, *reuse,
+    return [sys.executable, "-m", "ralp.planner.calibrate_cli", *where,
             "--model", run.model, "--batch-size", str(run.batch_size),
             "--image-size", str(run.image_size), "--num-classes", str(run.num_classes),
-            "--steps", str(CALIBRATION_STEPS), "--output", output]
+            "--steps", str(steps), "--output", output]
+
+
+def command_maker():
+    """The calibration command's maker: ``$RALP_BENCH_CALIBRATION``'s, else
+    :func:`calibration_command`."""
+    spec = os.environ.get(CALIBRATION_ENV, "").strip()
+    if not spec:
+        return calibration_command
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise RalpError(f"{CALIBRATION_ENV}={spec}: no calibration command there ({e}); name "
+                        "its maker as module:attribute") from None
 
 
 def budget_key(run: RunSpec) -> tuple | None:
@@ -73,21 +81,17 @@ def budget_key(run: RunSpec) -> tuple | None:
     return None if run.device_cpus == SHARED_CPUS else (run.device_cpus, run.devices)
 
 
-def calibrate_workload(run: RunSpec, overlaps: dict | None = None,
+def calibrate_workload(run: RunSpec, earlier: Sequence[dict] = (),
                        transfer_rate: str | None = None) -> dict:
-    """The calibration JSON (``ralp.planner.calibration.Calibration``'s) of ``run``'s
-    workload, measured now on this host, with when it was taken. ``overlaps``: an earlier
-    calibration of the same budget whose rings' overlaps serve this one (they are the
-    rings', not the model's: probing them again would cost minutes a workload)."""
+    """The calibration JSON of ``run``'s workload, measured now on this host by the
+    calibration command (:func:`command_maker`), with when it was taken. ``earlier``: the
+    calibrations of the same budget taken before in this bench."""
+    make = command_maker()
     with tempfile.TemporaryDirectory(prefix="ralp-calibration-") as tmp:
         output = str(Path(tmp) / "calibration.json")
-        overlaps_from = None
-        if overlaps is not None:
-            overlaps_from = str(Path(tmp) / "overlaps.json")
-            Path(overlaps_from).write_text(json.dumps(overlaps))
         started = time.time()
         returncode, stderr = _run_calibration(
-            calibration_command(run, output, overlaps_from, transfer_rate), run.model)
+            make(run, output, CALIBRATION_STEPS, list(earlier), transfer_rate), run.model)
         if returncode != 0:
             said = (stderr.strip().splitlines() or ["no message"])[-1]
             raise CalibrationFailed(f"calibrating {run.model} failed: {said}")
@@ -123,7 +127,7 @@ class Calibrations:
     def __init__(self, announce=print, transfer_rate: str | None = None):
         self._transfer_rate = transfer_rate
         self._taken: dict[tuple, dict | None] = {}
-        self._overlaps: dict[tuple, dict] = {}  # budget -> the first calibration with them
+        self._by_budget: dict[tuple | None, list[dict]] = {}  # budget -> those taken on it
         self._announce = announce
 
     def for_run(self, run: RunSpec, round_index: int = 0) -> dict | None:
@@ -131,14 +135,11 @@ class Calibrations:
         round has none yet."""
         key = (*workload_key(run), round_index)
         if key not in self._taken:
-            budget = budget_key(run)
+            earlier = self._by_budget.setdefault(budget_key(run), [])
             try:
-                taken = calibrate_workload(run, self._overlaps.get(budget), self._transfer_rate)
+                taken = calibrate_workload(run, earlier, self._transfer_rate)
                 self._taken[key] = taken
-                host = taken.get("host", {})
-                if budget is not None and any(host.get(name) not in (None, [], ())
-                                              for name in OVERLAP_FIELDS):
-                    self._overlaps.setdefault(budget, taken)
+                earlier.append(taken)
             except CalibrationFailed as e:
                 self._announce(f"ralp.bench: {e}; its records go without a calibration")
                 self._taken[key] = None

@@ -69,8 +69,8 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
                    f"{' '.join(_D.modes)}); or auto alone: the planner's choice per model "
                    "and N (netns backend)")
     g.add_argument("--compute-profile", metavar="FILE", help="--modes auto: the planner's "
-                   "calibration (python -m ralp.planner.calibrate_cli --shared-host); default: "
-                   "measured here first")
+                   "calibration (python -m ralp.planner --calibrate); default: measured here "
+                   "first")
     g.add_argument("--batch-size", type=positive_int, help="per-worker batch (default: the "
                    "model's benchmark default)")
     g.add_argument("--num-classes", type=positive_int,
@@ -145,11 +145,10 @@ def _add_measuring_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-reference", action="store_true", help="also run each config "
                    "unshaped on loopback for the compute-only step time and bound ratio")
     g.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run in each round (--repeat), calibrate it here (on budgeted devices inside "
-                   "one device's budget, as python -m ralp.planner.calibrate_cli --device-cpus "
-                   "CPUS --devices N does; with --device-cpus shared as --calibrate "
-                   "--shared-host does) and keep that in its records (python -m lab.planner "
-                   "--validate then predicts each record from the calibration taken beside it)")
+                   "run in each round (--repeat), calibrate its compute here (on budgeted "
+                   "devices inside one device's budget, as python -m ralp.planner.calibrate_cli "
+                   "--device-cpus CPUS --devices N does) and keep that in its records; "
+                   "$RALP_BENCH_CALIBRATION names another calibration command's maker")
     g.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "
                    "setting's median and min-max over the rounds (default 1)")

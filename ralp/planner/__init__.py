@@ -14,8 +14,8 @@ measured throughput, or estimated from the model's FLOPs (:mod:`ralp.planner.est
 the byte model's bytes (:mod:`ralp.planner.workload`). Every decision ralp makes (``python -m
 ralp.planner``, ``ralp.wrap``'s mode "auto", the bench's ``--modes auto``) comes from the core.
 
-The simulated cluster's own step models (:mod:`ralp.planner.model`,
-:mod:`ralp.planner.ring_step`, :mod:`ralp.planner.stanza_step`, :mod:`ralp.planner.predict`)
+The simulated cluster's own step models (:mod:`lab.planner.ps_step`,
+:mod:`lab.planner.ring_step`, :mod:`lab.planner.stanza_step`, :mod:`lab.planner.predict`)
 and the probes they read serve the lab, which validates them against the bench's recorded
 runs (``python -m lab.planner --validate``).
 """

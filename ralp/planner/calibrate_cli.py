@@ -1,14 +1,8 @@
-"""``python -m ralp.planner.calibrate_cli``: a calibration of the simulated cluster, with
-the probes its step models read (the bench's ``--calibrate`` runs it before each round).
+"""``python -m ralp.planner.calibrate_cli``: one device's compute, measured into a calibration.
 
-- ``--shared-host``: every task on this host's cores: the host's capacity for concurrent
-  steps and Stanza's phases under Horovod, besides the compute;
-- ``--device-cpus CPUS --devices N``: one budgeted device of N: the compute inside its
-  budget, the CPU cost of a gRPC transfer and of a ring's byte, each ring's overlap of wire
-  and CPU (at ``--overlap-ratios``, or lent by ``--overlap-from``), and gRPC's CPU per byte on
-  the fabric at ``--transfer-rates``.
-
-A user's calibration of their own device is ``python -m ralp.planner --calibrate``.
+The user's ``python -m ralp.planner --calibrate`` runs :func:`calibrate` in this process. The
+bench's ``--calibrate`` runs this command before each round, with ``--device-cpus CPUS
+--devices N`` on the budgeted simulated cluster (the compute on one device inside its budget).
 """
 
 from __future__ import annotations
@@ -17,52 +11,33 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ralp._cli import (
-    UsageError,
-    positive_float,
-    positive_int,
-)
+from ralp._cli import UsageError, positive_int
 
 PROG = "python -m ralp.planner.calibrate_cli"
 
 
 def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The calibration's options (added to ``p`` where given)."""
-    p = p or argparse.ArgumentParser(prog=PROG, description="Calibrate the simulated cluster: "
-                                     "a model's compute and the probes of its links.")
+    p = p or argparse.ArgumentParser(prog=PROG, description="Calibrate one device: a model's "
+                                     "step times, whole and split.")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", help="a model of the zoo")
     src.add_argument("--keras-model", metavar="PATH", help="a saved .keras model file")
     p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--image-size", type=positive_int)
     p.add_argument("--num-classes", type=positive_int, default=1000)
-    p.add_argument("--devices", type=positive_int, nargs="+", default=[4])
-    p.add_argument("--shared-host", action="store_true",
-                   help="every task shares this host's cores")
+    p.add_argument("--devices", type=positive_int, nargs="+", default=[4],
+                   help="with --device-cpus: the simulated cluster's devices")
     p.add_argument("--device-cpus", metavar="CPUS", help="measure on one device of the "
                    "budgeted simulated cluster of --devices N devices: 'auto' or CPUs")
     p.add_argument("--output", metavar="FILE", help="the calibration JSON to write "
                    "(entries of an existing file are kept)")
     p.add_argument("--steps", type=positive_int, default=None, help="timed steps")
-    p.add_argument("--overlap-from", metavar="FILE", nargs="+",
-                   help="a calibration of the same budget whose rings' overlaps serve")
-    p.add_argument("--overlap-ratios", type=positive_float, nargs="+", metavar="R",
-                   help="the wire/CPU ratios to measure each ring's overlap at (default 1)")
-    p.add_argument("--transfer-rates", nargs="+", metavar="RATE", default=(),
-                   help="measure gRPC's CPU per byte on the simulated fabric at these rates")
     return p
-
-
-# the probes' options, absent from the user's ``python -m ralp.planner --calibrate``
-PROBE_DEFAULTS = {"shared_host": False, "device_cpus": None, "overlap_from": None,
-                  "overlap_ratios": None, "transfer_rates": ()}
 
 
 def calibrate(args) -> str:
     """The calibration ``args`` ask for, written to ``--output``; returns its summary."""
-    for name, default in PROBE_DEFAULTS.items():
-        if not hasattr(args, name):
-            setattr(args, name, default)
     import os
 
     from ralp.defaults import DEFAULT_BATCH_SIZE
@@ -73,103 +48,44 @@ def calibrate(args) -> str:
     if not args.output:
         raise UsageError("--calibrate needs --output FILE (the calibration JSON to write)")
     steps = args.steps or DEFAULT_CALIBRATION_STEPS
-    if args.device_cpus is not None and args.shared_host:
-        raise UsageError("--device-cpus measures one budgeted device; --shared-host a host "
-                         "whose tasks share its CPUs: give one of them")
-    on_device = {"device_cpus": args.device_cpus, "devices": args.devices[0]}
-    overlaps = _lent_overlaps(args)
+    device_cpus = getattr(args, "device_cpus", None)
+    devices = (getattr(args, "devices", None) or [4])[0]
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size
         image = args.image_size or spec.default_image_size
-        new = calibrate_zoo(args.model, batch, image, args.num_classes,
-                            shared_host=args.shared_host, steps=steps, overlaps=overlaps,
-                            overlap_ratios=tuple(args.overlap_ratios) if args.overlap_ratios
-                            else None, transfer_rates=_transfer_rates(args),
-                            **on_device)
+        new = calibrate_zoo(args.model, batch, image, args.num_classes, steps=steps,
+                            device_cpus=device_cpus, devices=devices)
         name = args.model
     elif args.keras_model is not None:
         from ralp.profiler.cli import _load_keras_model
 
-        model = _load_keras_model(args.keras_model)
-        batch = args.batch_size or DEFAULT_BATCH_SIZE
-        new = calibrate(model, batch, shared_host=args.shared_host, steps=steps, **on_device)
-        name, image = model.name, new.entries[0].image_size
+        if device_cpus is not None:
+            new = calibrate_zoo(args.keras_model, args.batch_size or DEFAULT_BATCH_SIZE,
+                                *_shape(args.keras_model), steps=steps,
+                                device_cpus=device_cpus, devices=devices)
+        else:
+            new = calibrate(_load_keras_model(args.keras_model),
+                            args.batch_size or DEFAULT_BATCH_SIZE, steps=steps)
+        name, batch, image = new.entries[0].model, new.entries[0].batch_size, new.entries[0].image_size
     else:
         raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
-    entries = Calibration.load(args.output).entries if os.path.exists(args.output) else []
-    cal = Calibration(new.host, entries, new.machine)
+    cal = Calibration.load(args.output) if os.path.exists(args.output) else Calibration()
+    cal = Calibration(cal.entries, new.machine)
     cal.add(new.entries[0])
     cal.save(args.output)
-    return _calibration_summary(name, batch, image, new.entries[0], new.host, args.output)
+    entry = new.entries[0]
+    return (f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
+            f"(after {entry.split_after}) {entry.tail_s:.4f} s per step, measured on "
+            f"{new.machine}; wrote {args.output}")
 
 
-def _transfer_rates(args) -> tuple[int, ...]:
-    """``--transfer-rates`` in bits/s, after its usage check."""
-    from ralp.errors import ClusterError
-    from ralp.units import parse_bandwidth
+def _shape(path: str) -> tuple[int, int]:
+    """(image size, classes) of the saved model at ``path``."""
+    from ralp.planner.calibration import shape_facts
+    from ralp.profiler.cli import _load_keras_model
 
-    if args.transfer_rates and args.device_cpus is None:
-        raise UsageError("--transfer-rates measures gRPC's CPU between two budgeted devices: "
-                         "give --device-cpus")
-    try:
-        return tuple(parse_bandwidth(rate) for rate in args.transfer_rates)
-    except ClusterError as e:
-        raise UsageError(f"--transfer-rates: {e}") from None
-
-
-def _lent_overlaps(args):
-    """The rings' overlaps ``--overlap-from`` lends a calibration (None: measure them), after
-    the usage checks of it and of ``--overlap-ratios``."""
-    from ralp.planner.calibration import Calibration
-
-    if args.overlap_ratios and (args.device_cpus is None or args.model is None):
-        raise UsageError("--overlap-ratios measures the rings of a zoo model's calibration on "
-                         "budgeted devices: give --model NAME and --device-cpus")
-    if not args.overlap_from:
-        return None
-    if args.device_cpus is None or args.model is None:
-        raise UsageError("--calibrate --overlap-from serves a zoo model's calibration on "
-                         "budgeted devices: give --model NAME and --device-cpus")
-    if args.overlap_ratios:
-        raise UsageError("--overlap-from takes the rings' overlaps measured before; "
-                         "--overlap-ratios measures them: give one of them")
-    if len(args.overlap_from) > 1:
-        raise UsageError("--calibrate --overlap-from takes one calibration (of this budget)")
-    return Calibration.load(args.overlap_from[0]).host
-
-
-def _calibration_summary(name: str, batch: int, image: int, entry, host, output: str) -> str:
-    return (
-        f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
-        f"(after {entry.split_after}) {entry.tail_s:.4f} s per step; a transfer costs "
-        f"{host.message_s * 1e3:.2f} ms + {host.cpu_s_per_byte * 1e9:.2f} ns CPU per byte"
-        + (f" + {host.cpu_s_per_message * 1e3:.3f} ms CPU per transfer"
-           if host.cpu_s_per_message is not None else "")
-        + (f" (Horovod's ring: {host.ring_cpu_s_per_byte * 1e9:.2f} ns)"
-           if host.ring_cpu_s_per_byte is not None else "")
-        + (f" (TensorFlow's ring: {host.collective_cpu_s_per_byte * 1e9:.2f} ns)"
-           if host.collective_cpu_s_per_byte is not None else "")
-        + "".join(f"; {ring}'s ring hides {_overlap_text(share, curve)} of the smaller of "
-                  f"its wire and CPU" + (f", its wire {factor:.2f}x its bytes at the links' rate"
-                                         if factor is not None else "")
-                  for ring, share, curve, factor in (
-                      ("Gloo", host.ring_overlap, host.ring_overlaps, host.ring_wire_factor),
-                      ("TensorFlow", host.collective_overlap, host.collective_overlaps,
-                       host.collective_wire_factor))
-                  if share is not None or curve)
-        + "".join(f"; gRPC on the fabric at {rate / 1e6:g} Mbit/s: {cost * 1e9:.2f} ns CPU per byte"
-                  for rate, cost in host.fabric_cpu_s_per_byte)
-        + (f"; measured on one device of {host.device_cpus:g} CPU" if host.device_cpus else
-           f"; host capacity {host.capacity:.2f} concurrent steps")
-        + f"; wrote {output}"
-    )
-
-
-def _overlap_text(share: float | None, curve: tuple) -> str:
-    if not curve:
-        return f"{share:.0%}"
-    return ", ".join(f"{o:.0%} at wire/CPU {r:.2g}" for r, o in curve)
+    return shape_facts(_load_keras_model(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

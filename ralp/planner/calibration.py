@@ -1,14 +1,16 @@
-"""Calibration: compute times measured on this host, and the host's contention facts, as JSON.
+"""Calibration: one device's compute times, measured, as a versioned JSON profile.
 
 One entry per (model, batch, image size, classes): the median time of one training step
-(forward + backward + SGD update) of the whole model and of its tail (the layers RALP
-offloads, from boundary activations to the loss, the boundary gradient included), each in one
-process after warm-up steps. A calibration taken elsewhere (a GPU host) can be passed to the
-planner with ``--compute-profile FILE``: its entries replace this host's.
+(forward + backward + SGD update) of the whole model, of its tail (the layers RALP offloads,
+from boundary activations to the loss, the boundary gradient included), of the tail on
+``STACKED`` batches at once (Stanza's FC rank) and of the head alone, each in one process
+after warm-up steps. A calibration taken on the user's own GPU host is passed to the planner
+with ``--compute-profile FILE``.
 
-``host``: ``shared`` says whether the cluster being planned shares this host's cores (the
-simulated netns cluster: True) or gives each task its own machine (False, the default for a
-calibration file used on real clusters: see :class:`ralp.planner.model.Host`).
+The file carries ``schema_version`` (:data:`SCHEMA_VERSION`). Older files are migrated when
+loaded (:func:`migrate`), so nothing past loading knows their shape: version 1 (``"format":
+1``) also held a description of the simulated cluster's host and per-entry figures of it,
+which the planner's core never reads; they are dropped.
 """
 
 from __future__ import annotations
@@ -17,17 +19,17 @@ import json
 import os
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ralp.defaults import DEFAULT_BATCH_SIZE
 from ralp.errors import InvalidArgumentError
-from ralp.planner.model import Compute, Host
 from ralp.planner.modes import PlannerError
+from ralp.planner.terms import Compute
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
-CALIBRATION_FORMAT = 1
+SCHEMA_VERSION = 2
 DEFAULT_CALIBRATION_STEPS = 5
 STACKED = 4  # worker batches the tail is also timed on at once (Stanza's FC rank stacks them)
 CALIBRATION_WARMUP = 2
@@ -35,6 +37,8 @@ CALIBRATION_WARMUP = 2
 
 @dataclass(frozen=True)
 class Entry:
+    """One workload's step times on the calibrated device, in seconds."""
+
     model: str
     batch_size: int
     image_size: int
@@ -43,28 +47,13 @@ class Entry:
     full_s: float
     tail_s: float
     steps: int
-    # Shared host only: single-process steps of this workload the host runs at once
-    # (:mod:`ralp.planner.capacity`); None: the host's figure. It depends on the model: how
-    # much of one process's step spreads over the cores.
-    capacity: float | None = None
-    # the capacity at several process counts, [[processes, capacity], ...] (JSON lists)
-    capacities: list | None = None
-    # the tail's step on STACKED worker batches at once (Stanza's FC rank), None: not measured
+    # the tail's step on ``stacked`` worker batches at once (Stanza's FC rank), None: not
+    # measured
     tail_stacked_s: float | None = None
     stacked: int = 1
     # the head's own step (forward, backward from its boundary gradients, update), None: not
     # measured (the whole model's step less the tail's stands for it)
     head_s: float | None = None
-    # Shared host only: Stanza's compute phases under Horovod here (ralp.planner.beside),
-    # [CONV ranks, heads' phase s, tail's phase s]; None: not measured
-    stanza_beside: list | None = None
-
-    def host_for(self, host: Host) -> Host:
-        """``host`` with this workload's measured capacity, where it shares its cores."""
-        if host.shared and self.capacity is not None:
-            measured = tuple((int(n), float(c)) for n, c in self.capacities or ())
-            return replace(host, capacity=self.capacity, capacities=measured)
-        return host
 
     @property
     def key(self) -> tuple:
@@ -72,19 +61,41 @@ class Entry:
 
     @property
     def compute(self) -> Compute:
-        beside = None
-        if self.stanza_beside is not None:
-            conv, heads, tail = self.stanza_beside
-            beside = (int(conv), float(heads), float(tail))
-        return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked,
-                       self.head_s, beside)
+        return Compute(self.full_s, self.tail_s, self.tail_stacked_s, self.stacked, self.head_s)
+
+
+ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
+
+
+def migrate(data: dict) -> dict:
+    """``data`` (a calibration's JSON of any known version) in the current schema. Raises
+    InvalidArgumentError for what is not a calibration, or of an unknown version."""
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"a calibration is a JSON object, not a {type(data).__name__}")
+    if data.get("schema_version") == SCHEMA_VERSION:
+        return data
+    if "schema_version" not in data and data.get("format") == 1:
+        if not isinstance(data.get("host"), dict):
+            raise InvalidArgumentError("not a calibration: version 1 has a 'host' object")
+        entries = data.get("entries")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InvalidArgumentError("not a calibration: 'entries' must be a list of objects")
+        return {"schema_version": SCHEMA_VERSION, "machine": data.get("machine", ""),
+                "entries": [{k: v for k, v in e.items() if k in ENTRY_FIELDS}
+                            for e in entries]}
+    found = data.get("schema_version", data.get("format"))
+    if found is None:
+        raise InvalidArgumentError("not a calibration: it has no 'schema_version'")
+    raise InvalidArgumentError(f"calibration schema version {found!r}; this ralp reads "
+                               f"versions 1 to {SCHEMA_VERSION}")
 
 
 @dataclass
 class Calibration:
-    host: Host
+    """Compute times measured on one machine (``machine``: where, for the reader)."""
+
     entries: list[Entry] = field(default_factory=list)
-    machine: str = ""  # where it was measured (hostname, cores), for the reader
+    machine: str = ""
 
     def find(self, model: str, batch_size: int, image_size: int, num_classes: int) -> Entry:
         key = (model, batch_size, image_size, num_classes)
@@ -102,8 +113,8 @@ class Calibration:
         self.entries = [e for e in self.entries if e.key != entry.key] + [entry]
 
     def to_dict(self) -> dict:
-        return {"format": CALIBRATION_FORMAT, "machine": self.machine,
-                "host": asdict(self.host), "entries": [asdict(e) for e in self.entries]}
+        return {"schema_version": SCHEMA_VERSION, "machine": self.machine,
+                "entries": [asdict(e) for e in self.entries]}
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -121,27 +132,17 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
-        """The inverse of :meth:`to_dict` (further keys, such as a bench record's
-        ``measured_at``, are ignored). ValueError says what a malformed one lacks."""
-        if not isinstance(data, dict):
-            raise InvalidArgumentError(f"a calibration is a JSON object, not a {type(data).__name__}")
-        missing = [k for k in ("format", "host", "entries") if k not in data]
-        if missing:
-            raise InvalidArgumentError(f"not a calibration: it has no {', '.join(map(repr, missing))}")
-        if data.get("format") != CALIBRATION_FORMAT:
-            raise InvalidArgumentError(f"format {data.get('format')!r}, expected {CALIBRATION_FORMAT}")
-        if not isinstance(data["host"], dict) or not isinstance(data["entries"], list):
-            raise InvalidArgumentError("not a calibration: 'host' must be an object, 'entries' a list")
-        host = dict(data["host"])
-        host["capacities"] = tuple((int(n), float(c)) for n, c in host.get("capacities", ()))
-        for curve in ("ring_overlaps", "collective_overlaps", "fabric_cpu_s_per_byte"):
-            host[curve] = tuple(sorted((float(r), float(o)) for r, o in host.get(curve, ())))
-        return cls(Host(**host), [Entry(**e) for e in data["entries"]],
-                   data.get("machine", ""))
+        """The inverse of :meth:`to_dict`, after :func:`migrate` (further keys, such as a
+        bench record's ``measured_at``, are ignored). ValueError says what a malformed one
+        lacks."""
+        data = migrate(data)
+        if not isinstance(data.get("entries"), list):
+            raise InvalidArgumentError("not a calibration: 'entries' must be a list")
+        return cls([Entry(**e) for e in data["entries"]], data.get("machine", ""))
 
     def merged(self, other: Calibration) -> Calibration:
-        """This calibration with ``other``'s entries and host replacing its own."""
-        out = Calibration(other.host, list(self.entries), other.machine or self.machine)
+        """This calibration with ``other``'s entries replacing its own."""
+        out = Calibration(list(self.entries), other.machine or self.machine)
         for e in other.entries:
             out.add(e)
         return out

@@ -101,8 +101,7 @@ def _work(args) -> str:
 
 
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    """The command's work; ``prog``: the name it was run by (``python -m ralp.plan`` is the
-    same command)."""
+    """The command's work; ``prog``: the name it was run by."""
     return run_command(argv, prog, parser=_parser, work=_work)
 
 

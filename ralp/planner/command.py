@@ -16,7 +16,7 @@ def run_command(argv: Sequence[str] | None, prog: str, *,
                 work: Callable[[argparse.Namespace], str]) -> int:
     """Parse ``argv`` with ``parser(prog)``, do ``work(args)`` and print its output; a bad
     request exits 2 with one line, Ctrl-C and SIGTERM 130 with everything started stopped.
-    ``prog``: the name it was run by (``python -m ralp.plan`` is the same command); the
+    ``prog``: the name it was run by; the
     calibration's own command and the lab's planner run through here with theirs."""
     args = parser(prog).parse_args(argv)
     if getattr(args, "model", None) is not None:  # the zoo's table needs no TensorFlow

@@ -23,7 +23,7 @@ MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza", "collective")
 HOROVOD_MODES = ("horovod", "stanza")  # run as Horovod ranks, no PS cluster
 # run as workers of TensorFlow's own collectives (MultiWorkerMirroredStrategy), no PS cluster
 COLLECTIVE_MODES = ("collective",)
-# The modes the planner has a step-time model for (ralp.planner.predict.STEP_TIME).
+# The modes the planner has a step-time model for (lab.planner.predict.STEP_TIME).
 PREDICTED_MODES = ("ps", "ralp-h", "ralp-n", "horovod", "stanza", "collective")
 
 

@@ -1,5 +1,5 @@
 """The planner's inputs, shared by every step formula: one device's compute (:class:`Compute`),
-a mode's bytes on each link (:class:`Links`) and a worker's layers (:class:`Layer`).
+and a mode's bytes on each link (:class:`Links`).
 
 Units: seconds, bytes. A *step* is one batch on every worker, as in the byte model
 (:mod:`ralp.profiler.bytes_model`).
@@ -10,15 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One layer of a worker's step: its share of the model's forward FLOPs and the
-    variables it reads, each as (PS task, bytes)."""
-
-    flops_share: float
-    variables: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,11 +25,6 @@ class Compute:
     # difference is a poor stand-in where the tail is most of the step, as the noise of both
     # measurements lands on it.
     head_measured_s: float | None = None
-    # Shared host only (the simulated cluster on shared CPUs): Stanza's two compute phases
-    # measured under Horovod, (CONV ranks, heads' phase s, FC tail's phase s) with one FC rank:
-    # ranks waiting in a collective keep polling and take CPU from the ones computing. None:
-    # not measured (the phases are the single-process times).
-    stanza_beside: tuple[int, float, float] | None = None
 
     @property
     def head_s(self) -> float:
@@ -64,10 +50,3 @@ class Links:
     messages: int  # transfers per worker batch (variables pulled + pushed, tensors crossing)
     # stanza only: (head ring bytes each CONV rank sends, tail ring bytes each FC rank sends)
     rings: tuple[int, int] = (0, 0)
-    # PS modes: a worker's layers in forward order (RALP's: the head), each its FLOPs share
-    # and variables ; empty: not known (a step model then treats the worker as one block)
-    layers: tuple[Layer, ...] = ()
-    # PS modes on devices, with ``layers``: True predicts an epoch's first cycles, the workers
-    # moving in step (plain PS's layer pipeline for them all); False, past them
-    # (:func:`ps_step_time`, :func:`ralp_step_time`)
-    in_step: bool = False

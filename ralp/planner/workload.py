@@ -3,13 +3,12 @@ and cluster, the byte model's :class:`~ralp.planner.terms.Links`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ralp.planner.modes import PlannerError, resources
-from ralp.planner.terms import Layer, Links
+from ralp.planner.terms import Links
 from ralp.profiler.api import Profile
-from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes, variable_homes
+from ralp.profiler.bytes_model import mode_traffic, ring_allreduce_bytes
 from ralp.profiler.layer_table import LayerTable
 
 
@@ -18,13 +17,6 @@ class Workload:
     """What the planner knows of one model at one per-worker batch, without running it."""
 
     profile: Profile  # skewness verdict and candidate split
-    # The PS modes' links carry the worker's layers, so their step on devices comes from the
-    # layer pipeline (ralp.planner.pipeline); False: from the queueing network alone, as the
-    # planner did before (python -m lab.planner --validate ... --step-model queue)
-    pipeline: bool = True
-    # ... and predicts an epoch's first cycles, plain PS's workers in step (Links.in_step;
-    # --step-model in-step); False: past them, as a training run spends most of its steps
-    in_step: bool = False
 
     @property
     def table(self) -> LayerTable:
@@ -57,22 +49,7 @@ class Workload:
         kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
         return Links(tuple(link.tx for link in t.ps_links), tuple(link.rx for link in t.ps_links),
-                     t.worker_link.tx, t.total, messages,
-                     layers=self.layers_on(ps, offloaded) if self.pipeline else (),
-                     in_step=self.in_step)
-
-    def layers_on(self, ps: int, offloaded: Mapping[str, int] | None = None) -> tuple[Layer, ...]:
-        """A worker's layers in forward order, less the ``offloaded`` ones (RALP's tail, each
-        on its PS task) (:mod:`ralp.planner.pipeline`): each one's share of the worker's
-        forward FLOPs and its variables, on the PS tasks the byte model places them."""
-        offloaded = offloaded or {}
-        owned: dict[str, list[tuple[int, int]]] = {}
-        homes = variable_homes(self.table, offloaded, ps)
-        for (row, _, nbytes), home in zip(self.table.variables, homes, strict=True):
-            owned.setdefault(row, []).append((home, nbytes))
-        rows = [r for r in self.table.rows if r.name not in offloaded]
-        total = sum(max(0, r.flops) for r in rows) or 1
-        return tuple(Layer(max(0, r.flops) / total, tuple(owned.get(r.name, ()))) for r in rows)
+                     t.worker_link.tx, t.total, messages)
 
     @property
     def tail_trainable_bytes(self) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.planner.ring_overlap import OVERLAP_RATIOS
 from ralp.bench.launcher import Launcher
 from ralp.bench.ps_job import bench_job
 from ralp.bench.records import RECORD_KEYS
@@ -19,7 +20,6 @@ from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation.budget import thread_counts
 from ralp.emulation.devices import CGROUP_ROOT_ENV
 from ralp.horovod.launch import horovod_unavailable_reason
-from ralp.planner.ring_overlap import OVERLAP_RATIOS
 from tests.leftovers import HIERARCHY, assert_nothing_left, groups_left
 from tests.needs import NETNS, needs_netns
 

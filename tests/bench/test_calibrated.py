@@ -1,10 +1,12 @@
-"""``--calibrate``'s bookkeeping: one calibration per workload and round, and the rings'
-overlaps (a budget's, not a model's) probed once per budget and handed to its later
-workloads."""
+"""``--calibrate``'s bookkeeping: one calibration per workload and round, by the product's
+command or one ``$RALP_BENCH_CALIBRATION`` names, each given the budget's earlier ones."""
+
+import pytest
 
 from ralp.bench import calibrated
 from ralp.bench.calibrated import Calibrations, calibration_command
 from ralp.bench.runspec import RunSpec
+from ralp.errors import RalpError
 
 
 def _run(model: str, devices: int = 4, cpus: str = "auto") -> RunSpec:
@@ -12,67 +14,54 @@ def _run(model: str, devices: int = 4, cpus: str = "auto") -> RunSpec:
                                batch_size=8, num_classes=10, device_cpus=cpus)
 
 
-def test_the_command_takes_an_earlier_calibration_s_overlaps_when_given():
-    plain = calibration_command(_run("lenet"), "out.json")
-    assert "--overlap-from" not in plain and plain[plain.index("--device-cpus") + 1] == "auto"
-    reused = calibration_command(_run("lenet"), "out.json", "first.json")
-    assert reused[reused.index("--overlap-from") + 1] == "first.json"
-    shared = calibration_command(_run("lenet", cpus="shared"), "out.json")
-    assert "--shared-host" in shared and "--device-cpus" not in shared
+def test_the_command_measures_one_devices_compute_in_its_budget():
+    budgeted = calibration_command(_run("lenet"), "out.json", 10, [], "500mbit")
+    assert budgeted[budgeted.index("--device-cpus") + 1] == "auto"
+    assert budgeted[budgeted.index("--steps") + 1] == "10"
+    assert budgeted[2] == "ralp.planner.calibrate_cli" and "--transfer-rates" not in budgeted
+    shared = calibration_command(_run("lenet", cpus="shared"), "out.json", 10, [], None)
+    assert "--device-cpus" not in shared
 
 
-def test_budgeted_devices_on_the_fabric_measure_grpc_at_its_rate():
-    budgeted = calibration_command(_run("lenet"), "out.json", transfer_rate="500mbit")
-    assert budgeted[budgeted.index("--transfer-rates") + 1] == "500mbit"
-    shared = calibration_command(_run("lenet", cpus="shared"), "out.json", transfer_rate="1gbit")
-    assert "--transfer-rates" not in shared
-    assert "--transfer-rates" not in calibration_command(_run("lenet"), "out.json")
+def test_another_command_maker_is_named_by_the_variable(monkeypatch):
+    monkeypatch.delenv(calibrated.CALIBRATION_ENV, raising=False)
+    assert calibrated.command_maker() is calibration_command
+    monkeypatch.setenv(calibrated.CALIBRATION_ENV, "lab.planner.calibrate:bench_command")
+    from lab.planner.calibrate import bench_command
+
+    assert calibrated.command_maker() is bench_command
+    monkeypatch.setenv(calibrated.CALIBRATION_ENV, "no.such.module:maker")
+    with pytest.raises(RalpError, match="no calibration command there"):
+        calibrated.command_maker()
 
 
-def test_a_budget_s_first_calibration_lends_its_overlaps_to_the_later_workloads(monkeypatch):
+def test_each_budget_s_earlier_calibrations_go_to_its_later_workloads(monkeypatch):
     asked = []
 
-    def calibrate_workload(run, overlaps=None, transfer_rate=None):
-        asked.append((run.model, run.devices, run.device_cpus, overlaps and overlaps["id"]))
-        host = {} if run.device_cpus == "shared" else {"ring_overlap": 0.5}
-        return {"id": f"{run.model}/{run.devices}/{run.device_cpus}", "host": host}
+    def calibrate_workload(run, earlier=(), transfer_rate=None):
+        asked.append((run.model, run.devices, run.device_cpus, [c["id"] for c in earlier]))
+        return {"id": f"{run.model}/{run.devices}/{run.device_cpus}"}
 
     monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
     taken = Calibrations(announce=lambda _: None)
     for run in (_run("lenet"), _run("lenet"), _run("alexnet"), _run("alexnet", devices=8),
-                _run("vgg11"), _run("lenet", cpus="shared"), _run("alexnet", cpus="shared")):
+                _run("lenet", cpus="shared"), _run("alexnet", cpus="shared")):
         taken.for_run(run)
     assert asked == [
-        ("lenet", 4, "auto", None),  # probed: the first of its budget
-        ("alexnet", 4, "auto", "lenet/4/auto"),  # the same budget: lenet's overlaps
-        ("alexnet", 8, "auto", None),  # another budget: probed again
-        ("vgg11", 4, "auto", "lenet/4/auto"),
-        ("lenet", 4, "shared", None),  # shared CPUs have no overlaps to lend
-        ("alexnet", 4, "shared", None),
+        ("lenet", 4, "auto", []),  # the first of its budget
+        ("alexnet", 4, "auto", ["lenet/4/auto"]),  # the same budget: lenet's before it
+        ("alexnet", 8, "auto", []),  # another budget
+        ("lenet", 4, "shared", []),
+        ("alexnet", 4, "shared", ["lenet/4/shared"]),
     ]
 
 
-def test_a_calibration_without_overlaps_lends_none(monkeypatch):
+def test_each_round_calibrates_its_workloads_again(monkeypatch):
     asked = []
 
-    def calibrate_workload(run, overlaps=None, transfer_rate=None):
-        asked.append(overlaps)
-        # no Horovod, no namespaces: none measured
-        return {"host": {"ring_overlap": None, "ring_overlaps": []}}
-
-    monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
-    taken = Calibrations(announce=lambda _: None)
-    taken.for_run(_run("lenet"))
-    taken.for_run(_run("alexnet"))
-    assert asked == [None, None]
-
-
-def test_each_round_calibrates_its_workloads_again_and_still_borrows_the_overlaps(monkeypatch):
-    asked = []
-
-    def calibrate_workload(run, overlaps=None, transfer_rate=None):
-        asked.append((run.model, overlaps and overlaps["id"]))
-        return {"id": f"{run.model} #{len(asked)}", "host": {"ring_overlap": 0.5}}
+    def calibrate_workload(run, earlier=(), transfer_rate=None):
+        asked.append(run.model)
+        return {"id": f"{run.model} #{len(asked)}"}
 
     monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
     taken = Calibrations(announce=lambda _: None)
@@ -81,9 +70,6 @@ def test_each_round_calibrates_its_workloads_again_and_still_borrows_the_overlap
                                       (1, "alexnet"), (1, "lenet"), (1, "alexnet"))]
     # one calibration per workload and round, beside that round's runs
     assert got == ["lenet #1", "alexnet #2", "lenet #1", "alexnet #3", "lenet #4", "alexnet #3"]
-    # the budget's rings were probed once, by the first calibration
-    assert asked == [("lenet", None), ("alexnet", "lenet #1"), ("alexnet", "lenet #1"),
-                     ("lenet", "lenet #1")]
 
 
 STOPPABLE = """
@@ -102,8 +88,6 @@ def test_an_interrupted_bench_stops_its_calibration_as_ctrl_c_would(tmp_path):
     import signal
     import sys
     import time
-
-    import pytest
 
     said = tmp_path / "said"
 

@@ -13,7 +13,6 @@ from ralp.placement.choose import choose_plan
 from ralp.planner.auto import choose_for_cluster
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.cluster_plan import task_layout
-from ralp.planner.model import Host
 from ralp.planner.topology import ps_family_step_s
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
@@ -27,7 +26,7 @@ REMOTE = ClusterSpec(_PORTS[0], tuple(_PORTS[1:3]), (_PORTS[3],))
 
 
 def _calibration(full_s: float, tail_s: float) -> Calibration:
-    return Calibration(Host(False), [Entry("vgg11", BATCH, IMAGE, CLASSES, "pool5", full_s,
+    return Calibration([Entry("vgg11", BATCH, IMAGE, CLASSES, "pool5", full_s,
                                            tail_s, 3)], "test host")
 
 

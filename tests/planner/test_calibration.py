@@ -1,11 +1,11 @@
-"""Calibration JSON and the measurement of a model's head and tail (in one process)."""
+"""Calibration JSON (versioned, migrated on load) and the measurement of a model's head and
+tail (in one process)."""
 
 import json
 
 import pytest
 
-from ralp.planner.calibration import Calibration, Entry
-from ralp.planner.model import Host
+from ralp.planner.calibration import SCHEMA_VERSION, Calibration, Entry, migrate
 from ralp.planner.modes import PlannerError
 
 
@@ -14,33 +14,57 @@ def entry(model="vgg11", full=1.0, tail=0.2):
 
 
 def test_round_trip_and_lookup(tmp_path):
-    cal = Calibration(Host(True, 1e-9, 1e-3), [entry()], "here")
+    cal = Calibration([entry()], "here")
     cal.add(entry(full=2.0))  # replaces the entry with the same key
     path = tmp_path / "cal.json"
     cal.save(path)
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
     back = Calibration.load(path)
-    assert back.host == Host(True, 1e-9, 1e-3)
+    assert back == cal
     assert back.find("vgg11", 8, 75, 1000).compute.full_s == 2.0
     assert back.find("vgg11", 8, 75, 1000).compute.head_s == pytest.approx(1.8)
 
 
 def test_a_missing_entry_says_how_to_measure_it():
     with pytest.raises(PlannerError, match="--calibrate --model alexnet --batch-size 8"):
-        Calibration(Host(False), [entry()]).find("alexnet", 8, 75, 1000)
+        Calibration([entry()]).find("alexnet", 8, 75, 1000)
 
 
-def test_bad_files_are_refused(tmp_path):
+@pytest.mark.parametrize("data, says", [
+    ({"format": 99}, "schema version 99"),
+    ({"schema_version": 3, "entries": []}, "schema version 3"),
+    ({"entries": []}, "no 'schema_version'"),
+    ([1, 2], "not a list"),
+    ({"format": 1, "entries": []}, "'host' object"),
+])
+def test_bad_files_are_refused_saying_why(tmp_path, data, says):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"format": 99}))
-    with pytest.raises(PlannerError, match="cannot read calibration"):
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlannerError, match=f"cannot read calibration .*{says}"):
         Calibration.load(path)
 
 
+def test_a_version_1_file_is_migrated_on_load(tmp_path):
+    # version 1 also held the simulated cluster's host and per-entry figures of it
+    old = {"format": 1, "machine": "old host", "host": {"shared": True, "cpu_s_per_byte": 1e-9},
+           "entries": [{"model": "vgg11", "batch_size": 8, "image_size": 75,
+                        "num_classes": 1000, "split_after": "pool5", "full_s": 1.0,
+                        "tail_s": 0.2, "steps": 5, "capacity": 1.4,
+                        "capacities": [[2, 1.4]], "stanza_beside": [3, 0.5, 0.2]}]}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(old))
+    back = Calibration.load(path)
+    assert back == Calibration([entry()], "old host")
+    assert migrate(old)["schema_version"] == SCHEMA_VERSION
+    back.save(path)  # written back in the current version
+    assert set(json.loads(path.read_text())) == {"schema_version", "machine", "entries"}
+
+
 def test_another_hosts_profile_replaces_this_ones():
-    here = Calibration(Host(True, 2e-9), [entry(), entry("alexnet")])
-    gpu = Calibration(Host(False), [entry(full=0.01, tail=0.001)], "gpu host")
+    here = Calibration([entry(), entry("alexnet")])
+    gpu = Calibration([entry(full=0.01, tail=0.001)], "gpu host")
     merged = here.merged(gpu)
-    assert merged.host == Host(False) and merged.machine == "gpu host"
+    assert merged.machine == "gpu host"
     assert merged.find("vgg11", 8, 75, 1000).full_s == 0.01
     assert merged.find("alexnet", 8, 75, 1000).full_s == 1.0
 
@@ -68,35 +92,6 @@ def test_measure_times_the_whole_model_and_its_tail():
     # head is most of its step: on a busy host its own median came out 0.3% above the
     # whole model's, so the bound leaves the timing noise room)
     assert 0 < e.head_s <= 1.2 * e.full_s and e.compute.head_s == e.head_s
-
-
-def test_a_workloads_measured_capacity_applies_on_a_shared_host_only():
-    e = Entry("vgg11", 8, 75, 1000, "pool5", 1.0, 0.2, 5, capacity=2.2)
-    assert e.host_for(Host(True, capacity=1.3)).capacity == 2.2
-    assert e.host_for(Host(False)) == Host(False)
-    assert entry().host_for(Host(True, capacity=1.3)).capacity == 1.3  # none measured
-
-
-def test_calibrations_written_before_per_workload_capacity_still_load(tmp_path):
-    path = tmp_path / "old.json"
-    old = Calibration(Host(True, 1e-9, 1e-3, 1.4), [entry()]).to_dict()
-    for e in old["entries"]:
-        del e["capacity"]
-    path.write_text(json.dumps(old))
-    assert Calibration.load(path).entries[0].capacity is None
-
-
-def test_measured_capacities_per_process_count_round_trip_into_the_host(tmp_path):
-    e = Entry("vgg11", 8, 75, 1000, "pool5", 1.0, 0.2, 5, capacity=1.2,
-              capacities=[[2, 1.2], [4, 0.9]])
-    host = Host(True, 1e-9, 1e-3, 1.2, capacities=((2, 1.2), (4, 0.9)), cores=2,
-                ring_cpu_s_per_byte=2e-9)
-    path = tmp_path / "cal.json"
-    Calibration(host, [e]).save(path)
-    back = Calibration.load(path)
-    assert back.host == host
-    on = back.entries[0].host_for(Host(True, capacity=1.0))
-    assert [on.capacity_at(n) for n in (1, 2, 3, 4, 6)] == [1.0, 1.2, 1.2, 0.9, 0.9]
 
 
 def test_the_step_functions_are_timed_in_turn_so_the_hosts_drift_falls_on_all(monkeypatch):

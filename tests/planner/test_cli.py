@@ -10,7 +10,6 @@ import pytest
 
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.cli import run
-from ralp.planner.model import Host
 
 pytestmark = pytest.mark.slow  # the CLI in a fresh interpreter (TensorFlow's import each)
 
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def calibration(tmp_path):
     path = tmp_path / "cal.json"
     entries = [Entry("alexnet", 8, 75, 1000, "pool5", 0.05, 0.01, 5)]
-    Calibration(Host(False), entries, "test").save(path)
+    Calibration(entries, "test").save(path)
     return path
 
 

@@ -98,7 +98,7 @@ def test_outside_the_band_the_fastest_wins():
 
 def test_scaled_compute_keeps_the_head_the_difference():
     from ralp.planner.cluster_plan import scale_compute
-    from ralp.planner.model import Compute
+    from ralp.planner.terms import Compute
 
     c = scale_compute(Compute(1.0, 0.4, tail_stacked_s=0.6, stacked=3), 1.1, 0.9)
     assert (c.full_s, c.tail_s, c.tail_stacked_s) == pytest.approx((1.1, 0.36, 0.54))

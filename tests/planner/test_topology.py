@@ -2,8 +2,8 @@
 
 import pytest
 
-from ralp.planner.model import Compute
 from ralp.planner.modes import PlannerError
+from ralp.planner.terms import Compute
 from ralp.planner.topology import (
     PSLayout,
     StanzaLayout,

@@ -76,29 +76,3 @@ def test_stanza_links_match_the_byte_model():
     head_ring, tail_ring = links.rings
     assert tail_ring == 2 * work.tail_trainable_bytes * 1 // 2  # 2 FC ranks: S x (2-1)/2 x 2
     assert head_ring + tail_ring < t.total
-
-
-@pytest.mark.parametrize("mode", ["ps", "ralp-n"])
-def test_the_pipelines_layers_carry_the_byte_models_variables(vgg11, mode):
-    from dataclasses import replace
-
-    workers, ps = resources(mode, 4)
-    queue = replace(vgg11, pipeline=False)  # the queueing network's
-    assert queue.links_on(mode, workers, ps).layers == ()
-    links = vgg11.links_on(mode, workers, ps)  # the pipeline's, by default
-    assert not links.in_step  # past an epoch's first cycles, by default
-    assert replace(vgg11, in_step=True).links_on(mode, workers, ps).in_step
-    per_task = [0] * ps
-    for layer in links.layers:
-        for task, nbytes in layer.variables:
-            per_task[task] += nbytes
-    moved = vgg11.offloaded if mode != "ps" else ()
-    kept = [r.name for r in vgg11.table.rows if r.name not in moved]
-    assert [layer.flops_share > 0 for layer in links.layers] == [
-        vgg11.table.row(name).flops > 0 for name in kept]
-    assert sum(layer.flops_share for layer in links.layers) == pytest.approx(1.0)
-    if mode == "ps":  # every variable pulled from its task, once per worker batch
-        assert [workers * b for b in per_task] == list(links.ps_tx)
-    else:  # the kept variables, on the one PS, beside the activations
-        assert 0 < workers * per_task[0] < links.ps_tx[0]
-        assert per_task == [sum(b for row, _, b in vgg11.table.variables if row not in moved)]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lab.planner.cli import run
+from lab.planner.ps_step import Host
 from ralp.planner.calibration import Calibration, Entry
-from ralp.planner.model import Host
 
 pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
 
@@ -219,8 +219,8 @@ def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_pat
 def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
     # bench --workers 3 --ps 1 --modes ps: plain PS on one PS task, not the mode's 2 + 2
     from lab.planner import validate
+    from lab.planner.predict import predict, predict_on
     from ralp.planner.cli import _zoo_workload
-    from ralp.planner.predict import predict, predict_on
 
     zoo = json.loads((DATA / "devices_zoo_1gbit_one_ps.json").read_text())
     record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ralp.planner.transfer import measure_message_cpu, measure_transfer
+from lab.planner.transfer import measure_message_cpu, measure_transfer
 
 
 @pytest.mark.cluster

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ralp.planner.capacity import measure_host_capacities, measure_host_capacity, run_together
+from lab.planner.capacity import measure_host_capacities, measure_host_capacity, run_together
 
 
 @pytest.mark.cluster

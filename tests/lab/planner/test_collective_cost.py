@@ -3,9 +3,9 @@
 
 import pytest
 
-from ralp.planner.collective_cost import measure_collective
-from ralp.planner.model import Compute, Host, Links
-from ralp.planner.ring_step import collective_step_time, horovod_step_time
+from lab.planner.collective_cost import measure_collective
+from lab.planner.ps_step import Compute, Host, Links
+from lab.planner.ring_step import collective_step_time, horovod_step_time
 
 
 @pytest.mark.cluster
@@ -38,9 +38,9 @@ def test_the_collective_step_is_horovods_with_tensorflows_ring_cost():
 
 
 def test_without_tensorflows_ring_cost_collective_is_not_predicted_on_devices():
+    from lab.planner.predict import predict
     from ralp.models import build_model
     from ralp.planner.modes import PlannerError
-    from ralp.planner.predict import predict
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
 

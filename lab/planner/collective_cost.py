@@ -3,8 +3,8 @@
 
 TensorFlow's ring moves a tensor's chunks with gRPC calls between the workers' servers
 (protobuf framing and copies on both ends) and sums them: a cost per byte of its own, apart
-from a gRPC variable transfer's (:mod:`ralp.planner.transfer`) and from Horovod's Gloo ring
-(:mod:`ralp.planner.allreduce`). It is measured as Horovod's is: two workers started with
+from a gRPC variable transfer's (:mod:`lab.planner.transfer`) and from Horovod's Gloo ring
+(:mod:`lab.planner.allreduce`). It is measured as Horovod's is: two workers started with
 their ``TF_CONFIG`` (:func:`ralp.collective.launch.run_workers`) all-reduce tensors of several
 sizes, each reports the CPU time its process used per allreduce (``time.process_time``:
 TensorFlow's threads included), and ``collective_cpu_s_per_byte`` is the slope of both
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ralp.planner.allreduce import (
+from lab.planner.allreduce import (
     ALLREDUCE_REPEATS,
     ALLREDUCE_SIZES,
     AllreduceProbeError,
@@ -46,7 +46,7 @@ def measure_collective(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
     from ralp.collective.launch import run_workers
     from ralp.collective.runtime import CollectiveError
 
-    command = [sys.executable, "-m", "ralp.planner.collective_cost",
+    command = [sys.executable, "-m", "lab.planner.collective_cost",
                ",".join(map(str, sizes)), str(repeats)]
     results = run_workers(command, WORKERS, timeout=PROBE_TIMEOUT_S,
                           env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"})
@@ -61,7 +61,7 @@ def measure_collective(sizes: tuple[int, ...] = ALLREDUCE_SIZES,
 
 def ring_costs() -> tuple[float | None, float | None]:
     """CPU seconds per ring byte of Horovod's Gloo ring and of TensorFlow's own
-    (:mod:`ralp.planner.collective_cost`); either None, with a warning, where its probe cannot
+    (:mod:`lab.planner.collective_cost`); either None, with a warning, where its probe cannot
     run (Horovod missing: gRPC's transfer cost then serves for it)."""
     from ralp.collective.runtime import CollectiveError
     from ralp.errors import warn

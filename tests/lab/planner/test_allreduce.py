@@ -4,8 +4,8 @@ import warnings
 
 import pytest
 
-from ralp.planner import allreduce, api, collective_cost
-from ralp.planner.allreduce import AllreduceProbeError, measure_allreduce, ring_link_bytes
+from lab.planner import allreduce, collective_cost, probes
+from lab.planner.allreduce import AllreduceProbeError, measure_allreduce, ring_link_bytes
 from tests.needs import needs_horovod
 
 
@@ -40,7 +40,7 @@ def test_a_calibration_without_the_ring_cost_warns_and_uses_grpcs(monkeypatch):
     monkeypatch.setattr(collective_cost, "measure_allreduce", missing)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        host = api.transfer_host(shared_host=True, capacity=1.5)
+        host = probes.transfer_host(shared_host=True, capacity=1.5)
     assert any("ring cost not measured" in str(w.message) for w in caught)
     assert host.ring_cpu_s_per_byte is None and host.ring_cost == host.cpu_s_per_byte > 0
     assert host.shared and host.capacity == 1.5 and host.cores >= 1

@@ -8,9 +8,9 @@ from ralp.profiler.api import profile
 
 
 def test_stanza_search_takes_the_fastest_split_that_fits_in_memory():
-    from ralp.planner.model import Compute, Host
+    from lab.planner.predict import predict_on, predict_stanza
+    from lab.planner.ps_step import Compute, Host
     from ralp.planner.modes import PlannerError
-    from ralp.planner.predict import predict_on, predict_stanza
 
     work = Workload(profile(build_model("vgg11", 1000, 64), 8))
     compute, host, bits = Compute(0.5, 0.2), Host(False), 10**9

@@ -1,4 +1,4 @@
-"""Where a cluster's tasks run, as the step-time model sees it (:mod:`ralp.planner.model`):
+"""Where a cluster's tasks run, as the step-time model sees it (:mod:`lab.planner.ps_step`):
 one host's shared cores (the simulated cluster with ``--device-cpus shared``) or a device per
 task, and the CPU cost of moving bytes there, all measured (:mod:`ralp.planner.calibration`)."""
 
@@ -28,7 +28,7 @@ class Host:
     message_s: float = 0.0  # fixed cost of one transfer (a variable's pull or push, a ring hop)
     # Shared host only: how many single-process steps it runs at once at full speed; the
     # shared CPU queue serves that fast. Measured with processes that train together in one
-    # window (ralp.planner.capacity), per workload: about 1 where one process already fills
+    # window (lab.planner.capacity), per workload: about 1 where one process already fills
     # the cores, less where big FC layers contend for memory.
     capacity: float = 1.0
     # The same measured at several process counts, ((processes, capacity), ...) ascending:
@@ -41,11 +41,11 @@ class Host:
     # an older calibration whose per-byte cost was wall time, served like compute.
     cores: int | None = None
     # CPU time per byte crossing a link in Horovod's Gloo ring (fusion copies, sockets, the
-    # sum), measured with the real library (ralp.planner.allreduce); None: gRPC's is used.
+    # sum), measured with the real library (lab.planner.allreduce); None: gRPC's is used.
     ring_cpu_s_per_byte: float | None = None
     # CPU time per byte crossing a link in TensorFlow's own ring (mode collective: gRPC
     # calls between the workers' servers), measured with the real strategy
-    # (ralp.planner.collective_cost); None: gRPC's transfer cost is used (its transport).
+    # (lab.planner.collective_cost); None: gRPC's transfer cost is used (its transport).
     collective_cpu_s_per_byte: float | None = None
     # A cluster of devices (``shared`` False): the CPUs each task's device has, where the CPU
     # work of its bytes runs beside its compute (a budgeted simulated device's budget, or
@@ -53,7 +53,7 @@ class Host:
     device_cpus: float | None = None
     # A cluster of devices: the share of the smaller of a Gloo ring phase's wire time and its
     # CPU time (at the device's pace) that hides behind the larger, measured on two budgeted
-    # devices (ralp.planner.ring_overlap). None: not measured, all of it (the slower counts).
+    # devices (lab.planner.ring_overlap). None: not measured, all of it (the slower counts).
     ring_overlap: float | None = None
     # The same for TensorFlow's own ring (mode collective), measured alike.
     collective_overlap: float | None = None
@@ -70,12 +70,12 @@ class Host:
     ring_wire_factor: float | None = None
     collective_wire_factor: float | None = None  # the same for TensorFlow's own ring
     # A cluster of devices: the CPU time one gRPC transfer of a variable costs beyond its
-    # bytes, both ends (TensorFlow's rendezvous, a call each; ralp.planner.transfer.
+    # bytes, both ends (TensorFlow's rendezvous, a call each; lab.planner.transfer.
     # measure_message_cpu). None: not measured, no cost per transfer.
     cpu_s_per_message: float | None = None
     # A simulated cluster of devices: gRPC's CPU per byte (both ends, as ``cpu_s_per_byte``)
     # measured on the fabric between two budgeted devices, at several link rates,
-    # ((rate bits/s, CPU s per byte), ...) ascending (ralp.planner.fabric_transfer): a shaped
+    # ((rate bits/s, CPU s per byte), ...) ascending (lab.planner.fabric_transfer): a shaped
     # link delivers bytes at its pace, and the slower it is the more CPU a byte costs. Empty:
     # not measured, the loopback figure ``cpu_s_per_byte`` serves at every rate.
     fabric_cpu_s_per_byte: tuple[tuple[float, float], ...] = ()
@@ -152,7 +152,7 @@ class Host:
         return self.collective_cpu_s_per_byte
 
 
-# Each ring's measured terms, which are measured together (ralp.planner.ring_overlap): its
+# Each ring's measured terms, which are measured together (lab.planner.ring_overlap): its
 # wire factor, its overlap figure and its curve.
 RING_FIELDS = {"horovod": ("ring_wire_factor", "ring_overlap", "ring_overlaps"),
                "collective": ("collective_wire_factor", "collective_overlap",

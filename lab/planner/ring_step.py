@@ -1,6 +1,6 @@
 """The allreduce modes' step on a cluster: Horovod's ring (Gloo) and TensorFlow's own
 (``MultiWorkerMirroredStrategy``), and the ring's terms Stanza's step shares
-(:mod:`ralp.planner.stanza_step`). Small pure functions of measured inputs (no TensorFlow).
+(:mod:`lab.planner.stanza_step`). Small pure functions of measured inputs (no TensorFlow).
 
 Horovod steps in lockstep (a collective): every worker runs the whole model, then all
 allreduce the gradients, so the terms add. A ring phase that only moves bytes takes the wire
@@ -10,7 +10,7 @@ does not hide behind it (:func:`device_bytes_phase`).
 
 from __future__ import annotations
 
-from ralp.planner.host import Host
+from lab.planner.host import Host
 from ralp.planner.terms import Compute, Links
 
 

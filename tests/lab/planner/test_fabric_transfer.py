@@ -3,10 +3,7 @@ probe between two budgeted devices whose bytes the link counters confirm."""
 
 import pytest
 
-from ralp.emulation.budget import budget_for
-from ralp.emulation.devices import find_hierarchy
-from ralp.errors import RalpError
-from ralp.planner.fabric_transfer import (
+from lab.planner.fabric_transfer import (
     MAX_STEP_BYTES,
     MIN_STEP_BYTES,
     VARIABLES,
@@ -14,6 +11,9 @@ from ralp.planner.fabric_transfer import (
     measure_fabric_transfer,
     step_bytes_at,
 )
+from ralp.emulation.budget import budget_for
+from ralp.emulation.devices import find_hierarchy
+from ralp.errors import RalpError
 from tests.needs import needs_netns
 
 HIERARCHY, _ = find_hierarchy()

@@ -1,11 +1,11 @@
 """Stanza's step time on a cluster: its phases one after the other (layer separation on
 Horovod: CONV ranks allreduce the head, FC ranks hold the tail). Pure functions of measured
-inputs, as :mod:`ralp.planner.ring_step`, whose ring terms it uses."""
+inputs, as :mod:`lab.planner.ring_step`, whose ring terms it uses."""
 
 from __future__ import annotations
 
-from ralp.planner.host import Host
-from ralp.planner.ring_step import device_bytes_phase, ring_wire_s
+from lab.planner.host import Host
+from lab.planner.ring_step import device_bytes_phase, ring_wire_s
 from ralp.planner.terms import Compute, Links
 
 
@@ -15,9 +15,10 @@ def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
     one FC rank) over the same phases from single-process times at that shape, and carried to
     any shape. Assumption: the waiting ranks' pull on the CPU is the same share at every
     shape (measured at one). (1, 1) where not measured."""
-    if compute.stanza_beside is None:
+    beside = getattr(compute, "stanza_beside", None)  # a SharedCompute's
+    if beside is None:
         return 1.0, 1.0
-    conv, heads_s, tail_s = compute.stanza_beside
+    conv, heads_s, tail_s = beside
     heads_alone = host.together_s(conv * compute.head_s, conv)
     tail_alone = compute.tail_group_s(conv)
     return (heads_s / heads_alone if heads_alone > 0 else 1.0,

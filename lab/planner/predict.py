@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lab.planner.device_workload import DeviceWorkload
+from lab.planner.ps_step import Compute, Host, images_per_sec, ps_step_time, ralp_step_time
+from lab.planner.ring_step import collective_step_time, horovod_step_time
+from lab.planner.stanza_step import stanza_step_time
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
-from ralp.planner.model import Compute, Host, images_per_sec, ps_step_time, ralp_step_time
 from ralp.planner.modes import PlannerError, resources
-from ralp.planner.ring_step import collective_step_time, horovod_step_time
-from ralp.planner.stanza_step import stanza_step_time
 from ralp.planner.workload import Workload
 
 # One step-time function per mode, all with the same signature; a mode's (workers, ps)
@@ -53,7 +54,7 @@ def predict_on(workload: Workload, compute: Compute, host: Host, mode: str, work
         raise PlannerError("mode 'collective' on this host needs TensorFlow's ring cost, which "
                            "this calibration lacks: calibrate again (python -m ralp.planner "
                            "--calibrate)")
-    links = workload.links_on(mode, workers, ps)
+    links = DeviceWorkload.of(workload).links_on(mode, workers, ps)
     step = STEP_TIME[mode](compute, links, workers, bandwidth_bits / 8, host)
     return Prediction(mode, workers + ps if devices is None else devices, workers, ps,
                       bandwidth_bits, step,

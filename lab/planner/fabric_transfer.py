@@ -1,6 +1,6 @@
 """gRPC's CPU per byte on the simulated fabric, at a link rate, on budgeted devices.
 
-The loopback probe (:mod:`ralp.planner.transfer`) moves bytes between two servers of one
+The loopback probe (:mod:`lab.planner.transfer`) moves bytes between two servers of one
 process, unshaped. On the budgeted simulated cluster a PS mode's bytes cross a veth pair and a
 shaped link instead, and arrive at the link's pace, which costs more CPU per byte than
 loopback: slower links cost more (more, smaller socket reads and writes; more wake-ups).
@@ -12,7 +12,7 @@ budgets) runs steps that pull a step's worth of variables from the PS to the wor
 an update of each back (an ``assign_sub`` on the PS), as a PS step reads and writes its
 variables. Each end's CPU comes from its group's counters and its bytes from its link's
 counters, over the timed steps: the figure is CPU seconds per byte that crossed, summed over
-both ends (as :attr:`ralp.planner.host.Host.cpu_s_per_byte` counts them).
+both ends (as :attr:`lab.planner.host.Host.cpu_s_per_byte` counts them).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _probe(cluster: dict, size: int, steps: int, meter, read_links) -> dict:
     timed ones."""
     import tensorflow as tf
 
-    from ralp.planner.transfer import pull_and_push_step
+    from lab.planner.transfer import pull_and_push_step
 
     tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(cluster), job_name="chief")
     pull_and_push = pull_and_push_step(size, VARIABLES)

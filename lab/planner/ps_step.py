@@ -1,6 +1,6 @@
 """Step time of the PS modes (plain PS, RALP) and the queueing network under them: small
 pure functions of measured inputs (no TensorFlow). The allreduce modes' step is in
-:mod:`ralp.planner.ring_step`, Stanza's in :mod:`ralp.planner.stanza_step`.
+:mod:`lab.planner.ring_step`, Stanza's in :mod:`lab.planner.stanza_step`.
 
 Units: seconds, bytes, bytes per second. A *step* is one batch on every worker, as in the
 byte model; throughput = workers x batch / step time.
@@ -21,7 +21,7 @@ their step time comes from a closed queueing network solved exactly by mean-valu
 (:func:`mva_cycle_time`): each worker cycles through the stations once per batch. At one worker
 the terms add (no overlap); with many workers the busiest station bounds the step (full
 overlap). On devices, where the worker's layers are known, the layer pipeline
-(:mod:`ralp.planner.pipeline`) gives a worker's step alone, and the workers queue beyond it
+(:mod:`lab.planner.layer_pipeline`) gives a worker's step alone, and the workers queue beyond it
 (two on one PS task where turns fit: half the waits, :func:`_beyond_alone`); inside an
 epoch's first cycles plain PS's workers move in step, the pipeline of them all
 (``Links.in_step``).
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ralp.planner.host import Host
-from ralp.planner.pipeline import convoy_step_s
+from lab.planner.host import Host
+from lab.planner.layer_pipeline import convoy_step_s
 from ralp.planner.terms import Compute, Links
 
 
@@ -169,7 +169,7 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
     Assumption: the PS's own update work is part of ``compute.full_s``.
 
     On devices, where the worker's layers are known (``links.layers``), a worker's step alone
-    is its layer pipeline (:mod:`ralp.planner.pipeline`) and the workers queue beyond it
+    is its layer pipeline (:mod:`lab.planner.layer_pipeline`) and the workers queue beyond it
     (:func:`_beyond_alone`). Inside an epoch's first cycles (``links.in_step``) the workers
     move in step instead: the step is the pipeline of all of them, or a worker device's CPU
     or the busiest PS device's CPU for all workers' batches, whichever is longest."""

@@ -1,8 +1,8 @@
 """A PS-mode worker's step on a cluster of devices as a pipeline of its layers: alone (the base
-of every PS mode's step past an epoch's first cycles: :func:`ralp.planner.model._beyond_alone`)
+of every PS mode's step past an epoch's first cycles: :func:`lab.planner.ps_step._beyond_alone`)
 or, inside those cycles, with plain PS's workers in step.
 
-Two things the queueing network (:func:`ralp.planner.model.mva_cycle_time`) cannot see, both
+Two things the queueing network (:func:`lab.planner.ps_step.mva_cycle_time`) cannot see, both
 in every task's link and CPU traces:
 
 - **The workers move in step** (an epoch's first cycles). An epoch hands every worker a step
@@ -29,7 +29,8 @@ import heapq
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ralp.planner.terms import BACKWARD_RATIO, Layer
+from lab.planner.device_workload import Layer
+from ralp.planner.terms import BACKWARD_RATIO
 
 
 @dataclass(frozen=True)

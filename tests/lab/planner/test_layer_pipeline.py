@@ -1,12 +1,13 @@
-"""The layer pipeline of a PS-mode worker (ralp.planner.pipeline), against steps worked out by
+"""The layer pipeline of a PS-mode worker (lab.planner.layer_pipeline), against steps worked out by
 hand, and its place in the step-time model."""
 
 from dataclasses import replace
 
 import pytest
 
-from ralp.planner.model import Compute, Host, Links, ps_step_time, ralp_step_time
-from ralp.planner.pipeline import Layer, Transfer, convoy_step_s, finish_times, max_min_rates
+from lab.planner.device_workload import DeviceLinks
+from lab.planner.layer_pipeline import Layer, Transfer, convoy_step_s, finish_times, max_min_rates
+from lab.planner.ps_step import Compute, Host, ps_step_time, ralp_step_time
 
 
 def test_max_min_rates_fill_the_most_contended_link_first():
@@ -67,7 +68,7 @@ DEVICES = Host(False, 0.0, 0.0, device_cpus=0.5)
 
 def test_plain_ps_in_the_first_cycles_steps_as_its_pipeline_or_its_busiest_cpu():
     layers = (Layer(0.5, ((0, 100),)), Layer(0.5, ((1, 100),)))
-    links = Links((200, 200), (200, 200), 200, 800, 4, layers=layers, in_step=True)
+    links = DeviceLinks((200, 200), (200, 200), 200, 800, 4, layers=layers, in_step=True)
     compute = Compute(full_s=1.0, tail_s=0.0)
     pipeline = convoy_step_s(layers, 1.0, 2, 100.0)
     assert ps_step_time(compute, links, 2, 100.0, DEVICES) == pytest.approx(pipeline)
@@ -76,11 +77,11 @@ def test_plain_ps_in_the_first_cycles_steps_as_its_pipeline_or_its_busiest_cpu()
         max(50.0, convoy_step_s(layers, 50.0, 2, 100.0)))
 
 
-def _one_variable(ps_tasks: int, workers: int) -> Links:
+def _one_variable(ps_tasks: int, workers: int) -> DeviceLinks:
     """100 B on ps:0 pulled and pushed by every worker, over ``ps_tasks`` PS tasks."""
     layer = (Layer(1.0, ((0, 100),)),)
     ps_bytes = (workers * 100,) + (0,) * (ps_tasks - 1)
-    return Links(ps_bytes, ps_bytes, 100, 2 * workers * 100, 2, layers=layer)
+    return DeviceLinks(ps_bytes, ps_bytes, 100, 2 * workers * 100, 2, layers=layer)
 
 
 def test_past_the_first_cycles_plain_ps_workers_queue_beyond_their_step_alone():
@@ -114,7 +115,7 @@ def test_two_workers_on_one_ps_task_wait_half_of_meeting_at_random_where_turns_f
     # RALP with a tail of 4 s on the PS: its critical section busy 4 s of a 4.x s step alone,
     # twice that does not fit, so the two queue for it
     head = (Layer(1.0, ((0, 1),)),)
-    one_ps = Links((2,), (2,), 1, 4, 2, layers=head)
+    one_ps = DeviceLinks((2,), (2,), 1, 4, 2, layers=head)
     tail_heavy = Compute(full_s=4.03, tail_s=4.0)
     alone = ralp_step_time(tail_heavy, replace(one_ps, ps_tx=(1,), ps_rx=(1,)), 1, 100.0,
                            DEVICES)
@@ -124,15 +125,15 @@ def test_two_workers_on_one_ps_task_wait_half_of_meeting_at_random_where_turns_f
 def test_ralp_workers_step_alone_as_their_pipeline_and_queue_beyond_it():
     head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
     # per worker batch: 200 B of kept variables and 50 B of activations each way
-    known = Links((2 * 250,), (2 * 250,), 250, 1000, 6, layers=head)
-    unknown = Links((2 * 250,), (2 * 250,), 250, 1000, 6)
+    known = DeviceLinks((2 * 250,), (2 * 250,), 250, 1000, 6, layers=head)
+    unknown = DeviceLinks((2 * 250,), (2 * 250,), 250, 1000, 6)
     compute = Compute(full_s=3.0, tail_s=1.0)
     faster = ralp_step_time(compute, known, 2, 100.0, DEVICES)
     queued = ralp_step_time(compute, unknown, 2, 100.0, DEVICES)
     assert faster < queued
     # one worker: exactly its pipeline (head 2 s, exchange 1 s, tail 1 s between)
     alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
-    one = Links((250,), (250,), 250, 500, 6, layers=head)
+    one = DeviceLinks((250,), (250,), 250, 500, 6, layers=head)
     assert ralp_step_time(compute, one, 1, 100.0, DEVICES) == pytest.approx(alone)
 
 
@@ -141,7 +142,7 @@ def test_one_ralp_worker_steps_as_its_pipeline_its_bytes_cpu_overlapping_the_wir
     # runs while the bytes cross; it does not add to the step alone (measured on one worker
     # and one PS task: results/devices_n2_alone_1gbit.json)
     head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
-    one = Links((250,), (250,), 250, 500, 6, layers=head)
+    one = DeviceLinks((250,), (250,), 250, 500, 6, layers=head)
     costly = Host(False, 1e-3, 0.0, device_cpus=0.5)
     alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
     assert ralp_step_time(Compute(full_s=3.0, tail_s=1.0), one, 1, 100.0, costly) == \
@@ -164,7 +165,7 @@ def test_plain_ps_on_devices_moves_bytes_no_faster_than_the_ps_cpu_serves_them()
     # and the step 8 s (the PS device's CPU for both workers' bytes, which leaves the
     # compute between them out).
     layer = (Layer(1.0, ((0, 100),)),)
-    links = Links((200,), (200,), 100, 400, 2, layers=layer, in_step=True)
+    links = DeviceLinks((200,), (200,), 100, 400, 2, layers=layer, in_step=True)
     costly = Host(False, 0.02, 0.0, device_cpus=0.5)
     assert ps_step_time(Compute(full_s=3.0, tail_s=0.0), links, 2, 1000.0, costly) == \
         pytest.approx(11.0)

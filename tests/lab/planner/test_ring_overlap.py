@@ -6,15 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from lab.planner.validate import with_overlaps
-from ralp.emulation.budget import Budget, budget_for
-from ralp.emulation.devices import find_hierarchy
-from ralp.planner.calibration import Calibration
-from ralp.planner.device import _check_lent, calibrate_device
-from ralp.planner.host import interpolate_log
-from ralp.planner.model import Compute, Host, Links
-from ralp.planner.modes import PlannerError
-from ralp.planner.ring_overlap import (
+from lab.planner.device_probes import _check_lent, calibrate_device
+from lab.planner.host import interpolate_log
+from lab.planner.host_calibration import HostCalibration
+from lab.planner.ps_step import Compute, Host, Links
+from lab.planner.ring_overlap import (
     MAX_TENSOR_BYTES,
     OVERLAP_RATIOS,
     WIRE_PHASE_S,
@@ -25,13 +21,17 @@ from ralp.planner.ring_overlap import (
     probe_shape,
     solve_wire_factor,
 )
-from ralp.planner.ring_step import (
+from lab.planner.ring_step import (
     collective_step_time,
     device_bytes_phase,
     horovod_step_time,
     ring_phase_terms,
 )
-from ralp.planner.stanza_step import stanza_phase_times
+from lab.planner.stanza_step import stanza_phase_times
+from lab.planner.validate import with_overlaps
+from ralp.emulation.budget import Budget, budget_for
+from ralp.emulation.devices import find_hierarchy
+from ralp.planner.modes import PlannerError
 from tests.needs import HOROVOD_MARKS, needs_netns
 
 HIERARCHY, _ = find_hierarchy()
@@ -142,16 +142,16 @@ def test_horovod_and_stanza_pay_the_unhidden_cpu_and_collective_keeps_full_overl
 
 def test_a_calibration_keeps_the_overlap_and_an_older_one_reads_as_unmeasured(tmp_path):
     curve = ((0.33, 0.8), (1.0, 0.37), (3.0, 0.25))
-    cal = Calibration(Host(False, 1e-9, 0.002, ring_cpu_s_per_byte=1e-9, device_cpus=0.4,
+    cal = HostCalibration(Host(False, 1e-9, 0.002, ring_cpu_s_per_byte=1e-9, device_cpus=0.4,
                            ring_overlap=0.37, ring_overlaps=curve))
     cal.save(tmp_path / "c.json")
-    back = Calibration.load(tmp_path / "c.json").host
+    back = HostCalibration.load(tmp_path / "c.json").host
     assert back.ring_overlap == 0.37 and back.ring_overlaps == curve  # tuples, not lists
     assert back.collective_overlaps == ()
     older = cal.to_dict()
     del older["host"]["ring_overlap"], older["host"]["ring_overlaps"]
-    assert Calibration.from_dict(older).host.ring_overlap is None
-    assert Calibration.from_dict(older).host.ring_overlaps == ()
+    assert HostCalibration.from_dict(older).host.ring_overlap is None
+    assert HostCalibration.from_dict(older).host.ring_overlaps == ()
 
 
 def test_overlaps_of_another_budget_are_refused_before_anything_is_measured():
@@ -299,14 +299,14 @@ def test_a_ring_s_wire_factor_is_lent_with_the_overlaps_measured_with_it():
 
 
 def test_a_calibration_keeps_the_wire_factors_and_an_older_one_reads_as_the_links_rate(tmp_path):
-    cal = Calibration(Host(False, device_cpus=0.4, ring_wire_factor=1.12,
+    cal = HostCalibration(Host(False, device_cpus=0.4, ring_wire_factor=1.12,
                            collective_wire_factor=1.2))
     cal.save(tmp_path / "c.json")
-    back = Calibration.load(tmp_path / "c.json").host
+    back = HostCalibration.load(tmp_path / "c.json").host
     assert (back.wire_factor(), back.wire_factor(collective=True)) == (1.12, 1.2)
     older = cal.to_dict()
     del older["host"]["ring_wire_factor"], older["host"]["collective_wire_factor"]
-    assert Calibration.from_dict(older).host.wire_factor() == 1.0
+    assert HostCalibration.from_dict(older).host.wire_factor() == 1.0
 
 
 def test_a_transfers_cpu_is_lent_only_where_a_calibration_predates_its_probe(tmp_path):
@@ -314,19 +314,19 @@ def test_a_transfers_cpu_is_lent_only_where_a_calibration_predates_its_probe(tmp
     assert with_overlaps(Host(False, device_cpus=0.4), measured).cpu_s_per_message == 1e-4
     own = Host(False, device_cpus=0.4, cpu_s_per_message=2e-4)
     assert with_overlaps(own, measured).cpu_s_per_message == 2e-4
-    cal = Calibration(own)
+    cal = HostCalibration(own)
     cal.save(tmp_path / "c.json")
-    assert Calibration.load(tmp_path / "c.json").host.cpu_s_per_message == 2e-4
+    assert HostCalibration.load(tmp_path / "c.json").host.cpu_s_per_message == 2e-4
     older = cal.to_dict()
     del older["host"]["cpu_s_per_message"]
-    assert Calibration.from_dict(older).host.cpu_s_per_message is None
+    assert HostCalibration.from_dict(older).host.cpu_s_per_message is None
 
 
 def test_each_timed_allreduce_follows_an_untimed_idle_gap():
     import itertools
     import time
 
-    from ralp.planner.allreduce import timed_allreduces
+    from lab.planner.allreduce import timed_allreduces
 
     calls = []
     start = time.perf_counter()
@@ -338,7 +338,7 @@ def test_each_timed_allreduce_follows_an_untimed_idle_gap():
 
 
 def test_the_figure_is_read_at_the_ratio_nearest_one_in_log_ratio():
-    from ralp.planner.ring_overlap import nearest_even
+    from lab.planner.ring_overlap import nearest_even
 
     assert nearest_even([(0.4, 0.1), (2.2, 0.2), (3.0, 0.3)]) == (2.2, 0.2)  # log 2.2 < -log 0.4
     assert nearest_even([(0.6, 0.1), (2.0, 0.2)]) == (0.6, 0.1)
@@ -352,8 +352,8 @@ def test_grpc_s_cpu_on_the_fabric_is_lent_where_a_calibration_lacks_it(tmp_path)
     assert with_overlaps(Host(False, device_cpus=0.4), measured).fabric_cpu_s_per_byte == curve
     own = Host(False, device_cpus=0.4, fabric_cpu_s_per_byte=((1e9, 1e-9),))
     assert with_overlaps(own, measured).fabric_cpu_s_per_byte == ((1e9, 1e-9),)
-    Calibration(measured).save(tmp_path / "c.json")  # the curve round-trips, sorted
-    assert Calibration.load(tmp_path / "c.json").host.fabric_cpu_s_per_byte == curve
+    HostCalibration(measured).save(tmp_path / "c.json")  # the curve round-trips, sorted
+    assert HostCalibration.load(tmp_path / "c.json").host.fabric_cpu_s_per_byte == curve
 
 
 def test_each_record_takes_the_lent_calibration_of_its_own_budget():

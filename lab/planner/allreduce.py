@@ -2,7 +2,7 @@
 
 The Horovod modes move their bytes with Gloo, not gRPC: a fusion-buffer copy, the kernel's
 socket path on both ends and the reduction's sum, without gRPC's serialisation. Its cost per
-byte is measured apart from gRPC's (:mod:`ralp.planner.transfer`) with the real library: two
+byte is measured apart from gRPC's (:mod:`lab.planner.transfer`) with the real library: two
 ranks started by ``horovodrun`` on loopback all-reduce several sizes, each as the trainers
 do (:data:`GROUP_TENSORS` tensors in one grouped, averaged allreduce), and each
 reports the CPU time its process used (``time.process_time``: Horovod's background thread
@@ -11,7 +11,7 @@ together against the bytes that cross the ring's links (2 ranks: each sends S / 
 in all: the byte model's total for a step).
 
 Run as a module, it is one rank of that measurement (``horovodrun ... python -m
-ralp.planner.allreduce``); rank 0 prints the figures as one marked JSON line.
+lab.planner.allreduce``); rank 0 prints the figures as one marked JSON line.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def horovodrun_path() -> str:
 
 def probe_command(sizes: tuple[int, ...], repeats: int) -> list[str]:
     return [horovodrun_path(), "-np", str(RANKS), "-H", f"localhost:{RANKS}", "--gloo",
-            sys.executable, "-m", "ralp.planner.allreduce",
+            sys.executable, "-m", "lab.planner.allreduce",
             ",".join(map(str, sizes)), str(repeats)]
 
 

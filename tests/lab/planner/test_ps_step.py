@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from ralp.planner.model import (
+from lab.planner.device_workload import DeviceLinks
+from lab.planner.ps_step import (
     Compute,
     Host,
-    Links,
     Station,
     mva_cycle_time,
     ps_step_time,
     ralp_step_time,
 )
-from ralp.planner.ring_step import horovod_step_time
+from lab.planner.ring_step import horovod_step_time
 
 
 def repairman_cycle(service: float, think: float, customers: int) -> float:
@@ -42,12 +42,12 @@ def test_mva_adds_at_one_worker_and_saturates_at_the_bottleneck():
     assert mva_cycle_time(stations, 200) / 200 == pytest.approx(0.5, rel=0.02)
 
 
-LINKS = Links(ps_tx=(600, 400), ps_rx=(600, 400), worker_tx=500, total=2000, messages=10)
+LINKS = DeviceLinks(ps_tx=(600, 400), ps_rx=(600, 400), worker_tx=500, total=2000, messages=10)
 
 
 def test_ps_one_worker_real_cluster_is_compute_plus_the_busiest_links_two_directions():
     # the worker talks to both PS tasks at once: ps:1's 200 + 200 bytes hide behind ps:0's
-    one = Links((300, 200), (300, 200), 500, 1000, 10)
+    one = DeviceLinks((300, 200), (300, 200), 500, 1000, 10)
     t = ps_step_time(Compute(1.0, 0.2), one, 1, 100.0, Host(shared=False))
     assert t == pytest.approx(1.0 + (300 + 300) / 100.0)
 
@@ -62,7 +62,7 @@ def test_grpc_cost_on_the_fabric_is_read_at_the_links_rate():
     assert 2e-9 < fabric.grpc_cost(7e8) < 4e-9
     # the model pays it at the links' rate: one worker and one PS, no compute, 1000 bytes
     # through each end; each end's half of 4 ns per byte on its 1-CPU device is 2 us per byte
-    links = Links(ps_tx=(500,), ps_rx=(500,), worker_tx=500, total=1000, messages=0)
+    links = DeviceLinks(ps_tx=(500,), ps_rx=(500,), worker_tx=500, total=1000, messages=0)
     bandwidth = 5e8 / 8
     wire = 2 * 500 / bandwidth  # each direction a queue, one worker: they add
     assert ps_step_time(Compute(0.0, 0.0), links, 1, bandwidth, fabric) == pytest.approx(
@@ -76,7 +76,7 @@ def test_link_directions_overlap_on_devices_and_take_turns_on_a_shared_host():
     # the link: on devices (and real clusters) each direction is a queue of its own, so both
     # PS modes need only the busier direction (600 s a step); on a shared host plain PS's
     # directions take turns (1200 s).
-    links = Links(ps_tx=(600,), ps_rx=(600,), worker_tx=600, total=1200, messages=2)
+    links = DeviceLinks(ps_tx=(600,), ps_rx=(600,), worker_tx=600, total=1200, messages=2)
     real = Host(shared=False)
     ps = ps_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
     ralp = ralp_step_time(Compute(0.0, 0.0), links, 200, 1.0, real)
@@ -102,11 +102,11 @@ def test_each_transfer_costs_cpu_at_both_ends_on_devices():
     # One worker (every term adds), no bytes: 100 transfers per batch at 1 ms of CPU each
     # (both ends), on devices of 0.5 CPU. The worker's end: 100 x 0.5 ms / 0.5 = 0.1 s; each
     # of the two PS tasks serves half the variables: 50 x 0.5 ms / 0.5 = 0.05 s.
-    links = Links(ps_tx=(0, 0), ps_rx=(0, 0), worker_tx=0, total=0, messages=100)
+    links = DeviceLinks(ps_tx=(0, 0), ps_rx=(0, 0), worker_tx=0, total=0, messages=100)
     devices = Host(False, device_cpus=0.5, cpu_s_per_message=1e-3)
     t = ps_step_time(Compute(1.0, 0.2), links, 1, 1.0, devices)
     assert t == pytest.approx(1.0 + 0.1 + 0.05)
-    one_ps = Links(ps_tx=(0,), ps_rx=(0,), worker_tx=0, total=0, messages=100)
+    one_ps = DeviceLinks(ps_tx=(0,), ps_rx=(0,), worker_tx=0, total=0, messages=100)
     assert ralp_step_time(Compute(1.0, 0.2), one_ps, 1, 1.0, devices) == pytest.approx(
         1.0 + 0.1 + 0.1)  # RALP's one PS serves every transfer (head 0.8 s + tail 0.2 s)
     # not measured (an older calibration), or a real cluster's node: no cost
@@ -117,7 +117,7 @@ def test_each_transfer_costs_cpu_at_both_ends_on_devices():
 
 
 def test_ralp_tail_is_serialised_on_a_real_cluster():
-    no_net = Links((0,), (0,), 0, 0, 0)
+    no_net = DeviceLinks((0,), (0,), 0, 0, 0)
     t = ralp_step_time(Compute(1.0, 0.5), no_net, 8, 1.0, Host(shared=False))
     assert t >= 8 * 0.5  # the PS runs eight tails one after the other
     shared = ralp_step_time(Compute(1.0, 0.5), no_net, 8, 1.0, Host(shared=True))
@@ -125,7 +125,7 @@ def test_ralp_tail_is_serialised_on_a_real_cluster():
 
 
 def test_horovod_adds_compute_and_the_ring():
-    links = Links((), (), worker_tx=750, total=3000, messages=6)
+    links = DeviceLinks((), (), worker_tx=750, total=3000, messages=6)
     host = Host(shared=False, message_s=0.01)
     assert horovod_step_time(Compute(1.0, 0.1), links, 4, 100.0, host) == pytest.approx(
         1.0 + 7.5 + 6 * 0.01
@@ -147,11 +147,11 @@ def test_shared_host_charges_cpu_for_bytes_moved():
 
 
 def test_stanza_step_adds_its_phases_on_a_real_cluster():
-    from ralp.planner.model import Compute, Host, Links
-    from ralp.planner.stanza_step import stanza_phase_times, stanza_step_time
+    from lab.planner.ps_step import Compute, Host
+    from lab.planner.stanza_step import stanza_phase_times, stanza_step_time
 
     # 5 CONV ranks, 2 FC ranks (groups of 3 and 2): the busier FC link carries 3 groups' worth.
-    links = Links(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
+    links = DeviceLinks(ps_tx=(300 + 40, 200 + 40), ps_rx=(330 + 40, 220 + 40), worker_tx=999,
                   total=5000, messages=10, rings=(80, 40))
     host = Host(False, message_s=0.001)
     step = stanza_step_time(Compute(1.0, 0.25), links, 5, 100.0, host)
@@ -165,10 +165,10 @@ def test_stanza_step_adds_its_phases_on_a_real_cluster():
 
 
 def test_stanza_on_a_shared_host_queues_every_ranks_compute():
-    from ralp.planner.model import Compute, Host, Links
-    from ralp.planner.stanza_step import stanza_step_time
+    from lab.planner.ps_step import Compute, Host
+    from lab.planner.stanza_step import stanza_step_time
 
-    links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    links = DeviceLinks((100,), (120,), 50, 1000, 2, rings=(10, 0))
     host = Host(True, cpu_s_per_byte=1e-3, capacity=2.0)  # an older calibration: no cores
     step = stanza_step_time(Compute(1.0, 0.25), links, 3, 10.0, host)
     # the 3 heads together at the capacity, the FC rank's 3 tails alone, then each byte
@@ -178,9 +178,9 @@ def test_stanza_on_a_shared_host_queues_every_ranks_compute():
 
 
 def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rate():
-    from ralp.planner.stanza_step import stanza_step_time
+    from lab.planner.stanza_step import stanza_step_time
 
-    links = Links((), (), 300, 1200, 6)  # 4 ranks: 300 B sent each, 1200 B on all links
+    links = DeviceLinks((), (), 300, 1200, 6)  # 4 ranks: 300 B sent each, 1200 B on all links
     compute = Compute(0.5, 0.1)
     # the 4 ranks compute together at the capacity; then the ring: its bytes' CPU seconds
     # over 2 cores (1200 x 4e-4 / 2 = 0.24 s) or its wire, the slower
@@ -199,18 +199,18 @@ def test_a_shared_host_serves_bytes_cpu_on_every_core_and_horovod_pays_gloos_rat
     assert horovod_step_time(compute, links, 4, 1e6, old) == pytest.approx(
         4 * 0.5 / 1.25 + 300 / 1e6 + 1200 * 1e-3 / 1.25)
     # stanza's bytes are Horovod collectives too (here under their wire)
-    fc = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    fc = DeviceLinks((100,), (120,), 50, 1000, 2, rings=(10, 0))
     assert stanza_step_time(compute, fc, 3, 1e6, host) == pytest.approx(
         3 * 0.4 / 1.25 + 3 * 0.1 + 970 * 4e-4 / 2 + 30 * 4e-4 / 2)
     # the PS modes' bytes are gRPC's, on every core: one worker (alone: its own speed, not
     # the capacity's), so the terms add
-    ps = Links((40,), (60,), 100, 100, 4)
+    ps = DeviceLinks((40,), (60,), 100, 100, 4)
     assert ps_step_time(compute, ps, 1, 100.0, host) == pytest.approx(
         0.5 + 100 * 1e-3 / 2 + 100 / 100.0)
 
 
 def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
-    from ralp.planner.stanza_step import stanza_step_time
+    from lab.planner.stanza_step import stanza_step_time
 
     # one batch 0.25 s, four stacked 0.4 s: 0.05 s per further batch
     compute = Compute(1.0, 0.25, tail_stacked_s=0.4, stacked=4)
@@ -218,7 +218,7 @@ def test_stanzas_fc_rank_pays_the_stacked_tails_measured_line_not_g_tails():
     assert compute.tail_group_s(3) == pytest.approx(0.35)
     assert compute.tail_group_s(8) == pytest.approx(0.25 + 7 * 0.05)  # extrapolated
     assert Compute(1.0, 0.25).tail_group_s(3) == pytest.approx(0.75)  # unmeasured: linear
-    links = Links((100,), (120,), 50, 1000, 2, rings=(10, 0))
+    links = DeviceLinks((100,), (120,), 50, 1000, 2, rings=(10, 0))
     real = Host(False)
     assert stanza_step_time(compute, links, 3, 10.0, real) == pytest.approx(
         0.75 + 0.35 + 220 / 10.0 + 10 / 10.0)
@@ -261,20 +261,21 @@ def test_capacity_at_a_process_count_is_the_measured_one_at_or_below_it():
     assert host.speedups(3) == (1.0, 1.2, 1.2)
     assert Host(True, capacity=1.5).capacity_at(7) == 1.5  # one count measured: every count
     # the lockstep modes: 4 ranks compute at the 4-process capacity
-    links = Links((), (), 300, 1200, 6)
+    links = DeviceLinks((), (), 300, 1200, 6)
     assert horovod_step_time(Compute(0.5, 0.1), links, 4, 1e12, host) == pytest.approx(
         4 * 0.5 / 0.9 + 300 / 1e12 + 1200 * 0.0 / 1.2)
 
 
 def test_stanzas_phases_measured_under_horovod_replace_the_single_process_ones():
-    from ralp.planner.model import Compute, Host, Links
-    from ralp.planner.stanza_step import stanza_phase_times
+    from lab.planner.host_calibration import SharedCompute
+    from lab.planner.ps_step import Compute, Host
+    from lab.planner.stanza_step import stanza_phase_times
 
     host = Host(True, cpu_s_per_byte=0.0, capacity=1.2, capacities=((2, 1.2), (4, 1.1)), cores=2)
-    links = Links(ps_tx=(100,), ps_rx=(100,), worker_tx=0, total=200, messages=4, rings=(0, 0))
+    links = DeviceLinks(ps_tx=(100,), ps_rx=(100,), worker_tx=0, total=200, messages=4, rings=(0, 0))
     alone = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05)
-    measured = Compute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05,
-                       stanza_beside=(3, 0.25, 0.33))
+    measured = SharedCompute(0.3, 0.15, tail_stacked_s=0.19, stacked=4, head_measured_s=0.05,
+                             stanza_beside=(3, 0.25, 0.33))
     # at the shape it was measured on (3 CONV ranks, 1 FC rank), the measured phases
     at_probe = stanza_phase_times(measured, links, 3, 1e9, host)
     assert at_probe["heads"] == pytest.approx(0.25) and at_probe["tail"] == pytest.approx(0.33)

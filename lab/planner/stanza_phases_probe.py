@@ -15,7 +15,7 @@ window (from a barrier to the last rank done) over the steps. No bytes cross in 
 the exchange and the rings are the model's byte phases.
 
 Run as a module, it is one rank of that measurement (``horovodrun ... python -m
-ralp.planner.beside``); rank 0 prints the figures as one marked JSON line.
+lab.planner.stanza_phases_probe``); rank 0 prints the figures as one marked JSON line.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 import sys
 import time
 
-from ralp.planner.allreduce import horovodrun_path, run_probe
+from lab.planner.allreduce import horovodrun_path, run_probe
 
 RANKS = 4  # a simulated cluster of N = 4: three CONV ranks and one FC rank
 BESIDE_STEPS = 8
@@ -35,7 +35,7 @@ PROBE_TIMEOUT_S = 600.0
 def probe_command(model: str, batch_size: int, image_size: int, num_classes: int,
                   steps: int, ranks: int = RANKS) -> list[str]:
     return [horovodrun_path(), "-np", str(ranks), "-H", f"localhost:{ranks}", "--gloo",
-            sys.executable, "-m", "ralp.planner.beside", model, str(batch_size),
+            sys.executable, "-m", "lab.planner.stanza_phases_probe", model, str(batch_size),
             str(image_size), str(num_classes), str(steps)]
 
 

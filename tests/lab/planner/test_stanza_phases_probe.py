@@ -2,11 +2,11 @@
 
 import pytest
 
-from ralp.planner import beside
-from ralp.planner.allreduce import AllreduceProbeError
-from ralp.planner.beside import measure_beside
-from ralp.planner.calibration import Calibration, Entry
-from ralp.planner.model import Host
+from lab.planner import stanza_phases_probe as beside
+from lab.planner.allreduce import AllreduceProbeError
+from lab.planner.host import Host
+from lab.planner.host_calibration import HostCalibration, HostEntry
+from lab.planner.stanza_phases_probe import measure_beside
 from tests.needs import needs_horovod
 
 
@@ -25,9 +25,9 @@ def test_without_horovodrun_the_probe_says_so(monkeypatch):
 
 
 def test_a_calibration_keeps_the_measured_phases_through_json():
-    entry = Entry("alexnet", 8, 75, 1000, "pool5", 0.18, 0.14, 5, tail_stacked_s=0.16,
+    entry = HostEntry("alexnet", 8, 75, 1000, "pool5", 0.18, 0.14, 5, tail_stacked_s=0.16,
                   stacked=4, head_s=0.05, stanza_beside=[3, 0.25, 0.33])
-    cal = Calibration(Host(True, 2e-9, cores=2), [entry])
-    back = Calibration.from_dict(cal.to_dict()).find("alexnet", 8, 75, 1000)
+    cal = HostCalibration(Host(True, 2e-9, cores=2), [entry])
+    back = HostCalibration.from_dict(cal.to_dict()).find("alexnet", 8, 75, 1000)
     assert back.compute.stanza_beside == (3, 0.25, 0.33)
-    assert Entry("alexnet", 8, 75, 1000, "pool5", 0.18, 0.14, 5).compute.stanza_beside is None
+    assert HostEntry("alexnet", 8, 75, 1000, "pool5", 0.18, 0.14, 5).compute.stanza_beside is None

@@ -1,7 +1,7 @@
 """How much of a ring allreduce's CPU work hides behind its wire on a budgeted device.
 
 A ring allreduce moves bytes (the wire) and spends CPU on them (Gloo's fusion copies, the
-kernel's socket path, the sum: :mod:`ralp.planner.allreduce`). Where a device's CPU is scarce
+kernel's socket path, the sum: :mod:`lab.planner.allreduce`). Where a device's CPU is scarce
 both take time, and the phase lies between the slower of the two (a perfect pipeline: each
 chunk is summed while the next crosses) and their sum (no pipeline). The budgeted zoo's Horovod
 records fell in between: their ring phase took the wire plus 0.39-0.82 of the ring's CPU time.
@@ -12,11 +12,11 @@ budgeted device (a network namespace and a control group of the bench's budget),
 links shaped at a rate where the wire takes ``ratio`` times as long as the CPU, all-reduce one
 tensor several times. The overlap may depend on that ratio, so a calibration can measure it
 at several (``--overlap-ratios``, about 30 s each; :data:`OVERLAP_RATIOS` by default) and the
-model then reads it at each phase's own ratio (:meth:`ralp.planner.host.Host.overlap_at`).
+model then reads it at each phase's own ratio (:meth:`lab.planner.host.Host.overlap_at`).
 With ``phase`` the median wall
 time of one allreduce, ``wire`` a rank's bytes over the rate plus the ring's hop latencies and
 ``cpu`` the calibrated ring cost of those bytes at the device's pace (the model's own terms,
-:func:`ralp.planner.ring_step.ring_phase_terms`), the overlap is the share of the smaller term that
+:func:`lab.planner.ring_step.ring_phase_terms`), the overlap is the share of the smaller term that
 hid behind the larger:
 
     overlap = (wire + cpu - phase) / min(wire, cpu), within [0, 1]
@@ -41,10 +41,10 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 
+from lab.planner.allreduce import grouped_allreduce, timed_allreduces
+from lab.planner.host import RING_COSTS, RING_FIELDS
 from ralp._compat import exit_without_teardown
 from ralp.errors import RalpError
-from ralp.planner.allreduce import grouped_allreduce, timed_allreduces
-from ralp.planner.host import RING_COSTS, RING_FIELDS
 
 PHASE_TARGET_S = 0.15  # the wire time of one allreduce at an overlap probe's rate
 # The wire factor's probe: a rate where the wire takes WIRE_RATIO times as long as the CPU
@@ -143,7 +143,7 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
     """Measure the overlap of ``library``'s ring (``horovod``: Gloo; ``collective``:
     TensorFlow's, ``MultiWorkerMirroredStrategy``) on two devices of ``budget`` (a
     :class:`ralp.emulation.budget.Budget` with control groups), for ``host``'s calibrated cost
-    per byte of that ring and hop latency (:class:`ralp.planner.model.Host`), over links
+    per byte of that ring and hop latency (:class:`lab.planner.ps_step.Host`), over links
     shaped so that the wire takes ``ratio`` times the CPU's time, with a tensor of about
     ``phase_s`` on the wire, each allreduce after :data:`GAP_S` idle for the rings whose wire
     factor is measured (back to back for the others). Read against a wire factor of 1
@@ -153,8 +153,8 @@ def measure_ring_overlap(host, budget, library: str = "horovod", ratio: float = 
     Raises:
         RalpError: the probe could not run (the message says why).
     """
+    from lab.planner.ring_step import ring_phase_terms
     from ralp.emulation.budget import budget_for
-    from ralp.planner.ring_step import ring_phase_terms
 
     if library not in LIBRARIES:
         raise RalpError(f"no ring {library!r}: one of {', '.join(LIBRARIES)}")
@@ -234,7 +234,7 @@ def measure_ring(host, budget, library: str = "horovod",
 def _launch(library: str, tensor: int, rate_bits: int, pair, gap_s: float) -> dict:
     """Two ranks of ``library`` on devices of ``pair``'s budget, at ``rate_bits``: rank 0's
     record."""
-    command = [sys.executable, "-m", "ralp.planner.ring_overlap", library, str(tensor),
+    command = [sys.executable, "-m", "lab.planner.ring_overlap", library, str(tensor),
                str(REPEATS), str(gap_s)]
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}
     if library == "horovod":
@@ -269,9 +269,9 @@ def _horovod_rank(tensor_bytes: int, repeats: int, gap_s: float) -> None:
 
 def _collective_worker(tensor_bytes: int, repeats: int, gap_s: float) -> None:
     """A worker of TensorFlow's ring (its launcher started it in its device's group)."""
+    from lab.planner.collective_cost import sum_all_reduce
     from ralp._messages import emit
     from ralp.collective.runtime import leave_together, make_strategy
-    from ralp.planner.collective_cost import sum_all_reduce
 
     strategy = make_strategy()
     import tensorflow as tf
