@@ -30,7 +30,7 @@ class DeviceLinks(Links):
     # and variables; empty: not known (a step model then treats the worker as one block)
     layers: tuple[Layer, ...] = ()
     # PS modes on devices, with ``layers``: True predicts an epoch's first cycles, the workers
-    # moving in step (plain PS's layer pipeline for them all, the "convoy"); False, past them
+    # moving in lockstep (plain PS's layer pipeline for them all); False, past them
     in_step: bool = False
 
 

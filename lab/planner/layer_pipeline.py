@@ -1,5 +1,5 @@
 """A PS-mode worker's step on a cluster of devices as a pipeline of its layers: alone (the base
-of every PS mode's step past an epoch's first cycles: :func:`lab.planner.ps_step._beyond_alone`)
+of every PS mode's step past an epoch's first cycles: :func:`lab.planner.ps_step._step_with_queueing`)
 or, inside those cycles, with plain PS's workers in step.
 
 Two things the queueing network (:func:`lab.planner.ps_step.mva_cycle_time`) cannot see, both
@@ -112,7 +112,7 @@ def finish_times(transfers: Sequence[Transfer], capacity: Mapping[Hashable, floa
     return done
 
 
-def convoy_step_s(layers: Sequence[Layer], compute_s: float, workers: int,
+def lockstep_step_s(layers: Sequence[Layer], compute_s: float, workers: int,
                   bandwidth: float, between_s: float = 0.0,
                   backward_ratio: float = BACKWARD_RATIO,
                   cpu_rates: tuple[float, float] = (float("inf"), float("inf"))) -> float:

@@ -22,7 +22,7 @@ their step time comes from a closed queueing network solved exactly by mean-valu
 the terms add (no overlap); with many workers the busiest station bounds the step (full
 overlap). On devices, where the worker's layers are known, the layer pipeline
 (:mod:`lab.planner.layer_pipeline`) gives a worker's step alone, and the workers queue beyond it
-(two on one PS task where turns fit: half the waits, :func:`_beyond_alone`); inside an
+(two on one PS task where turns fit: half the waits, :func:`_step_with_queueing`); inside an
 epoch's first cycles plain PS's workers move in step, the pipeline of them all
 (``Links.in_step``).
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.planner.host import Host
-from lab.planner.layer_pipeline import convoy_step_s
+from lab.planner.layer_pipeline import lockstep_step_s
 from ralp.planner.terms import Compute, Links
 
 
@@ -170,7 +170,7 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
 
     On devices, where the worker's layers are known (``links.layers``), a worker's step alone
     is its layer pipeline (:mod:`lab.planner.layer_pipeline`) and the workers queue beyond it
-    (:func:`_beyond_alone`). Inside an epoch's first cycles (``links.in_step``) the workers
+    (:func:`_step_with_queueing`). Inside an epoch's first cycles (``links.in_step``) the workers
     move in step instead: the step is the pipeline of all of them, or a worker device's CPU
     or the busiest PS device's CPU for all workers' batches, whichever is longest."""
     if host.shared:
@@ -181,13 +181,13 @@ def ps_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
             worker, ps = cpu
             rates = _grpc_rates(host, bandwidth)
             if links.in_step:
-                pipeline = convoy_step_s(links.layers, compute.full_s, workers, bandwidth,
+                pipeline = lockstep_step_s(links.layers, compute.full_s, workers, bandwidth,
                                          cpu_rates=rates)
                 return max(pipeline, worker.demand_s, workers * ps.demand_s)
-            alone = max(convoy_step_s(links.layers, compute.full_s, 1, bandwidth,
+            alone = max(lockstep_step_s(links.layers, compute.full_s, 1, bandwidth,
                                       cpu_rates=rates), worker.demand_s)
             shared = [*_link_stations(links, workers, bandwidth, duplex=True), ps]
-            return _beyond_alone(alone, shared, links, workers)
+            return _step_with_queueing(alone, shared, links, workers)
     stations = [*cpu, *_link_stations(links, workers, bandwidth, duplex=not host.shared)]
     return mva_cycle_time(stations, workers)
 
@@ -202,7 +202,7 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
     directions, a queue each (activations in, boundary gradients out, plus the kept
     variables: :func:`_link_stations`). On devices with the worker's layers known, a worker's
     step alone is :func:`_ralp_alone_s` (or its device's CPU if longer) and the workers queue
-    beyond it (:func:`_beyond_alone`; inside an epoch's first cycles, ``links.in_step``,
+    beyond it (:func:`_step_with_queueing`; inside an epoch's first cycles, ``links.in_step``,
     they do not take turns)."""
     stations = _link_stations(links, workers, bandwidth, duplex=True)
     if host.shared:
@@ -212,12 +212,12 @@ def ralp_step_time(compute: Compute, links: Links, workers: int, bandwidth: floa
                                          compute.tail_s)
         if links.layers:
             alone = max(_ralp_alone_s(compute, links, workers, bandwidth, host), worker.demand_s)
-            return _beyond_alone(alone, [*stations, ps], links, workers)
+            return _step_with_queueing(alone, [*stations, ps], links, workers)
         stations += [worker, ps]
     return mva_cycle_time(stations, workers)
 
 
-def _beyond_alone(alone_s: float, shared: list[Station], links: Links, workers: int) -> float:
+def _step_with_queueing(alone_s: float, shared: list[Station], links: Links, workers: int) -> float:
     """A PS-mode step on devices from a worker's step alone (``alone_s``) and the stations
     its workers share (the PS links' two directions, the busiest PS device).
 
@@ -253,7 +253,7 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
                   host: Host) -> float:
     """A RALP worker's step alone: its head's pipeline with the exchange with the tail (the
     boundary's bytes both ways at the link's rate, and the tail) between its forward and its
-    backward (:func:`convoy_step_s` for one worker).
+    backward (:func:`lockstep_step_s` for one worker).
 
     With the worker's delay set to what this leaves beyond the shared stations (the PS
     link's two directions and the PS device), the queueing network at one worker gives this
@@ -265,7 +265,7 @@ def _ralp_alone_s(compute: Compute, links: Links, workers: int, bandwidth: float
     rates = _grpc_rates(host, bandwidth)
     exchange_s = ((max(0.0, bytes_in - kept) + max(0.0, bytes_out - kept))
                   / min(bandwidth, *rates))
-    return convoy_step_s(links.layers, compute.head_s, 1, bandwidth,
+    return lockstep_step_s(links.layers, compute.head_s, 1, bandwidth,
                          between_s=exchange_s + compute.tail_s, cpu_rates=rates)
 
 

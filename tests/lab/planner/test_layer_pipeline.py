@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from lab.planner.device_workload import DeviceLinks
-from lab.planner.layer_pipeline import Layer, Transfer, convoy_step_s, finish_times, max_min_rates
+from lab.planner.layer_pipeline import Layer, Transfer, finish_times, lockstep_step_s, max_min_rates
 from lab.planner.ps_step import Compute, Host, ps_step_time, ralp_step_time
 
 
@@ -26,15 +26,15 @@ def test_finish_times_share_a_link_then_speed_up():
 
 def test_a_step_without_bytes_is_its_compute():
     layers = (Layer(0.25), Layer(0.75))
-    assert convoy_step_s(layers, 3.0, workers=4, bandwidth=1.0) == pytest.approx(3.0)
+    assert lockstep_step_s(layers, 3.0, workers=4, bandwidth=1.0) == pytest.approx(3.0)
 
 
 def test_workers_in_step_take_turns_on_the_ps_link():
     # one variable of 10 bytes on ps:0, no compute: every worker pulls it at a W-th of the
     # link, then pushes it the same way: 2 x W x 10 / bandwidth
     layers = (Layer(1.0, ((0, 10),)),)
-    assert convoy_step_s(layers, 0.0, workers=1, bandwidth=5.0) == pytest.approx(4.0)
-    assert convoy_step_s(layers, 0.0, workers=3, bandwidth=5.0) == pytest.approx(12.0)
+    assert lockstep_step_s(layers, 0.0, workers=1, bandwidth=5.0) == pytest.approx(4.0)
+    assert lockstep_step_s(layers, 0.0, workers=3, bandwidth=5.0) == pytest.approx(12.0)
 
 
 def test_the_forward_waits_for_every_read_and_the_backward_overlaps_the_pushes():
@@ -46,21 +46,21 @@ def test_the_forward_waits_for_every_read_and_the_backward_overlaps_the_pushes()
     # alone from 12 (1 byte by 13), then both at half the link: the 1 byte done at 15, 7 bytes
     # left then, alone: done at 22.
     layers = (Layer(0.5, ((0, 1),)), Layer(0.5, ((0, 9),)))
-    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) == pytest.approx(22.0)
+    assert lockstep_step_s(layers, 3.0, workers=1, bandwidth=1.0) == pytest.approx(22.0)
     # nothing overlapping would take 10 + 3 + 10
-    assert convoy_step_s(layers, 3.0, workers=1, bandwidth=1.0) < 23.0
+    assert lockstep_step_s(layers, 3.0, workers=1, bandwidth=1.0) < 23.0
 
 
 def test_the_worker_link_bounds_pulls_from_several_ps_tasks():
     # two variables of 10 bytes on two PS tasks, 2 workers: each PS link gives a worker half
     # of 10 bytes/s, but its own link carries both: 10 bytes/s for 20 bytes each way
     layers = (Layer(1.0, ((0, 10), (1, 10))),)
-    assert convoy_step_s(layers, 0.0, workers=2, bandwidth=10.0) == pytest.approx(4.0)
+    assert lockstep_step_s(layers, 0.0, workers=2, bandwidth=10.0) == pytest.approx(4.0)
 
 
 def test_between_s_waits_between_forward_and_backward():
     layers = (Layer(1.0),)
-    assert convoy_step_s(layers, 3.0, 1, 1.0, between_s=2.0) == pytest.approx(5.0)
+    assert lockstep_step_s(layers, 3.0, 1, 1.0, between_s=2.0) == pytest.approx(5.0)
 
 
 DEVICES = Host(False, 0.0, 0.0, device_cpus=0.5)
@@ -70,11 +70,11 @@ def test_plain_ps_in_the_first_cycles_steps_as_its_pipeline_or_its_busiest_cpu()
     layers = (Layer(0.5, ((0, 100),)), Layer(0.5, ((1, 100),)))
     links = DeviceLinks((200, 200), (200, 200), 200, 800, 4, layers=layers, in_step=True)
     compute = Compute(full_s=1.0, tail_s=0.0)
-    pipeline = convoy_step_s(layers, 1.0, 2, 100.0)
+    pipeline = lockstep_step_s(layers, 1.0, 2, 100.0)
     assert ps_step_time(compute, links, 2, 100.0, DEVICES) == pytest.approx(pipeline)
     slow = Compute(full_s=50.0, tail_s=0.0)  # compute-bound: the worker's device sets it
     assert ps_step_time(slow, links, 2, 100.0, DEVICES) == pytest.approx(
-        max(50.0, convoy_step_s(layers, 50.0, 2, 100.0)))
+        max(50.0, lockstep_step_s(layers, 50.0, 2, 100.0)))
 
 
 def _one_variable(ps_tasks: int, workers: int) -> DeviceLinks:
@@ -132,7 +132,7 @@ def test_ralp_workers_step_alone_as_their_pipeline_and_queue_beyond_it():
     queued = ralp_step_time(compute, unknown, 2, 100.0, DEVICES)
     assert faster < queued
     # one worker: exactly its pipeline (head 2 s, exchange 1 s, tail 1 s between)
-    alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
+    alone = lockstep_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
     one = DeviceLinks((250,), (250,), 250, 500, 6, layers=head)
     assert ralp_step_time(compute, one, 1, 100.0, DEVICES) == pytest.approx(alone)
 
@@ -144,7 +144,7 @@ def test_one_ralp_worker_steps_as_its_pipeline_its_bytes_cpu_overlapping_the_wir
     head = (Layer(0.5, ((0, 100),)), Layer(0.5, ((0, 100),)))
     one = DeviceLinks((250,), (250,), 250, 500, 6, layers=head)
     costly = Host(False, 1e-3, 0.0, device_cpus=0.5)
-    alone = convoy_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
+    alone = lockstep_step_s(head, 2.0, 1, 100.0, between_s=1.0 + 1.0)
     assert ralp_step_time(Compute(full_s=3.0, tail_s=1.0), one, 1, 100.0, costly) == \
         pytest.approx(alone)
 
@@ -153,9 +153,9 @@ def test_a_link_carries_no_faster_than_its_ends_cpu_serves_it():
     # 100 B pulled and pushed over a 100 B/s link whose worker end's CPU moves 50 B/s: 2 s
     # each way, not 1; the PS end's CPU (25 B/s) shared by 2 workers in step: 8 s each way
     layer = (Layer(1.0, ((0, 100),)),)
-    assert convoy_step_s(layer, 0.0, 1, 100.0) == pytest.approx(2.0)
-    assert convoy_step_s(layer, 0.0, 1, 100.0, cpu_rates=(50.0, 1e9)) == pytest.approx(4.0)
-    assert convoy_step_s(layer, 0.0, 2, 100.0, cpu_rates=(1e9, 25.0)) == pytest.approx(16.0)
+    assert lockstep_step_s(layer, 0.0, 1, 100.0) == pytest.approx(2.0)
+    assert lockstep_step_s(layer, 0.0, 1, 100.0, cpu_rates=(50.0, 1e9)) == pytest.approx(4.0)
+    assert lockstep_step_s(layer, 0.0, 2, 100.0, cpu_rates=(1e9, 25.0)) == pytest.approx(16.0)
 
 
 def test_plain_ps_on_devices_moves_bytes_no_faster_than_the_ps_cpu_serves_them():
