@@ -23,6 +23,14 @@ def human_count(n: float) -> str:
     return _decimal(n, ("", "K", "M", "G", "T"), "")
 
 
+def human_seconds(s: float) -> str:
+    """A duration with three significant figures: ``1.23 s``, ``45.6 ms``, ``789 us``."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if abs(s) >= scale or unit == "us":
+            return f"{s / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
 def text_grid(
     header: list[str], body: list[list[str]], divider_after: int | None = None, divider: str = ""
 ) -> list[str]:

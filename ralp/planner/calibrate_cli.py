@@ -40,6 +40,7 @@ def calibrate(args) -> str:
     """The calibration ``args`` ask for, written to ``--output``; returns its summary."""
     import os
 
+    from ralp._text import human_seconds
     from ralp.defaults import DEFAULT_BATCH_SIZE
     from ralp.models import get_model_spec
     from ralp.planner.api import calibrate, calibrate_zoo
@@ -75,8 +76,8 @@ def calibrate(args) -> str:
     cal.add(new.entries[0])
     cal.save(args.output)
     entry = new.entries[0]
-    return (f"{name} batch {batch} image {image}: whole model {entry.full_s:.4f} s, tail "
-            f"(after {entry.split_after}) {entry.tail_s:.4f} s per step, measured on "
+    return (f"{name} batch {batch} image {image}: whole model {human_seconds(entry.full_s)}, "
+            f"tail (after {entry.split_after}) {human_seconds(entry.tail_s)} per step, on "
             f"{new.machine}; wrote {args.output}")
 
 

@@ -92,6 +92,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
 
 
 def _measure_here(args, s: Subject, measure):
+    from ralp._text import human_seconds
     from ralp.models import build_model
 
     started = time.perf_counter()
@@ -104,6 +105,6 @@ def _measure_here(args, s: Subject, measure):
             f"ralp.planner --calibrate --model {s.name} --batch-size {s.batch} --image-size "
             f"{s.image} --output cal.json, then --compute-profile cal.json")
     print(f"measured {s.name} here (batch {s.batch}, {s.image} px): whole model "
-          f"{entry.full_s:.2f} s, tail {entry.tail_s:.2f} s per step, in "
+          f"{human_seconds(entry.full_s)}, tail {human_seconds(entry.tail_s)} per step, in "
           f"{time.perf_counter() - started:.0f} s{keep}", file=sys.stderr)
     return entry
