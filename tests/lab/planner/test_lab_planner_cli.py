@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lab.planner.cli import run
-from lab.planner.ps_step import Host
-from ralp.planner.calibration import Calibration, Entry
+from lab.planner.host import Host
+from lab.planner.host_calibration import HostCalibration, HostEntry
 
 pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
 
@@ -22,8 +22,8 @@ SWEEP = DATA / "bench_sweep_1gbit.json"
 @pytest.fixture
 def calibration(tmp_path):
     path = tmp_path / "cal.json"
-    entries = [Entry("alexnet", 8, 75, 1000, "pool5", 0.05, 0.01, 5)]
-    Calibration(Host(True, 1e-9, 1e-4), entries, "test").save(path)
+    entries = [HostEntry("alexnet", 8, 75, 1000, "pool5", 0.05, 0.01, 5)]
+    HostCalibration(Host(True, 1e-9, 1e-4), entries, "test").save(path)
     return path
 
 
@@ -85,7 +85,7 @@ def test_bad_input_exits_2_without_a_traceback(argv, message):
 def test_a_record_without_calibration_is_named(results, tmp_path, capsys):
     path, _ = results
     empty = tmp_path / "empty.json"
-    Calibration(Host(True), [], "test").save(empty)
+    HostCalibration(Host(True), [], "test").save(empty)
     assert run(["--validate", str(path), "--compute-profile", str(empty)]) == 2
     assert "no calibration for alexnet at batch 8" in capsys.readouterr().err
 
@@ -107,7 +107,7 @@ def test_a_record_carrying_its_calibration_is_predicted_from_it(calibration, res
     path, records = results
     # the calibration taken beside the run (python -m ralp.bench --calibrate): 3x slower
     # compute than the profile's, kept in the first record only
-    beside = Calibration(Host(True, 2e-9, 1e-4), [Entry("alexnet", 8, 75, 1000, "pool5", 0.15,
+    beside = HostCalibration(Host(True, 2e-9, 1e-4), [HostEntry("alexnet", 8, 75, 1000, "pool5", 0.15,
                                                         0.03, 5, capacity=1.2)], "beside")
     own = [{**records[0], "calibration": {**beside.to_dict(), "measured_at": 1.0}}, *records[1:]]
     mixed = tmp_path / "mixed.json"
@@ -141,13 +141,13 @@ def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(res
     from ralp.planner.cli import _zoo_workload
 
     _, records = results
-    base = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2)
-    counted = Entry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2,
+    base = HostEntry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2)
+    counted = HostEntry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2,
                     capacities=[[2, 1.2], [4, 0.7]])
     host = Host(True, 2e-9, 1e-4, cores=2)
 
     def carrying(entry):
-        cal = Calibration(host, [entry], "beside").to_dict()
+        cal = HostCalibration(host, [entry], "beside").to_dict()
         return [("r.json", {**r, "calibration": cal}) for r in records]
 
     fitted = [validate.predict_records(carrying(e), None, _zoo_workload, capacity=1.5)
@@ -165,7 +165,7 @@ def test_overlaps_from_a_later_calibration_slow_only_the_rings(tmp_path, capsys)
     records.write_text(json.dumps([r for r in zoo if r["model"] == "alexnet"]))
     later = tmp_path / "later.json"
     nothing_hidden = ((1.0, 0.0),)  # a curve: it serves even where a record has a figure
-    Calibration(Host(False, ring_overlaps=nothing_hidden, collective_overlaps=nothing_hidden),
+    HostCalibration(Host(False, ring_overlaps=nothing_hidden, collective_overlaps=nothing_hidden),
                 [], "later").save(later)
     predicted = []
     for extra in ([], ["--overlap-from", str(later)]):
@@ -188,7 +188,7 @@ def test_overlap_ratios_need_budgeted_devices_and_positive_ratios(tmp_path, caps
              "0", "--output", str(out)])
     assert refused.value.code == 2 and "positive number" in capsys.readouterr().err
     lent = tmp_path / "lent.json"
-    Calibration(Host(False, device_cpus=0.425, ring_overlap=0.5), [], "lent").save(lent)
+    HostCalibration(Host(False, device_cpus=0.425, ring_overlap=0.5), [], "lent").save(lent)
     assert run(["--calibrate", "--model", "lenet", "--device-cpus", "auto", "--overlap-from",
                 str(lent), "--overlap-ratios", "1", "3", "--output", str(out)]) == 2
     assert "give one of them" in capsys.readouterr().err
@@ -209,7 +209,7 @@ def test_transfer_rates_need_budgeted_devices_and_rates(tmp_path, capsys):
 
 def test_overlaps_for_a_calibration_need_a_zoo_model_on_budgeted_devices(tmp_path, capsys):
     later = tmp_path / "later.json"
-    Calibration(Host(False, ring_overlaps=((1.0, 0.5),)), [], "later").save(later)
+    HostCalibration(Host(False, ring_overlaps=((1.0, 0.5),)), [], "later").save(later)
     assert run(["--calibrate", "--model", "lenet", "--overlap-from", str(later), "--output",
                 str(tmp_path / "cal.json")]) == 2
     assert "--device-cpus" in capsys.readouterr().err
