@@ -116,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _exit_together() -> None:
     """Every rank leaves at once, after a last barrier, without the interpreter's teardown of
-    TensorFlow (it took 2 to 20 s per job, measured on 4 ranks). Horovod is shut down first:
-    its background loop keeps exchanging with the other ranks after the barrier, and a rank
-    whose peer had already left aborted on the closed connection (gloo::IoException), which
-    failed the run after its record (Stanza, 8 ranks on shared CPUs)."""
+    TensorFlow (which can take seconds per rank). Horovod is shut down first: its background
+    loop keeps exchanging with the other ranks after the barrier, and a rank whose peer has
+    already left aborts on the closed connection (gloo::IoException), failing the run after
+    its record."""
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
