@@ -6,7 +6,7 @@
 #
 #   --debootstrap  make the base here: Debian bookworm with Python 3.11 from Debian's packages
 #                  (debootstrap), for machines that cannot reach a container registry
-#   --base IMAGE   the base image (default: the Containerfile's, python:3.11-slim)
+#   --base IMAGE   the base image (default: the Containerfile's, python:3.11-slim-bookworm)
 #   --cuda         TensorFlow's CUDA build (give a CUDA --base); cannot run without a GPU
 #   --no-horovod   skip Horovod's build (modes horovod and stanza then unavailable)
 #   --no-run       build only
@@ -75,8 +75,11 @@ if [ -f "$ca" ]; then
 fi
 echo "image: building $TAG (base: ${base:-the Containerfile default}, TensorFlow: $tensorflow, Horovod: $horovod)"
 start=$(date +%s)
-"${BUILDAH[@]}" bud --isolation chroot --layers=false "${args[@]}" -t "$TAG" -f Containerfile .
-echo "image: built $TAG in $(( $(date +%s) - start )) s"
+# buildah's step-by-step log goes to stderr: stdout is the summary (these lines and the short
+# job's table), as lab/experiments/image_build.py records it.
+"${BUILDAH[@]}" bud --isolation chroot --layers=false "${args[@]}" -t "$TAG" -f Containerfile . >&2
+echo "image: built $TAG in $(( $(date +%s) - start )) s" \
+    "($("${BUILDAH[@]}" images --noheading --format '{{.ID}}, {{.Size}}' "$TAG"))"
 
 if [ "$run" = 1 ]; then
     ctr=$("${BUILDAH[@]}" from "$TAG"); containers+=("$ctr")
