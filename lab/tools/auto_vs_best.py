@@ -9,7 +9,7 @@
 A setting is (model, devices, bandwidth, batch, image size). Its best measured mode is the
 fastest record of any fixed mode. Auto's measured throughput is the record of a
 ``--modes auto`` run of that setting where one is given; else the planner's choice is made
-here exactly as ``--modes auto`` makes it (``ralp.bench.auto.chooser``, same calibration) and
+here exactly as ``--modes auto`` makes it (``ralp.bench.mode_choice.chooser``, same calibration) and
 the record of that mode, with the same resources (stanza: the same FC ranks), is auto's
 run: the bench would have run that very configuration. A choice no record ran is reported
 as not measured.
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ralp._text import text_grid
-from ralp.bench.auto import chooser, offered_modes
+from ralp.bench.mode_choice import chooser, offered_modes
 
 
 def setting_of(r: dict) -> tuple:

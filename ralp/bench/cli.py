@@ -276,7 +276,7 @@ def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
     """(--modes auto's chooser, --fc-workers auto's chooser): the planner's picks, or None."""
     if not (auto or request.fc_workers == AUTO):
         return None, None
-    from ralp.bench.auto import chooser, offered_modes
+    from ralp.bench.mode_choice import chooser, offered_modes
 
     if auto:
         return chooser(backend, launcher.bandwidth, request.compute_profile,

@@ -50,7 +50,7 @@ class DefaultComparison:
 
 
 DEFAULT_COMPARISON = DefaultComparison()
-AUTO = "auto"  # --modes auto: the planner's choice (ralp.bench.auto resolves it)
+AUTO = "auto"  # --modes auto: the planner's choice (ralp.bench.mode_choice resolves it)
 # (model, devices, workload fields) -> (chosen mode, the record's ``auto`` field)
 ChooseMode = Callable[[str, int, dict], tuple[str, dict]]
 SCENARIOS = ("all-ps", "all-ralp", "mixed")
@@ -229,7 +229,7 @@ class BenchRequest:
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
         if mode == "stanza" and self.fc_workers == AUTO:
             if assign is None:
-                raise BenchError("--fc-workers auto needs the planner (ralp.bench.auto)")
+                raise BenchError("--fc-workers auto needs the planner (ralp.bench.mode_choice)")
             _, why = assign(model, devices, {**workload, "device_cpus": cpus})
             return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
                                        **workload)
@@ -243,7 +243,7 @@ class BenchRequest:
     def _auto_run(self, model: str, devices: int, choose: ChooseMode | None,
                   cpus: str = AUTO_CPUS) -> RunSpec:
         if choose is None:
-            raise BenchError("mode auto needs the planner to choose (ralp.bench.auto)")
+            raise BenchError("mode auto needs the planner to choose (ralp.bench.mode_choice)")
         workload = {**self.workload(model), "device_cpus": cpus}  # each budget its own choice
         mode, why = choose(model, devices, workload)
         return RunSpec.for_devices(model, mode, devices, why.get("fc_workers", 1), auto=why,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ralp.bench.auto import chooser, offered_modes
 from ralp.bench.config import BenchRequest
+from ralp.bench.mode_choice import chooser, offered_modes
 from ralp.bench.records import make_record
 from ralp.bench.runspec import BenchError
 from ralp.models import build_model
