@@ -18,9 +18,7 @@ called as :func:`calibration_command` is; a variable, as the device watcher is
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ralp._named import named_attribute
 from ralp.bench.runspec import SHARED_CPUS, RunSpec
 from ralp.emulation.budget import default_share
 from ralp.errors import RalpError
@@ -65,19 +64,11 @@ def calibration_command(run: RunSpec, output: str, steps: int, earlier: Sequence
 def command_maker():
     """The calibration command's maker: ``$RALP_BENCH_CALIBRATION``'s, else
     :func:`calibration_command`."""
-    spec = os.environ.get(CALIBRATION_ENV, "").strip()
-    if not spec:
-        return calibration_command
-    module, _, name = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise RalpError(f"{CALIBRATION_ENV}={spec}: no calibration command there ({e}); name "
-                        "its maker as module:attribute") from None
+    return named_attribute(CALIBRATION_ENV, "calibration command") or calibration_command
 
 
 def budget_key(run: RunSpec) -> tuple | None:
-    """The devices' budget ``run`` calibrates on (None: shared CPUs, no rings' overlaps)."""
+    """The devices' budget ``run`` calibrates on (None: shared CPUs)."""
     return None if run.device_cpus == SHARED_CPUS else (run.device_cpus, run.devices)
 
 

@@ -21,13 +21,12 @@ watcher's :meth:`~DeviceWatcher.window` turns two readings into the fields a rec
 
 from __future__ import annotations
 
-import importlib
 import mmap
-import os
 import struct
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ralp._named import named_attribute
 from ralp.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -62,15 +61,7 @@ class DeviceWatcher(Protocol):
 
 def factory():
     """The watcher factory ``$RALP_DEVICE_WATCHER`` names (None when unset)."""
-    spec = os.environ.get(WATCHER_ENV, "").strip()
-    if not spec:
-        return None
-    module, _, name = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise ClusterError(f"{WATCHER_ENV}={spec}: no device watcher there ({e}); name one as "
-                           "module:attribute") from None
+    return named_attribute(WATCHER_ENV, "device watcher", ClusterError)
 
 
 def budget_words() -> Mapping[str, str]:
