@@ -17,11 +17,17 @@ from pathlib import Path
 
 from lab.planner.host import Host
 from ralp.errors import InvalidArgumentError
-from ralp.planner.calibration import SCHEMA_VERSION, Calibration, Entry
-from ralp.planner.modes import PlannerError
+from ralp.planner.calibration import (
+    SCHEMA_VERSION,
+    Calibration,
+    Entry,
+    find_entry,
+    read_file,
+)
 from ralp.planner.terms import Compute
 
 LAB_FORMAT = 1
+CALIBRATE = "python -m lab.planner.calibrate"  # the command that writes one
 
 
 @dataclass(frozen=True)
@@ -75,16 +81,7 @@ class HostCalibration:
     machine: str = ""  # where it was measured (hostname, cores), for the reader
 
     def find(self, model: str, batch_size: int, image_size: int, num_classes: int) -> HostEntry:
-        key = (model, batch_size, image_size, num_classes)
-        for e in self.entries:
-            if e.key == key:
-                return e
-        raise PlannerError(
-            f"no calibration for {model} at batch {batch_size}, image {image_size}, "
-            f"{num_classes} classes; measure it with python -m lab.planner.calibrate "
-            f"--model {model} --batch-size {batch_size} --image-size {image_size} "
-            f"--num-classes {num_classes} --output FILE"
-        )
+        return find_entry(self.entries, (model, batch_size, image_size, num_classes), CALIBRATE)
 
     def add(self, entry: Entry) -> None:
         if not isinstance(entry, HostEntry):
@@ -100,14 +97,7 @@ class HostCalibration:
 
     @classmethod
     def load(cls, path: str | Path) -> HostCalibration:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except OSError as e:
-            problem = e.strerror or str(e)
-        except (ValueError, KeyError, TypeError) as e:
-            problem = str(e)
-        raise PlannerError(f"cannot read calibration {str(path)!r}: {problem}; write one with "
-                           "python -m lab.planner.calibrate --model NAME --output FILE")
+        return read_file(path, cls.from_dict, CALIBRATE)
 
     @classmethod
     def from_dict(cls, data: dict) -> HostCalibration:

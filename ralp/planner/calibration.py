@@ -30,6 +30,7 @@ from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
 
 SCHEMA_VERSION = 2
+CALIBRATE = "python -m ralp.planner --calibrate"  # the command that writes a calibration
 DEFAULT_CALIBRATION_STEPS = 5
 STACKED = 4  # worker batches the tail is also timed on at once (Stanza's FC rank stacks them)
 CALIBRATION_WARMUP = 2
@@ -90,6 +91,34 @@ def migrate(data: dict) -> dict:
                                f"versions 1 to {SCHEMA_VERSION}")
 
 
+def find_entry(entries, key: tuple, command: str):
+    """The entry of ``entries`` whose (model, batch, image size, classes) is ``key``. Raises
+    PlannerError saying how to measure it with ``command``."""
+    for e in entries:
+        if e.key == key:
+            return e
+    model, batch_size, image_size, num_classes = key
+    raise PlannerError(
+        f"no calibration for {model} at batch {batch_size}, image {image_size}, "
+        f"{num_classes} classes; measure it with {command} "
+        f"--model {model} --batch-size {batch_size} --image-size {image_size} "
+        f"--num-classes {num_classes} --output FILE"
+    )
+
+
+def read_file(path: str | Path, parse, command: str):
+    """``parse`` of the JSON at ``path``. Raises PlannerError saying what is wrong with the
+    file (unreadable, not JSON, or refused by ``parse``) and how ``command`` writes one."""
+    try:
+        return parse(json.loads(Path(path).read_text()))
+    except OSError as e:
+        problem = e.strerror or str(e)
+    except (ValueError, KeyError, TypeError) as e:
+        problem = str(e)
+    raise PlannerError(f"cannot read calibration {str(path)!r}: {problem}; write one with "
+                       f"{command} --model NAME --output FILE")
+
+
 @dataclass
 class Calibration:
     """Compute times measured on one machine (``machine``: where, for the reader)."""
@@ -98,16 +127,7 @@ class Calibration:
     machine: str = ""
 
     def find(self, model: str, batch_size: int, image_size: int, num_classes: int) -> Entry:
-        key = (model, batch_size, image_size, num_classes)
-        for e in self.entries:
-            if e.key == key:
-                return e
-        raise PlannerError(
-            f"no calibration for {model} at batch {batch_size}, image {image_size}, "
-            f"{num_classes} classes; measure it with python -m ralp.planner --calibrate "
-            f"--model {model} --batch-size {batch_size} --image-size {image_size} "
-            f"--num-classes {num_classes} --output FILE"
-        )
+        return find_entry(self.entries, (model, batch_size, image_size, num_classes), CALIBRATE)
 
     def add(self, entry: Entry) -> None:
         self.entries = [e for e in self.entries if e.key != entry.key] + [entry]
@@ -121,14 +141,7 @@ class Calibration:
 
     @classmethod
     def load(cls, path: str | Path) -> Calibration:
-        try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
-        except OSError as e:
-            problem = e.strerror or str(e)
-        except (ValueError, KeyError, TypeError) as e:
-            problem = str(e)
-        raise PlannerError(f"cannot read calibration {str(path)!r}: {problem}; write one with "
-                           "python -m ralp.planner --calibrate --model NAME --output FILE")
+        return read_file(path, cls.from_dict, CALIBRATE)
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
