@@ -22,30 +22,20 @@ from collections.abc import Sequence
 from ralp._cli import (
     UsageError,
     positive_float,
-    positive_int,
 )
 
 PROG = "python -m lab.planner.calibrate"
 
 
 def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The calibration's options (added to ``p`` where given)."""
-    p = p or argparse.ArgumentParser(prog=PROG, description="Calibrate the simulated cluster: "
-                                     "a model's compute and the probes of its links.")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", help="a model of the zoo")
-    src.add_argument("--keras-model", metavar="PATH", help="a saved .keras model file")
-    p.add_argument("--batch-size", type=positive_int)
-    p.add_argument("--image-size", type=positive_int)
-    p.add_argument("--num-classes", type=positive_int, default=1000)
-    p.add_argument("--devices", type=positive_int, nargs="+", default=[4])
+    """The product's calibration options and the probes' (added to ``p`` where given)."""
+    from ralp.planner.calibrate_cli import parser as device_parser
+
+    p = device_parser(p or argparse.ArgumentParser(
+        prog=PROG, description="Calibrate the simulated cluster: a model's compute and the "
+        "probes of its links."))
     p.add_argument("--shared-host", action="store_true",
                    help="every task shares this host's cores")
-    p.add_argument("--device-cpus", metavar="CPUS", help="measure on one device of the "
-                   "budgeted simulated cluster of --devices N devices: 'auto' or CPUs")
-    p.add_argument("--output", metavar="FILE", help="the calibration JSON to write "
-                   "(entries of an existing file are kept)")
-    p.add_argument("--steps", type=positive_int, default=None, help="timed steps")
     p.add_argument("--overlap-from", metavar="FILE", nargs="+",
                    help="a calibration of the same budget whose rings' overlaps serve")
     p.add_argument("--overlap-ratios", type=positive_float, nargs="+", metavar="R",
@@ -53,8 +43,6 @@ def parser(p: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p.add_argument("--transfer-rates", nargs="+", metavar="RATE", default=(),
                    help="measure gRPC's CPU per byte on the simulated fabric at these rates")
     return p
-
-
 
 
 def calibrate(args) -> str:
@@ -94,11 +82,11 @@ def calibrate(args) -> str:
         name, image = model.name, new.entries[0].image_size
     else:
         raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
-    entries = HostCalibration.load(args.output).entries if os.path.exists(args.output) else []
-    cal = HostCalibration(new.host, entries, new.machine)
-    cal.add(new.entries[0])
-    cal.save(args.output)
-    return _calibration_summary(name, batch, image, new.entries[0], new.host, args.output)
+    entry = new.entries[0]
+    if os.path.exists(args.output):
+        new = HostCalibration.load(args.output).merged(new)
+    new.save(args.output)
+    return _calibration_summary(name, batch, image, entry, new.host, args.output)
 
 
 def _transfer_rates(args) -> tuple[int, ...]:

@@ -44,8 +44,8 @@ def transfer_host(shared_host: bool, capacity: float = 1.0) -> Host:
 
 
 def calibrate_host(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: bool = False,
-              steps: int = DEFAULT_CALIBRATION_STEPS, device_cpus: str | None = None,
-              devices: int = 4) -> HostCalibration:
+                   steps: int = DEFAULT_CALIBRATION_STEPS, device_cpus: str | None = None,
+                   devices: int = 4) -> HostCalibration:
     """A calibration of ``model`` (a Keras model) on this host: its compute times and the
     cost of a transfer (measured in a fresh process). ``shared_host``: the cluster to plan
     shares this host's cores (the simulated netns cluster on shared CPUs), so compute and
@@ -67,19 +67,19 @@ def calibrate_host(model, batch_size: int = DEFAULT_BATCH_SIZE, *, shared_host: 
             load_source(path, entry.num_classes, entry.image_size)  # as the helpers will
         except Exception as e:  # noqa: BLE001 - Keras raises many types; say why and go on
             warn(f"{model.name} cannot be saved and loaded back ({type(e).__name__}: "
-                          f"{e}): the host's capacity and Stanza's phases under Horovod are "
-                          "not measured (capacity 1 serves)")
+                 f"{e}): the host's capacity and Stanza's phases under Horovod are "
+                 "not measured (capacity 1 serves)")
             return HostCalibration(transfer_host(True), [HostEntry.of(entry)], this_machine())
         return _calibrate_shared(entry, path)
 
 
 def calibrate_zoo_host(model: str, batch_size: int, image_size: int, num_classes: int, *,
-                  shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS,
-                  device_cpus: str | None = None, devices: int = 4,
-                  overlaps: Host | None = None,
-                  overlap_ratios: tuple[float, ...] | None = None,
-                  transfer_rates: tuple[int, ...] = ()) -> HostCalibration:
-    """A calibration of the zoo's ``model`` on this host (``python -m ralp.planner --calibrate``):
+                       shared_host: bool, steps: int = DEFAULT_CALIBRATION_STEPS,
+                       device_cpus: str | None = None, devices: int = 4,
+                       overlaps: Host | None = None,
+                       overlap_ratios: tuple[float, ...] | None = None,
+                       transfer_rates: tuple[int, ...] = ()) -> HostCalibration:
+    """A calibration of the zoo's ``model`` on this host (``python -m lab.planner.calibrate``):
     its compute times, the cost of a transfer and, for a ``shared_host`` (the simulated
     cluster on shared CPUs), how many single-process steps this host runs side by side and
     Stanza's phases under Horovod. With ``device_cpus`` (the budgeted simulated cluster of
@@ -130,7 +130,7 @@ def _calibrate_shared(entry, source: str) -> HostCalibration:
             entry = replace(entry, stanza_beside=[b["conv_ranks"], b["heads_s"], b["tail_s"]])
         except AllreduceProbeError as e:
             warn(f"Stanza's phases under Horovod not measured ({e}); its "
-                          "single-process times serve")
+                 "single-process times serve")
     host = replace(transfer_host(True, capacity), capacities=capacities)
     return HostCalibration(host, [entry], this_machine())
 

@@ -71,11 +71,10 @@ def calibrate(args) -> str:
         name, batch, image = new.entries[0].model, new.entries[0].batch_size, new.entries[0].image_size
     else:
         raise UsageError("--calibrate needs --model NAME (a zoo model) or --keras-model PATH")
-    cal = Calibration.load(args.output) if os.path.exists(args.output) else Calibration()
-    cal = Calibration(cal.entries, new.machine)
-    cal.add(new.entries[0])
-    cal.save(args.output)
     entry = new.entries[0]
+    if os.path.exists(args.output):
+        new = Calibration.load(args.output).merged(new)
+    new.save(args.output)
     return (f"{name} batch {batch} image {image}: whole model {human_seconds(entry.full_s)}, "
             f"tail (after {entry.split_after}) {human_seconds(entry.tail_s)} per step, on "
             f"{new.machine}; wrote {args.output}")
