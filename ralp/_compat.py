@@ -175,13 +175,47 @@ def count_updates_atomically(optimizer):
 
 
 def slot_variables(optimizer, variable) -> list:
-    """The optimizer's slot variables of ``variable`` (Adam's m and v, SGD's momentum).
+    """The optimizer's slot variables of ``variable`` (Adam's m and v, SGD's momentum)."""
+    return list(optimizer_slots(optimizer, [variable])[0].values())
+
+
+def optimizer_slots(optimizer, variables) -> list[dict[str, object]]:
+    """For each of ``variables``, the optimizer's slot variables of it by slot name
+    (``{"momentum": ..., "velocity": ...}``); variables it holds no slot of get ``{}``.
 
     Keras names a slot ``{optimizer}/{variable path with '/' -> '_'}_{slot name}``
     (``BaseOptimizer.add_variable_from_reference``); there is no public query by variable.
+    One variable's prefix can begin another's (``dense_kernel_`` and ``dense_kernel_bias_``),
+    so each slot belongs to the variable of the longest prefix it starts with.
     """
-    prefix = variable.path.replace("/", "_") + "_"
-    return [v for v in optimizer.variables if v.path.split("/", 1)[-1].startswith(prefix)]
+    prefixes = sorted(((v.path.replace("/", "_") + "_", k) for k, v in enumerate(variables)),
+                      key=lambda item: -len(item[0]))
+    slots: list[dict[str, object]] = [{} for _ in variables]
+    for slot in optimizer.variables:
+        name = slot.path.split("/", 1)[-1]
+        for prefix, k in prefixes:
+            if name.startswith(prefix) and len(name) > len(prefix):
+                slots[k][name[len(prefix):]] = slot
+                break
+    return slots
+
+
+def learning_rate_variable(optimizer):
+    """The variable holding the optimizer's learning rate, or None when a schedule (or a
+    callable) computes it from the step count."""
+    import keras
+
+    rate = _require(optimizer, "_learning_rate", "read and set the learning rate")
+    return rate if isinstance(rate, keras.Variable) else None
+
+
+def initial_epoch_set_by_callbacks(model) -> int | None:
+    """The epoch a callback asked ``fit`` to start from in ``on_train_begin``
+    (``keras.callbacks.BackupAndRestore`` sets the model's ``_initial_epoch``), cleared."""
+    epoch = getattr(model, "_initial_epoch", None)
+    if hasattr(model, "_initial_epoch"):
+        model._initial_epoch = None
+    return epoch
 
 
 # ------------------------------------------------------------------ compile's loss and metrics

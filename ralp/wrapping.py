@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError, InvalidTypeError, warn
 from ralp.training.compile import optimizer_factory, training_setup
+from ralp.training.optimizer_state import read_compiled
 from ralp.training.trainer import Trainer
 
 PS_MODES = ("auto", "skewness", "ralp", "ps")
@@ -164,6 +165,7 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
     state = snapshot_state(model)
     forward_times = layer_forward_times(model, per_worker) if pulls == "ibatch" else None
     make_optimizer = optimizer_factory(setup.optimizer)
+    optimizer_state = read_compiled(setup.optimizer, model)
     connection = connect(cluster, timeout=failures.connect_timeout)
     choice = choose_plan(model, mode, workers=connection.num_workers, num_ps=connection.num_ps,
                          plan=plan, batch_size=per_worker, threshold=threshold)
@@ -173,7 +175,7 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
                         make_optimizer=make_optimizer, state=state, device_type=device_type,
                         sync=policy, step_timeout=failures.step_timeout,
                         restart_timeout=failures.restart_timeout, pulls=pulls,
-                        forward_times=forward_times)
+                        forward_times=forward_times, optimizer_state=optimizer_state)
     return Trainer(runtime, setup, model, batch_size=batch_size, auto=auto)
 
 
@@ -203,13 +205,15 @@ def _rank_trainer(model, mode, optimizer, loss, metrics, batch_size, plan, failu
         return Trainer(runtime, runtime.setup, runtime.original, batch_size=batch_size)
     setup = training_setup(model, optimizer, loss, metrics, where="ralp.wrap")
     make_optimizer = optimizer_factory(setup.optimizer)
+    optimizer_state = read_compiled(setup.optimizer, model)
     if mode == "horovod":
         from ralp.horovod.runtime import HorovodRuntime
 
-        runtime = HorovodRuntime(model, make_optimizer)
+        runtime = HorovodRuntime(model, make_optimizer, optimizer_state=optimizer_state)
     else:
         from ralp.horovod.stanza import StanzaRuntime
 
         runtime = StanzaRuntime(model, make_optimizer, fc_workers=fc_workers, plan=plan,
-                                batch_size=batch_size or DEFAULT_BATCH_SIZE)
+                                batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                                optimizer_state=optimizer_state)
     return Trainer(runtime, setup, model, batch_size=batch_size)

@@ -81,7 +81,7 @@ def main(argv: list[str]) -> None:
             "resumed_from_step": history.resumed_from_step,
             "steps_redone": history.steps_redone,
             "failures": [asdict(f) for f in history.failures],
-            "iterations": int(runtime.optimizer_state()[0]) if mode != "stanza"
+            "iterations": runtime.optimizer_state().iterations if mode != "stanza"
             else int(runtime.optimizer.iterations.numpy()),
             # the checkpoints' cost: rank 0's time in saves (every rank waits for them)
             "save_s": round(sum(history.save_seconds), 3), "saves": len(history.save_seconds),

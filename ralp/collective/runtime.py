@@ -94,7 +94,8 @@ class CollectiveRuntime(RankRuntime):
 
     mode = "collective"
 
-    def __init__(self, strategy, model, make_optimizer, setup, weights: list | None = None):
+    def __init__(self, strategy, model, make_optimizer, setup, weights: list | None = None,
+                 optimizer_state=None):
         super().__init__()
         self.strategy, self.setup = strategy, setup
         check_one_replica_per_worker(strategy)
@@ -106,11 +107,12 @@ class CollectiveRuntime(RankRuntime):
             self.model = model if in_scope else clone_uncompiled(model)
             self.optimizer = make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
-            self.model.optimizer = self.optimizer  # as compile() does: callbacks read it
         self.original = self.model
+        self._reducers: dict = {}
         if not in_scope:  # worker 0's weights on every worker, as the scope's creation does
             self._from_worker0(model.get_weights() if weights is None else weights)
-        self._reducers: dict = {}
+        if optimizer_state is not None:  # the wrapped model's optimizer, mid-training
+            self.set_state(None, optimizer_state)
 
     @classmethod
     def from_model(cls, model, optimizer=None, loss=None, metrics=None, *,
@@ -124,6 +126,7 @@ class CollectiveRuntime(RankRuntime):
         import keras
 
         from ralp.training.compile import optimizer_factory, training_setup
+        from ralp.training.optimizer_state import read_compiled
 
         built = model if isinstance(model, keras.Model) else None
         if built is None and not callable(model):
@@ -131,7 +134,9 @@ class CollectiveRuntime(RankRuntime):
                                    f"builds one, got {type(model).__name__}")
         # An optimizer or metrics made before TensorFlow restarts are read now (their
         # variables are gone after it).
+        state = None
         if isinstance(optimizer, keras.optimizers.Optimizer):
+            state = read_compiled(optimizer, built) if built is not None else None
             optimizer = optimizer_factory(optimizer)
         if metrics is not None:
             metrics = [keras.saving.serialize_keras_object(m)
@@ -142,6 +147,7 @@ class CollectiveRuntime(RankRuntime):
             if built is not None and restart:  # read the model before TensorFlow restarts
                 setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
                 make_optimizer = optimizer_factory(setup.optimizer)
+                state = state or read_compiled(setup.optimizer, built)
                 snapshot = built.get_weights()
             strategy = make_strategy(implementation, timeout_s, restart=restart)
         if built is None:
@@ -153,7 +159,9 @@ class CollectiveRuntime(RankRuntime):
         if snapshot is None:
             setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
             make_optimizer = optimizer_factory(setup.optimizer)
-        return cls(strategy, built, make_optimizer, setup, weights=snapshot)
+            state = state or read_compiled(setup.optimizer, built)
+        return cls(strategy, built, make_optimizer, setup, weights=snapshot,
+                   optimizer_state=state)
 
     @property
     def size(self) -> int:
@@ -231,17 +239,21 @@ class CollectiveRuntime(RankRuntime):
 
     # ------------------------------------------------------------------ state
 
-    def weights(self) -> list[np.ndarray]:
-        """This replica's weights (every replica is the same)."""
-        local = self.strategy.experimental_local_results
-        return [np.asarray(local(_backing(w))[0]) for w in self.model.weights]
+    def _read(self, variable) -> np.ndarray:
+        """This worker's copy of a mirrored variable (no collective)."""
+        return np.asarray(self.strategy.experimental_local_results(_backing(variable))[0])
 
-    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
-        from ralp.training.ranks import optimizer_state
-
-        local = self.strategy.experimental_local_results
-        return optimizer_state(self.optimizer, self.model.trainable_variables,
-                               lambda v: np.asarray(local(_backing(v))[0]))
+    def set_state(self, weights, optimizer) -> None:
+        """Worker 0's ``weights`` and optimizer state on every worker (a collective)."""
+        if weights is not None:
+            for variable, value in zip(self.model.weights, weights, strict=True):
+                variable.assign(value)
+        if optimizer is not None:
+            optimizer.assign(self.optimizer, self.model.trainable_variables)
+        named = self._checkpoint_variables()
+        arrays = {key: (self._read(v) if self.rank == 0 else np.zeros(v.shape, _wire_dtype(v)))
+                  for key, v in named}
+        self._sum_into(named, arrays)
 
     def _checkpoint_variables(self) -> list:
         from ralp.training.rank_checkpoints import part_variables

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ralp.training.ranks import RankRuntime, optimizer_state
+from ralp.training.ranks import RankRuntime
 
 
 def init_horovod(hvd=None):
@@ -37,13 +37,14 @@ class HorovodRuntime(RankRuntime):
 
     mode = "horovod"
 
-    def __init__(self, model, make_optimizer, hvd=None):
+    def __init__(self, model, make_optimizer, hvd=None, optimizer_state=None):
         super().__init__()
         self.hvd = hvd = init_horovod(hvd)
         self.model = model
         self.optimizer = make_optimizer()
         self.optimizer.build(model.trainable_variables)
-        model.optimizer = self.optimizer  # as compile() does: callbacks read its step count
+        if optimizer_state is not None:  # the wrapped model's optimizer, mid-training
+            optimizer_state.assign(self.optimizer, model.trainable_variables)
         self._broadcast_initial_state()
 
     rank = property(lambda self: self.hvd.rank())
@@ -106,11 +107,13 @@ class HorovodRuntime(RankRuntime):
 
     # ------------------------------------------------------------------ state
 
-    def weights(self) -> list[np.ndarray]:
-        return [np.asarray(w) for w in self.model.get_weights()]
-
-    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
-        return optimizer_state(self.optimizer, self.model.trainable_variables)
+    def set_state(self, weights, optimizer) -> None:
+        """Rank 0's ``weights`` and optimizer state on every rank (a collective)."""
+        if weights is not None:
+            self.model.set_weights(weights)
+        if optimizer is not None:
+            optimizer.assign(self.optimizer, self.model.trainable_variables)
+        self._broadcast_initial_state()
 
     def _checkpoint_variables(self) -> list:
         from ralp.training.rank_checkpoints import part_variables

@@ -41,7 +41,8 @@ from ralp.horovod import stanza_checkpoints
 from ralp.horovod.runtime import init_horovod
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
-from ralp.training.ranks import RankRuntime, optimizer_state
+from ralp.training.optimizer_state import OptimizerState
+from ralp.training.ranks import RankRuntime
 
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
@@ -66,7 +67,7 @@ class StanzaRuntime(RankRuntime):
     fixed_batch = True
 
     def __init__(self, model, make_optimizer, *, fc_workers: int = 1, plan=None,
-                 batch_size: int = 32, hvd=None):
+                 batch_size: int = 32, hvd=None, optimizer_state=None):
         super().__init__()
         self.split, self.plan = _split(model, plan, batch_size)  # fails before Horovod starts
         self.hvd = hvd = init_horovod(hvd)
@@ -87,8 +88,11 @@ class StanzaRuntime(RankRuntime):
         self.is_fc = self.layout.is_fc(self.rank)
         self.part = self.split.tail if self.is_fc else self.split.head
         self.variables = self.part.trainable_variables
+        index = {id(v): k for k, v in enumerate(model.trainable_variables)}
+        self.indices = [index[id(v)] for v in self.variables]  # in the whole model's
         self.optimizer.build(self.variables)
-        model.optimizer = self.optimizer  # as compile() does: callbacks read its step count
+        if optimizer_state is not None:  # the wrapped model's optimizer, mid-training
+            optimizer_state.assign(self.optimizer, self.variables, self.indices)
         self._broadcast_initial_state()
 
     # ------------------------------------------------------------------ set-up
@@ -306,24 +310,49 @@ class StanzaRuntime(RankRuntime):
         """The trained weights on every rank (a collective: each part from its ranks)."""
         return [np.asarray(w) for w in self.share_weights().get_weights()]
 
-    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
+    def optimizer_state(self) -> OptimizerState:
         """Both parts' optimizer state on every rank (a collective): the head's from CONV rank
         0, the tail's from the first FC rank, keyed by the whole model's variables."""
-        index = {id(v): k for k, v in enumerate(self.model.trainable_variables)}
-        iterations, mine = optimizer_state(self.optimizer, self.variables)
-        arrays = {f"{index[id(self.variables[i])]}/{slot}": value
-                  for i, slots in mine.items() for slot, value in slots.items()}
-        arrays["iterations"] = np.array(iterations)
-        state: dict[int, dict[str, np.ndarray]] = {}
+        mine = _as_arrays(OptimizerState.read(self.optimizer, self.variables, self.indices))
+        state = OptimizerState()
         for root in (0, self.layout.fc_ranks[0]):
-            received = broadcast_arrays(self.hvd, arrays if self.rank == root else None, root,
-                                        f"ralp_stanza_optimizer_{root}",
-                                        self.hvd.global_process_set)
-            iterations = int(received.pop("iterations"))
-            for key, value in received.items():
-                k, slot = key.split("/", 1)
-                state.setdefault(int(k), {})[slot] = value
-        return iterations, state
+            part = _from_arrays(broadcast_arrays(
+                self.hvd, mine if self.rank == root else None, root,
+                f"ralp_stanza_optimizer_{root}", self.hvd.global_process_set))
+            state = OptimizerState(part.iterations, part.learning_rate,
+                                   {**state.slots, **part.slots})
+        return state
+
+    def set_state(self, weights, optimizer) -> None:
+        """Rank 0's ``weights`` and optimizer state (both parts') on every rank (a
+        collective)."""
+        if weights is not None:
+            self.model.set_weights(weights)
+        mine = _as_arrays(optimizer) if self.rank == 0 and optimizer is not None else None
+        received = broadcast_arrays(self.hvd, mine, 0, "ralp_stanza_set_state",
+                                    self.hvd.global_process_set)
+        if received is not None:
+            _from_arrays(received).assign(self.optimizer, self.variables, self.indices)
+        self.hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
+
+    def sync_statistics(self) -> None:
+        """Each part's moving statistics set to their mean over the ranks that train it (the
+        CONV ranks the head's, the FC ranks the tail's; a collective in each part's set)."""
+        from ralp.training.ranks import statistics_variables
+
+        ranks = self.layout.fc_ranks if self.is_fc else self.layout.conv_ranks
+        part_set = self.fc_set if self.is_fc else self.conv_set
+        if part_set is None:
+            return
+        name = f"ralp_stanza_statistics_{'fc' if self.is_fc else 'conv'}"
+
+        def total(flat):
+            import tensorflow as tf
+
+            return self.hvd.allreduce(tf.constant(flat), op=self.hvd.Sum, name=name,
+                                      process_set=part_set).numpy()
+
+        self._average(statistics_variables(self.part), total, len(ranks))
 
     # ---------------------------- checkpoints (ralp.horovod.stanza_checkpoints: FC copies)
 
@@ -342,6 +371,26 @@ class StanzaRuntime(RankRuntime):
 
     def restore_checkpoint(self, load) -> None:
         stanza_checkpoints.restore_checkpoint(self, load)
+
+
+def _as_arrays(state: OptimizerState) -> dict:
+    """An optimizer state as named arrays, to broadcast."""
+    arrays = {f"{k}/{slot}": value for k, slots in state.slots.items()
+              for slot, value in slots.items()}
+    arrays["iterations"] = np.array(state.iterations)
+    if state.learning_rate is not None:
+        arrays["learning_rate"] = np.array(state.learning_rate)
+    return arrays
+
+
+def _from_arrays(arrays: dict) -> OptimizerState:
+    arrays = dict(arrays)
+    rate = arrays.pop("learning_rate", None)
+    state = OptimizerState(int(arrays.pop("iterations")), None if rate is None else float(rate))
+    for key, value in arrays.items():
+        k, slot = key.split("/", 1)
+        state.slots.setdefault(int(k), {})[slot] = value
+    return state
 
 
 def _split(model, plan, batch_size: int):

@@ -25,7 +25,6 @@ import tensorflow as tf
 from ralp._compat import (
     colocating_creator,
     count_updates_atomically,
-    slot_variables,
     update_where_variables_live,
     variable_device,
 )
@@ -49,6 +48,7 @@ from ralp.ps_strategy.steps import (
 )
 from ralp.ps_strategy.sync import SyncedSteps
 from ralp.training.data import Sharding
+from ralp.training.optimizer_state import OptimizerState
 
 PROBE_AFTER_ERROR_S = 1.0  # a killed task's port refuses at once; a restarted one is back
 
@@ -76,8 +76,10 @@ class PSRuntime:
     def __init__(self, model, connection: Connection, plan: Plan, *, profile, make_optimizer,
                  state: list, device_type: str = "cpu", sync: SyncPolicy | None = None,
                  step_timeout: float = 120.0, restart_timeout: float = 300.0,
-                 pulls: str = "default", forward_times: dict | None = None):
+                 pulls: str = "default", forward_times: dict | None = None,
+                 optimizer_state: OptimizerState | None = None):
         self.original, self.plan, self.profile = model, plan, profile
+        self._initial_optimizer = optimizer_state  # the wrapped model's, read before connecting
         self.sync, self.slow_worker = sync, None  # slow_worker: a benchmark's heterogeneity
         self.device_type = device_type.upper()
         self.step_timeout, self.restart_timeout = step_timeout, restart_timeout
@@ -128,8 +130,8 @@ class PSRuntime:
                                                    self.pull_choice.layer_batches)
             self.pulls = batched_pulls(worker_model, plan.pull_batches)
         self._make_optimizers()
-        # as compile() does: callbacks (TensorBoard) read the step count and learning rate
-        self.model.optimizer = next(iter(self.optimizers.values()))
+        if self._initial_optimizer is not None:
+            self._assign_optimizers(self._initial_optimizer)
         # Keras tracks weights, not layer state such as Dropout's seed generators: add those.
         weights = {id(w) for w in self.model.weights}
         layer_state = [v.value for v in self.model.variables if id(v) not in weights]
@@ -227,6 +229,9 @@ class PSRuntime:
 
     def agree(self, flag: bool) -> bool:
         return bool(flag)
+
+    def share_text(self, text: str) -> str:
+        return text  # one process
 
     def reduce(self, rows: np.ndarray) -> np.ndarray:
         return rows  # every update's sums are here already
@@ -390,15 +395,46 @@ class PSRuntime:
     def optimizer_template(self, template):
         return self._make_optimizer
 
-    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
-        """(updates applied, {trainable variable index: {slot name: value}}) of the
-        optimizers (RALP's head and tail together)."""
-        first = next(iter(self.optimizers.values()))
-        slots: dict[int, dict[str, np.ndarray]] = {}
-        for index, variable in enumerate(self.model.trainable_variables):
-            prefix = variable.path.replace("/", "_") + "_"
-            for optimizer in self.optimizers.values():
-                for slot in slot_variables(optimizer, variable):
-                    slots.setdefault(index, {})[slot.path.split("/", 1)[-1][len(prefix):]] = \
-                        np.asarray(slot.value.read_value())
-        return int(first.iterations.numpy()), slots
+    def _parts(self) -> list[tuple]:
+        """(optimizer, its variables, their indices in the model's trainable variables)."""
+        index = {id(v): k for k, v in enumerate(self.model.trainable_variables)}
+        parts = [(self.optimizers["optimizer"], self.model.trainable_variables)] \
+            if self.split is None else [(self.optimizers["head"], self.split.head),
+                                        (self.optimizers["tail"], self.split.tail)]
+        return [(opt, list(getattr(part, "trainable_variables", part)),
+                 [index[id(v)] for v in getattr(part, "trainable_variables", part)])
+                for opt, part in parts]
+
+    def optimizer_state(self) -> OptimizerState:
+        """The optimizers' state (RALP's head and tail together), keyed by the model's
+        trainable variables."""
+        state = None
+        for optimizer, variables, indices in self._parts():
+            part = OptimizerState.read(optimizer, variables, indices,
+                                       lambda v: np.asarray(_backing(v).read_value()))
+            state = part if state is None else state.merged(part)
+        return state
+
+    def _assign_optimizers(self, state: OptimizerState) -> None:
+        for optimizer, variables, indices in self._parts():
+            state.assign(optimizer, variables, indices)
+
+    def set_state(self, weights: list | None, optimizer: OptimizerState | None) -> None:
+        """Set the model's weights (``get_weights()`` order) and the optimizers' state."""
+        if weights is not None:
+            self.model.set_weights(weights)
+        if optimizer is not None:
+            self._assign_optimizers(optimizer)
+
+    def set_learning_rate(self, value: float) -> None:
+        """Every optimizer's learning rate (RALP's head and tail alike)."""
+        for optimizer in self.optimizers.values():
+            optimizer.learning_rate = value
+
+    def sync_statistics(self) -> None:
+        """Nothing to do: the model's one copy lives on the PS tasks."""
+
+
+def _backing(variable):
+    """The TensorFlow variable behind a Keras 3 variable."""
+    return getattr(variable, "value", variable)

@@ -25,11 +25,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import keras
 import numpy as np
 
 from ralp.training.checkpoints import Failure, Position, Recoveries, TrainingState
 from ralp.training.history import History
+from ralp.training.model_view import ModelView, ViewCallbacks, callbacks_here, saves_by_batch
 from ralp.training.objective import EpochSums, step_loss
 
 
@@ -46,8 +46,9 @@ class FitLoop:
 
     def __init__(self, runtime, data, objective, *, epochs: int, initial_epoch: int,
                  callbacks, verbose: int, validation, store, restart_timeout: float,
-                 seed: int | None, evaluate):
+                 seed: int | None, evaluate, view: ModelView):
         self.runtime, self.data, self.objective = runtime, data, objective
+        self.view = view
         self.epochs, self.verbose = epochs, verbose
         self.validation, self.store, self.evaluate = validation, store, evaluate
         self.restart_timeout = restart_timeout
@@ -61,9 +62,17 @@ class FitLoop:
         self.batch_logs = runtime.agree(bool(verbose == 1 and runtime.is_chief)
                                         or _wants_batch_logs(user))
         self.stop_per_batch = runtime.agree(_wants_batch_logs(user))
-        self.callbacks = keras.callbacks.CallbackList(
-            [*user, self.history], add_history=False,
-            add_progbar=bool(verbose) and runtime.is_chief, model=runtime.model,
+        ranks = view.ranks
+        # the runtime may run ahead of the callbacks (a parameter-server cluster's steps in
+        # flight): it stops at every update a callback saves the model after
+        self.save_freqs = sorted({cb.save_freq for cb in user if saves_by_batch(cb)})
+        self.first_update = 0  # the update this fit starts from (set by run)
+        here = callbacks_here(user, runtime.is_chief, ranks)
+        self.callbacks = ViewCallbacks(
+            [*here, self.history], view,
+            batch_pulls=ranks > 1 and runtime.agree(any(map(saves_by_batch, user))),
+            agree=runtime.agree, per_batch_agree=ranks == 1 or self.stop_per_batch,
+            add_history=False, add_progbar=bool(verbose) and runtime.is_chief,
             verbose=verbose, epochs=epochs, steps=self.steps_per_epoch)
         self._recoveries = Recoveries(self.history)
         self._pending: list[np.ndarray] = []  # this process's sums not added up yet
@@ -77,10 +86,13 @@ class FitLoop:
 
     def run(self) -> History:
         self._resume()
-        self.runtime.begin(self.objective, self.data, self.sharding, self.seed, self.position)
-        model = self.runtime.model
+        self.view.stale = True  # a fit may start from a restored checkpoint
+        model = self.view.model
         model.stop_training = False
         self.callbacks.on_train_begin()
+        self._start_where_callbacks_ask()
+        self.first_update = self.position.done
+        self.runtime.begin(self.objective, self.data, self.sharding, self.seed, self.position)
         logs: dict = {}
         while self.position.epoch < self.epochs:
             logs = self._epoch()
@@ -92,6 +104,14 @@ class FitLoop:
         self.callbacks.on_train_end(logs)
         self.runtime.finish()
         return self.history
+
+    def _start_where_callbacks_ask(self) -> None:
+        """Start at the epoch a callback restored (``BackupAndRestore``, on rank 0), as Keras'
+        ``fit`` does."""
+        asked = self.runtime.share_text(str(self.callbacks.initial_epoch() or 0))
+        if int(asked) > self.position.epoch:
+            self.position.epoch, self.position.step, self.position.epoch_sums = int(asked), 0, None
+            self.say(f"starting at epoch {int(asked) + 1}, where a callback's backup left off")
 
     def _epoch(self) -> dict:
         pos = self.position
@@ -105,6 +125,8 @@ class FitLoop:
             every = self.store.every if self.store is not None else None
             if every:
                 n = min(n, every - pos.done % every)
+            for freq in self.save_freqs:  # a callback saving then sees that very update
+                n = min(n, freq - (pos.done - self.first_update) % freq)
             before = pos.done
             try:
                 stopped = self.runtime.run(n, on_begin=self._on_begin, on_update=self._on_update,
@@ -132,6 +154,7 @@ class FitLoop:
         history.step_end_times.append(time.perf_counter())
         pos.step += 1
         pos.done += 1
+        self.view.note_update()
         if self.store is not None:
             self.store.step_done(pos.done)
         if not self.batch_logs:
@@ -141,7 +164,7 @@ class FitLoop:
         self.sums.add(total)
         history.step_losses.append(step_loss(total))
         self.callbacks.on_train_batch_end(pos.step - 1, self.sums.logs())
-        model = self.runtime.model
+        model = self.view.model
         if self.stop_per_batch:
             return self.runtime.agree(bool(model.stop_training))
         return bool(model.stop_training)
@@ -180,6 +203,7 @@ class FitLoop:
     def _save(self, finished: bool = False) -> None:
         self._flush()
         began = time.perf_counter()
+        self.runtime.sync_statistics()  # every rank's checkpointed replica the same
         self.store.save(self._state(finished))
         self.history.save_seconds.append(time.perf_counter() - began)
 
@@ -229,9 +253,8 @@ class FitLoop:
         self._pending = []
         self._adopt(state)
         self.runtime.begin(self.objective, self.data, self.sharding, self.seed, self.position)
-        self.runtime.model.stop_training = False
-        for cb in self.callbacks.callbacks:
-            cb.set_model(self.runtime.model)
+        self.view.model.stop_training = False
+        self.view.stale = True  # the restored state: what callbacks see next
         redo, recovery_s = at_step - state.position.done, time.perf_counter() - clock
         names = ",".join(f"{job}:{index}" for job, index, _ in getattr(error, "tasks", [])) \
             or "ps"

@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 
-from ralp._compat import slot_variables
 from ralp.training.checkpoints import Failure, TrainingState
 from ralp.training.data import Sharding
+from ralp.training.optimizer_state import OptimizerState
 
 RESTART_FAILURE_ENV = "RALP_RESTART_FAILURE"  # set by a supervisor restarting the job
 SUPERVISED_ENV = "RALP_SUPERVISED"  # "1": rank 0 reports each step done to the supervisor
@@ -122,6 +123,45 @@ class RankRuntime:
         cls, config = self.optimizer.__class__, self.optimizer.get_config()
         return lambda: cls.from_config(config)
 
+    # ------------------------------------------------------------------ state
+
+    def _read(self, variable) -> np.ndarray:
+        """This replica's value of ``variable``."""
+        return np.asarray(variable)
+
+    def weights(self) -> list[np.ndarray]:
+        """This replica's weights, in ``model.get_weights()`` order."""
+        return [self._read(w) for w in self.model.weights]
+
+    def optimizer_state(self) -> OptimizerState:
+        return OptimizerState.read(self.optimizer, self.model.trainable_variables,
+                                   read=self._read)
+
+    def set_learning_rate(self, value: float) -> None:
+        self.optimizer.learning_rate = value
+
+    def sync_statistics(self) -> None:
+        """Every replica's moving statistics (batch normalization's mean and variance: the
+        model's non-trainable floating-point variables) set to their mean over the ranks,
+        the value TensorFlow's MirroredStrategy reads from its replicas (a collective). Each
+        replica updates them from its own rows; their updates are affine with the same
+        coefficients on every replica, so averaging now does not change their mean later."""
+        self._average(statistics_variables(self.model), self._sum, self.size)
+
+    def _average(self, variables: list, total: Callable, count: int) -> None:
+        """Set ``variables`` to their mean over ``count`` processes, ``total`` summing an array
+        over them. The sum runs in float64: values equal on every process stay exact."""
+        if not variables or count < 2:
+            return
+        values = [np.asarray(self._read(v), np.float64) for v in variables]
+        mean = np.asarray(total(np.concatenate([v.ravel() for v in values])), np.float64) / count
+        start = 0
+        for variable, value in zip(variables, values, strict=True):
+            size = value.size
+            variable.assign(mean[start:start + size].reshape(value.shape).astype(
+                np.dtype(variable.dtype)))
+            start += size
+
 
 class RankCheckpoints:
     """The checkpoints of one lockstep ``fit`` (:class:`ralp.training.rank_checkpoints.
@@ -174,12 +214,9 @@ class RankCheckpoints:
         self.store.finish()
 
 
-def optimizer_state(optimizer, variables, read=np.asarray) -> tuple[int, dict]:
-    """(``optimizer``'s update count, {index into ``variables``: {slot name: value}})."""
-    slots: dict[int, dict[str, np.ndarray]] = {}
-    for index, variable in enumerate(variables):
-        prefix = variable.path.replace("/", "_") + "_"
-        for slot in slot_variables(optimizer, variable):
-            slots.setdefault(index, {})[slot.path.split("/", 1)[-1][len(prefix):]] = \
-                np.array(read(slot), copy=True)
-    return int(np.asarray(read(optimizer.iterations))), slots
+def statistics_variables(model) -> list:
+    """The model's variables that training updates without gradients, so replicas can
+    drift apart: its non-trainable floating-point variables (batch normalization's moving
+    mean and variance; a frozen layer's weights, equal everywhere, average to themselves)."""
+    return [v for v in model.non_trainable_weights
+            if np.issubdtype(np.dtype(v.dtype), np.floating)]

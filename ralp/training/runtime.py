@@ -15,6 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ralp.training.optimizer_state import OptimizerState
+
 
 class Runtime(Protocol):
     """A mode's runtime, as the fit loop and the trainer use it."""
@@ -37,6 +39,9 @@ class Runtime(Protocol):
 
     def agree(self, flag: bool) -> bool:
         """Whether any process's ``flag`` is set (a collective)."""
+
+    def share_text(self, text: str) -> str:
+        """The first process's ``text``, on every process (a collective)."""
 
     def reduce(self, rows: np.ndarray) -> np.ndarray:
         """Each row (an update's sums) added up over the processes (a collective)."""
@@ -66,10 +71,23 @@ class Runtime(Protocol):
         ``step_done``, ``finish``."""
 
     def weights(self) -> list[np.ndarray]:
-        """The current weights, in the model's ``get_weights()`` order."""
+        """The current weights, in the model's ``get_weights()`` order (a collective)."""
 
-    def optimizer_state(self) -> tuple[int, dict[int, dict[str, np.ndarray]]]:
-        """(updates applied, {trainable variable index: {slot name: value}})."""
+    def optimizer_state(self) -> OptimizerState:
+        """The optimizers' whole state, keyed by the model's trainable variables (a
+        collective)."""
+
+    def set_state(self, weights: list[np.ndarray] | None,
+                  optimizer: OptimizerState | None) -> None:
+        """Set the weights and the optimizers' state (in a job of ranks: the first rank's,
+        on every rank; a collective)."""
+
+    def set_learning_rate(self, value: float) -> None:
+        """Every optimizer's learning rate (this process's)."""
+
+    def sync_statistics(self) -> None:
+        """Make every replica's moving statistics their mean over the replicas (a
+        collective; nothing to do where the model has one copy)."""
 
     def optimizer_template(self, template) -> Callable:
         """A maker of optimizers like the one training."""

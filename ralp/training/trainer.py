@@ -19,11 +19,12 @@ from collections.abc import Collection, Sequence
 import keras
 import numpy as np
 
-from ralp._compat import dataset_from_graph, dataset_graph, slot_variables
+from ralp._compat import dataset_from_graph, dataset_graph
 from ralp.errors import InvalidArgumentError
 from ralp.training.compile import TrainingSetup, clone_uncompiled, optimizer_factory
 from ralp.training.fit_inputs import check_batch, fit_data, keras_spec
 from ralp.training.history import History
+from ralp.training.model_view import ModelView
 from ralp.training.objective import Objective, spec_of
 from ralp.training.validation import Validation, validation_for
 
@@ -78,7 +79,9 @@ class Trainer:
     Attributes: ``mode`` (the mode it trains in: "ps", "ralp", "horovod", "stanza" or
     "collective"), ``plan`` (which layers run where; None in the data-parallel modes),
     ``profile``, ``auto`` (mode "auto": what the planner chose and why), ``model`` (the
-    model as it is trained: callbacks get it).
+    model as the mode trains it: placed on the cluster, or this rank's replica). Callbacks,
+    ``evaluate`` and ``predict`` get a plain Keras model holding its current state
+    (:mod:`ralp.training.model_view`).
     """
 
     def __init__(self, runtime, setup: TrainingSetup, original: keras.Model, *,
@@ -87,7 +90,8 @@ class Trainer:
         self.batch_size = batch_size
         self.auto = auto
         self._objectives: dict = {}
-        self._plain: keras.Model | None = None  # evaluate's and predict's model, kept
+        # what callbacks, evaluate and predict see: made at first use, kept in step
+        self.view = ModelView(runtime, self._make_view, getattr(runtime, "size", 1))
 
     mode = property(lambda self: self.runtime.mode)
     plan = property(lambda self: getattr(self.runtime, "plan", None))
@@ -163,7 +167,7 @@ class Trainer:
         loop = FitLoop(self.runtime, data, objective, epochs=epochs, initial_epoch=initial_epoch,
                        callbacks=callbacks, verbose=verbose, validation=validation, store=store,
                        restart_timeout=self.runtime.restart_timeout, seed=seed,
-                       evaluate=self._validate)
+                       evaluate=self._validate, view=self.view)
         return loop.run()
 
     def _objective(self, y_spec) -> Objective:
@@ -206,56 +210,58 @@ class Trainer:
                                        else 0, steps=steps, callbacks=callbacks)
 
     def get_weights(self) -> list[np.ndarray]:
-        """The current weights, in ``model.get_weights()`` order (a collective in stanza)."""
-        return self.runtime.weights()
+        """The current weights, in ``model.get_weights()`` order (a collective in the
+        allreduce modes: every rank calls it)."""
+        return self._current().get_weights()
 
     # ------------------------------------------------------------------ unwrap
 
-    def _clone(self) -> keras.Model:
-        plain = clone_uncompiled(self.original)
-        plain.set_weights(self.runtime.weights())
+    def _clone(self, weights: list | None) -> keras.Model:
+        import tensorflow as tf
+
+        with tf.device("/cpu:0"):  # a copy beside the training: no accelerator memory
+            plain = clone_uncompiled(self.original)
+        if weights is not None:
+            plain.set_weights(weights)
         return plain
 
     def _compile(self, plain: keras.Model) -> keras.Optimizer:
         """Compile ``plain`` as the model trains: the user's compile arguments, with the
-        optimizer, loss and metrics it trains with. Returns the optimizer."""
+        optimizer (built, fresh), loss and metrics it trains with. Returns the optimizer."""
+        import tensorflow as tf
+
         setup = self.setup
         config = {}
         if setup.compile_config:
             config = dict(keras.saving.deserialize_keras_object(setup.compile_config))
-        optimizer = optimizer_factory(self.runtime.optimizer_template(setup.optimizer))()
+        with tf.device("/cpu:0"):
+            optimizer = optimizer_factory(self.runtime.optimizer_template(setup.optimizer))()
+            optimizer.build(plain.trainable_variables)
         config.update(optimizer=optimizer, loss=_fresh(setup.loss),
                       metrics=[_fresh(m) for m in setup.metrics] or None,
                       weighted_metrics=[_fresh(m) for m in setup.weighted_metrics] or None)
         plain.compile(**config)
         return optimizer
 
+    def _make_view(self) -> keras.Model:
+        plain = self._clone(None)  # its state comes with its first pull
+        self._compile(plain)
+        return plain
+
     def _current(self) -> keras.Model:
-        if self._plain is None:
-            self._plain = self._clone()
-            self._compile(self._plain)
-        else:
-            self._plain.set_weights(self.runtime.weights())
-        return self._plain
+        return self.view.pulled()
 
     def unwrap(self) -> keras.Model:
         """A plain Keras model of the user's architecture holding the trained weights,
         compiled as the model trains (the user's compile arguments; the optimizer, loss and
-        metrics trained with), its optimizer holding the trained state (step count, momenta,
-        moments): saved and loaded again, ``model.fit`` goes on where this trainer stopped.
-        (In stanza every rank must call it: the weights are gathered.)"""
-        plain = self._clone()
+        metrics trained with), its optimizer holding the trained state (step count, learning
+        rate as callbacks left it, momenta, moments): saved and loaded again, ``model.fit``
+        (or ``ralp.wrap``) goes on where this trainer stopped. (In the allreduce modes every
+        rank calls it: the ranks' state is gathered.)"""
+        view = self._current()
+        plain = self._clone(view.get_weights())
         optimizer = self._compile(plain)
-        optimizer.build(plain.trainable_variables)
-        iterations, slots = self.runtime.optimizer_state()
-        optimizer.iterations.assign(iterations)
-        for index, variable in enumerate(plain.trainable_variables):
-            prefix = variable.path.replace("/", "_") + "_"
-            for slot in slot_variables(optimizer, variable):
-                name = slot.path.split("/", 1)[-1][len(prefix):]
-                value = slots.get(index, {}).get(name)
-                if value is not None:
-                    slot.assign(value)
+        self.view.state.assign(optimizer, plain.trainable_variables)
         return plain
 
     def save_checkpoint(self, path: str) -> str:
