@@ -135,6 +135,45 @@ def test_slot_variables_are_found_by_their_variable(optimizer, slots):
         assert len(found) == slots and all(s.shape == variable.shape for s in found)
 
 
+def test_a_slot_belongs_to_the_variable_of_the_longest_prefix():
+    # "dense_kernel_" begins "dense_kernel_bias_": each slot must still find its own variable
+    inputs = keras.Input((3,))
+    first = keras.layers.Dense(2, name="dense")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="dense_kernel")(first))
+    opt = keras.optimizers.Adam()
+    opt.build(model.trainable_variables)
+    found = _compat.optimizer_slots(opt, model.trainable_variables)
+    assert [sorted(named) for named in found] == [["momentum", "velocity"]] * 4
+    for variable, named in zip(model.trainable_variables, found, strict=True):
+        assert all(slot.shape == variable.shape for slot in named.values())
+        prefix = variable.path.replace("/", "_")
+        assert all(slot.path.endswith(f"{prefix}_{name}") for name, slot in named.items())
+
+
+def test_the_learning_rate_variable_is_found_and_a_schedule_has_none():
+    opt = keras.optimizers.SGD(0.25)
+    rate = _compat.learning_rate_variable(opt)
+    opt.learning_rate = 0.5  # what LearningRateScheduler does
+    assert float(np.asarray(rate)) == 0.5 and rate in opt.variables
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    assert _compat.learning_rate_variable(keras.optimizers.SGD(schedule)) is None
+
+
+def test_backup_and_restore_asks_for_its_epoch_through_the_model(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path))
+    backup.set_model(model)
+    backup.on_epoch_end(2)  # saves: the fit would go on at epoch 3
+    fresh = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    fresh.compile(optimizer="sgd", loss="mse")
+    again = keras.callbacks.BackupAndRestore(str(tmp_path))
+    again.set_model(fresh)
+    again.on_train_begin()
+    assert _compat.initial_epoch_set_by_callbacks(fresh) == 3
+    assert _compat.initial_epoch_set_by_callbacks(fresh) is None  # cleared once read
+
+
 def test_every_traced_concrete_function_is_listed():
     @tf.function
     def double(x):

@@ -46,6 +46,30 @@ _READERS = ("get_weights", "save", "save_weights", "export")  # pull first (one 
 _WRITERS = ("set_weights", "load_weights")  # push after
 
 
+def check_callbacks(callbacks: Sequence) -> None:
+    """Refuse, before training, the callbacks whose meaning ralp cannot keep.
+
+    Raises:
+        TrainingSetupError: ``keras.callbacks.SwapEMAWeights`` (it swaps the model's
+            variables with the optimizer's moving averages around Keras' own evaluation,
+            which ralp's validation does not run inside); anything not a Keras callback.
+    """
+    from ralp.training.compile import TrainingSetupError
+
+    for callback in callbacks:
+        if isinstance(callback, keras.callbacks.SwapEMAWeights):
+            raise TrainingSetupError(
+                "fit: keras.callbacks.SwapEMAWeights swaps the model's weights with the "
+                "optimizer's moving averages around Keras' own evaluation, which ralp's "
+                "training does not run inside. Train with the optimizer's use_ema=True and "
+                "leave the callback out; after fit, model = trainer.unwrap() and "
+                "model.optimizer.finalize_variable_values(model.trainable_variables) gives "
+                "the averaged weights")
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise TrainingSetupError(f"fit: callbacks are keras.callbacks.Callback objects, "
+                                     f"got {type(callback).__name__}")
+
+
 def saves_by_batch(callback) -> bool:
     """Whether ``callback`` saves the model every few updates (an integer ``save_freq``)."""
     if not isinstance(callback, keras.callbacks.ModelCheckpoint | keras.callbacks.BackupAndRestore):

@@ -24,7 +24,7 @@ from ralp.errors import InvalidArgumentError
 from ralp.training.compile import TrainingSetup, clone_uncompiled, optimizer_factory
 from ralp.training.fit_inputs import check_batch, fit_data, keras_spec
 from ralp.training.history import History
-from ralp.training.model_view import ModelView
+from ralp.training.model_view import ModelView, check_callbacks
 from ralp.training.objective import Objective, spec_of
 from ralp.training.validation import Validation, validation_for
 
@@ -146,6 +146,7 @@ class Trainer:
         if checkpoint_every is not None and checkpoint_dir is None:
             raise InvalidArgumentError("checkpoint_every needs a checkpoint_dir to write to")
         verbose = _verbosity(verbose)
+        check_callbacks(callbacks or [])
         x, y, sample_weight, validation = validation_for(
             x, y, sample_weight, validation_data=validation_data,
             validation_split=validation_split, validation_freq=validation_freq,
