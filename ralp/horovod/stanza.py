@@ -347,18 +347,18 @@ class StanzaRuntime(RankRuntime):
 def _split(model, plan, batch_size: int):
     """The head and tail of ``model`` at ``plan``'s boundary (default: the profiler's split,
     as RALP uses it); a model with nothing to offload is an error."""
-    from ralp.placement.choose import check_placeable, choose_plan
+    from ralp.placement.choose import NothingToOffloadError, check_placeable, choose_plan
     from ralp.placement.plan import PlanError
     from ralp.placement.rewriter import PlacedModel, split_model
 
     try:
         check_placeable(model)
         choice = choose_plan(model, "ralp", workers=1, num_ps=1, plan=plan, batch_size=batch_size)
+    except NothingToOffloadError as e:
+        raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
+                          f"{model.name!r} has none: {e.reason}") from None
     except PlanError as e:
         raise StanzaError(str(e)) from None
-    if choice.plan.is_empty:
-        raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
-                          f"{model.name!r} has none: {choice.profile.verdict}")
     try:
         split = split_model(PlacedModel(model, choice.plan, {}))
     except PlanError as e:
