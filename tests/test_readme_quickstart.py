@@ -58,8 +58,11 @@ if __name__ == "__main__":
         print(ralp.run_in_fresh_process(train, sys.argv[1], cluster.spec))
 '''
 
-# Every rank of an allreduce job: train(mode); rank 0 sends its history to the launcher.
+# Every rank of an allreduce job: train(mode); rank 0 sends the launcher its history and what
+# train printed.
 RANK_RUNNER = '''\
+import contextlib
+import io
 import json
 import os
 import sys
@@ -67,10 +70,13 @@ import sys
 from my_script import train
 from ralp._messages import emit
 
-history = train(sys.argv[1])
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    history = train(sys.argv[1])
 task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
 if int(os.environ.get("HOROVOD_RANK", task.get("index", 0))) == 0:
-    emit("record", {key: [float(v) for v in values] for key, values in history.items()})
+    emit("record", {"history": {key: [float(v) for v in values] for key, values in history.items()},
+                    "printed": printed.getvalue()})
 '''
 
 
@@ -174,8 +180,12 @@ def test_horovod_modes_run_in_every_rank_of_horovodrun(user_files, tmp_path, mod
 
     folder = _folder(user_files, tmp_path)
     command = horovodrun_command(2, [sys.executable, "run_rank.py", mode])
-    history = _in(folder, lambda: run_and_collect(command, None, JOB_TIMEOUT_S))
-    _check(history, folder)
+    record = _in(folder, lambda: run_and_collect(command, None, JOB_TIMEOUT_S))
+    if mode == "stanza":  # the plan says what Stanza does: 1 CONV rank, 1 FC rank
+        assert "Stanza plan for 'my_cnn': 1 CONV rank(s), 1 FC rank(s)" in record["printed"]
+        assert "FC rank 1 <- CONV rank 0" in record["printed"], record["printed"]
+        assert "/job:ps" not in record["printed"], record["printed"]
+    _check(record["history"], folder)
 
 
 @pytest.mark.cluster
@@ -186,9 +196,9 @@ def test_collective_runs_in_every_worker_with_its_tf_config(user_files, tmp_path
     folder = _folder(user_files, tmp_path)
     results = _in(folder, lambda: run_workers([sys.executable, "run_rank.py", "collective"], 2,
                                               timeout=JOB_TIMEOUT_S))
-    history = next(m["record"] for line in results[0].output.splitlines()
-                   if (m := parse_message(line)) and "record" in m)
-    _check(history, folder)
+    record = next(m["record"] for line in results[0].output.splitlines()
+                  if (m := parse_message(line)) and "record" in m)
+    _check(record["history"], folder)
 
 
 def _in(folder: Path, job):

@@ -41,6 +41,7 @@ from ralp.horovod import stanza_checkpoints
 from ralp.horovod.runtime import init_horovod
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
+from ralp.placement.plan import StanzaPlan
 from ralp.training.ranks import RankRuntime, optimizer_state
 
 # Horovod matches collectives across ranks by name: every rank uses these.
@@ -74,6 +75,8 @@ class StanzaRuntime(RankRuntime):
         if self.layout.conv_workers > 1 and plan is None:  # for one CONV rank's part, as RALP
             self.split, self.plan = _split(model, plan,
                                            max(1, batch_size // self.layout.conv_workers))
+        groups = [self.layout.group(g) for g in range(self.layout.fc_workers)]
+        self.plan = StanzaPlan.of(self.plan, groups)  # its text names the CONV and FC ranks
         self.rank, self.size = hvd.rank(), hvd.size()
         self.model, self.optimizer = model, make_optimizer()
         self.profile = None

@@ -82,6 +82,7 @@ def choose_plan(
         empty = Plan(model.name, num_ps, names, {}, None, "manual", "mode 'ps': plain PS")
         return PlanChoice(empty, p, None)
     if plan is not None:
+        plan = plan.plain()  # a Stanza trainer's plan places RALP's layers too
         plan.check_model(names)
         if plan.num_ps > num_ps:
             raise PlanError(f"the plan uses {plan.num_ps} PS tasks but the cluster has {num_ps}")
