@@ -149,7 +149,7 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
         cluster = ClusterSpec.from_dict(cluster)
     if pulls not in SCHEDULES:
         raise InvalidArgumentError(f"pulls must be one of {', '.join(SCHEDULES)}, got {pulls!r}")
-    check_placeable(model)
+    check_placeable(model, mode, plan)
     setup = training_setup(model, optimizer, loss, metrics, where="ralp.wrap")
     policy = as_policy(sync)
     workers = len(cluster.workers)

@@ -31,7 +31,7 @@ from pathlib import Path
 from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
 from ralp.bench.launcher import Launcher, task_hosts
 from ralp.bench.ps_job import Barrier, bench_job
-from ralp.bench.records import derived_figures, make_record, short_error
+from ralp.bench.records import derived_figures, error_text, make_record
 from ralp.bench.runner import RUN_TIMEOUT_S
 from ralp.bench.runspec import BenchError, RunSpec
 from ralp.cluster.fresh_process import run_in_fresh_process
@@ -163,7 +163,7 @@ class _Jobs:
 def _record(run: RunSpec, result, where: dict, cpu: dict | None) -> dict:
     """One job's record: its figures, or its error."""
     if not isinstance(result, dict):
-        return make_record(run.to_dict(), where, error=short_error(result))
+        return make_record(run.to_dict(), where, error=error_text(result))
     result["setup_s"] = round(sum(result["setup"].values()), 3)
     if cpu is not None:  # one window for all jobs: from the first go to the last stop
         result.update(cpu=cpu, host_kept_up=cpu["kept_up"])

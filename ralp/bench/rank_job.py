@@ -35,7 +35,7 @@ def rank_main(prog: str, job: Callable, argv: list[str] | None = None,
               before: Callable[[], None] | None = None) -> int:
     """Parse :func:`rank_command`'s arguments, call ``before`` (first of all), then
     ``job(run, read_links, started, read_cpu)``; send its figures as the record, or its
-    error's first line. 0, or 1 after an error."""
+    error (the whole message, bounded as a record keeps it). 0, or 1 after an error."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--spec", required=True, help="the RunSpec as JSON")
     parser.add_argument("--links", help="netns link counters: TaskLinks fields as JSON")
@@ -60,11 +60,13 @@ def rank_main(prog: str, job: Callable, argv: list[str] | None = None,
     try:
         read_cpu = DeviceMeter.from_json(args.cpu) if args.cpu else None
         figures = job(run, read_links, args.started, read_cpu)
-    except Exception as e:  # the bench shows this line; the traceback goes to stderr
+    except Exception as e:  # the record keeps this message; the traceback goes to stderr
         import traceback
 
+        from ralp.bench.records import error_text
+
         traceback.print_exc()
-        emit("error", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}")
+        emit("error", error_text(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__))
         return 1
     if figures is not None:
         emit("record", figures)

@@ -139,7 +139,30 @@ def cpus_label(r: dict) -> str:
     return "shared CPUs" if r.get("device_cpus") == "shared" else ""
 
 
+ERROR_CHARS = 4000  # what a record keeps of an error's message, at most
+SHORT_ERROR_CHARS = 300  # an error in a table's row
+
+
+def error_text(error: BaseException | str) -> str:
+    """What a record keeps of an error: its whole message (every line), ``ERROR_CHARS`` at
+    most; of a longer one its start and its end (where a Python error's own line is), with
+    how much was left out between."""
+    text = str(error).strip() or (type(error).__name__ if isinstance(error, BaseException)
+                                  else "failed")
+    if len(text) <= ERROR_CHARS:
+        return text
+    half = (ERROR_CHARS - 50) // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+
+
 def short_error(error: BaseException | str) -> str:
-    """The first line of an error, cut to 300 characters: what a record keeps of it."""
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
+    """An error in one line, for a table: its first line and, where that line only opens
+    what follows (it ends with ':', as TensorFlow's "in user code:"), its last line too;
+    ``SHORT_ERROR_CHARS`` at most."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__ if isinstance(error, BaseException) else "failed"
+    text = lines[0]
+    if len(lines) > 1 and text.endswith(":"):
+        text = f"{text} ... {lines[-1]}"
+    return text[:SHORT_ERROR_CHARS]

@@ -16,7 +16,14 @@ from pathlib import Path
 from statistics import fmean
 
 from ralp._text import human_bytes, text_grid
-from ralp.bench.records import EXTRA_KEYS, RECORD_KEYS, consolidated, cpus_label, succeeded
+from ralp.bench.records import (
+    EXTRA_KEYS,
+    RECORD_KEYS,
+    consolidated,
+    cpus_label,
+    short_error,
+    succeeded,
+)
 from ralp.bench.rounds import repeated, setting_key, summarize
 
 MAX_WIDTH = 120
@@ -138,8 +145,7 @@ def _group_key(r: dict) -> tuple:
 
 
 def _error_line(id_cells: list[str], message: str, width: int) -> str:
-    first_line = message.strip().splitlines()[0] if message.strip() else "failed"
-    line = "  ".join([*id_cells, f"error: {first_line}"])
+    line = "  ".join([*id_cells, f"error: {short_error(message)}"])
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -320,8 +326,7 @@ def _scenario_summary(jobs: list[dict], reference_total: float | None) -> str:
 
 def _job_row(r: dict) -> list[str]:
     if r.get("error"):
-        first = str(r["error"]).strip().splitlines()
-        rate = f"error: {first[0] if first else 'failed'}"
+        rate = f"error: {short_error(r['error'])}"
     else:
         rate = _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f")
     return [str(r["job"]), str(r.get("model")), str(r.get("mode")), rate]

@@ -20,9 +20,9 @@ from ralp.bench.ps_job import bench_job
 from ralp.bench.records import (
     add_compute_reference,
     derived_figures,
+    error_text,
     make_record,
     reference_key,
-    short_error,
 )
 from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
@@ -78,7 +78,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                 figures["setup"] = {"cluster_start": handle.start_s, **figures["setup"]}
             counted_apart = ("chief:0",)
     except (ChildError, ClusterError, HorovodRunError, CollectiveError) as e:
-        return make_record(run.to_dict(), where, error=short_error(e))
+        return make_record(run.to_dict(), where, error=error_text(e))
     figures["setup_s"] = round(sum(figures["setup"].values()), 3)
     if budget is not None:
         window = [CpuSnapshot.from_dict(s) for s in figures.pop("cpu_window", [None, None]) if s]

@@ -41,6 +41,7 @@ from ralp.horovod import stanza_checkpoints
 from ralp.horovod.runtime import init_horovod
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
+from ralp.placement.plan import StanzaPlan
 from ralp.training.optimizer_state import OptimizerState
 from ralp.training.ranks import RankRuntime
 
@@ -75,6 +76,8 @@ class StanzaRuntime(RankRuntime):
         if self.layout.conv_workers > 1 and plan is None:  # for one CONV rank's part, as RALP
             self.split, self.plan = _split(model, plan,
                                            max(1, batch_size // self.layout.conv_workers))
+        groups = [self.layout.group(g) for g in range(self.layout.fc_workers)]
+        self.plan = StanzaPlan.of(self.plan, groups)  # its text names the CONV and FC ranks
         self.rank, self.size = hvd.rank(), hvd.size()
         self.model, self.optimizer = model, make_optimizer()
         self.profile = None
@@ -396,18 +399,18 @@ def _from_arrays(arrays: dict) -> OptimizerState:
 def _split(model, plan, batch_size: int):
     """The head and tail of ``model`` at ``plan``'s boundary (default: the profiler's split,
     as RALP uses it); a model with nothing to offload is an error."""
-    from ralp.placement.choose import check_placeable, choose_plan
+    from ralp.placement.choose import NothingToOffloadError, check_placeable, choose_plan
     from ralp.placement.plan import PlanError
     from ralp.placement.rewriter import PlacedModel, split_model
 
     try:
         check_placeable(model)
         choice = choose_plan(model, "ralp", workers=1, num_ps=1, plan=plan, batch_size=batch_size)
+    except NothingToOffloadError as e:
+        raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
+                          f"{model.name!r} has none: {e.reason}") from None
     except PlanError as e:
         raise StanzaError(str(e)) from None
-    if choice.plan.is_empty:
-        raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
-                          f"{model.name!r} has none: {choice.profile.verdict}")
     try:
         split = split_model(PlacedModel(model, choice.plan, {}))
     except PlanError as e:

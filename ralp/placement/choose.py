@@ -2,7 +2,8 @@
 
 - ``"ps"``: nothing offloaded (plain ``ParameterServerStrategy``);
 - ``"ralp"``: offload every layer after the profiler's best split (or the given plan), even
-  if the skewness rule would not;
+  if the skewness rule would not; a model with no layers to offload (or a plan that offloads
+  none) is refused: it would train as plain PS under the name RALP;
 - ``"skewness"``: the paper's rule decides (the profiler's skewness against K); a model with
   nothing worth offloading gets an empty plan and a warning text saying why.
 
@@ -26,6 +27,18 @@ from ralp.profiler.layer_table import ProfileError, check_model
 PLACEMENT_MODES = ("skewness", "ralp", "ps")
 
 
+class NothingToOffloadError(PlanError):
+    """Mode "ralp" was asked to place a model (or a plan) with no layers to offload.
+
+    Attributes:
+        reason: why there is nothing to offload (the profiler's verdict, or the plan's).
+    """
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class PlanChoice:
     plan: Plan
@@ -33,12 +46,17 @@ class PlanChoice:
     warning: str | None  # why "skewness" fell back to plain PS, else None
 
 
-def check_placeable(model) -> None:
-    """Raise :class:`PlanError` for a model that cannot be profiled or placed (say why)."""
+def check_placeable(model, mode: str | None = None, plan: Plan | None = None) -> None:
+    """Raise :class:`PlanError` for a model that cannot be profiled or placed (say why), and
+    :class:`NothingToOffloadError` where ``mode`` is "ralp" and the model (or ``plan``) has
+    nothing to offload: cheap checks, made before anything connects."""
     try:
         check_model(model, f"model {getattr(model, 'name', model)!r}")
     except ProfileError as e:
         raise PlanError(str(e)) from None
+    if mode == "ralp":
+        # where the split falls does not depend on the batch or the cluster
+        _check_offloads(model, plan, profile(model, DEFAULT_BATCH_SIZE).split)
 
 
 def choose_plan(
@@ -64,18 +82,36 @@ def choose_plan(
         empty = Plan(model.name, num_ps, names, {}, None, "manual", "mode 'ps': plain PS")
         return PlanChoice(empty, p, None)
     if plan is not None:
+        plan = plan.plain()  # a Stanza trainer's plan places RALP's layers too
         plan.check_model(names)
         if plan.num_ps > num_ps:
             raise PlanError(f"the plan uses {plan.num_ps} PS tasks but the cluster has {num_ps}")
+        if mode == "ralp":
+            _check_offloads(model, plan, p.split)
         return PlanChoice(plan, p, None)
-    if mode == "ralp" and p.split.index is not None:  # forced: the best split, whatever S says
+    if mode == "ralp":  # forced: the best split, whatever S says
+        _check_offloads(model, None, p.split)
         moved = names[p.split.index + 1 :]
         sizes = {r.name: r.param_bytes for r in p.table.rows}
         forced = Plan.offloading(names, moved, num_ps, param_bytes=sizes)
         chosen = Plan(model.name, num_ps, names, forced.offloaded, p.candidate_split_after,
                       "profiler", p.verdict)
         return PlanChoice(chosen, p, None)
-    by_rule = Plan.from_profile(p, num_ps)
+    by_rule = Plan.from_profile(p, num_ps)  # mode "skewness": the paper's rule decides
     if by_rule.is_empty:
         return PlanChoice(by_rule, p, f"ralp: {model.name!r} trains on plain PS: {p.verdict}")
     return PlanChoice(by_rule, p, None)
+
+
+def _check_offloads(model, plan: Plan | None, split) -> None:
+    """Mode "ralp" trains RALP or nothing: a model with no admissible split (without a
+    ``plan``), or a ``plan`` that offloads no layer, would train plain PS under its name."""
+    if plan is not None:
+        reason = None if not plan.is_empty else "the plan given offloads no layer"
+    else:
+        reason = None if split.found else split.reason
+    if reason is not None:
+        raise NothingToOffloadError(
+            f"mode 'ralp' needs layers to offload to the PS, and {model.name!r} has none: "
+            f"{reason}. Train it with mode 'ps' (plain parameter-server training) or mode "
+            "'auto' (the planner's pick)", reason)

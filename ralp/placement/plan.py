@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,11 @@ class Plan:
 
     # ------------------------------------------------------------------ JSON
 
+    def plain(self) -> Plan:
+        """The placement alone, as a :class:`Plan` (what a subclass adds, such as
+        :class:`StanzaPlan`'s ranks, dropped): what another mode is placed by."""
+        return Plan(**{f.name: getattr(self, f.name) for f in fields(Plan)})
+
     def with_pulls(self, schedule: str, batches) -> Plan:
         """The same plan with the workers' pulls in ``batches`` (lists of layer names)."""
         return replace(self, pull_schedule=schedule,
@@ -262,3 +267,56 @@ class Plan:
         for task in sorted(by_task):
             lines.append(f"  {ps_device(task)}: {', '.join(by_task[task])}")
         return "\n".join([*lines, *self._pull_lines()])
+
+
+@dataclass(frozen=True)
+class StanzaPlan(Plan):
+    """A plan as Stanza runs it: the layers it offloads run on the FC ranks, not on PS tasks.
+
+    The CONV ranks (the first ones of the job) run the layers up to the split on their share
+    of each batch and allreduce those layers' gradients; each FC rank runs the offloaded
+    layers on the activations of its group of CONV ranks and sends them their gradients
+    back; the FC ranks' replicas of the offloaded layers apply the same update.
+    ``groups[k]``: the CONV ranks FC rank k serves (consecutive, in rank order).
+    """
+
+    groups: tuple[tuple[int, ...], ...] = ()
+
+    @classmethod
+    def of(cls, plan: Plan, groups: Iterable[Iterable[int]]) -> StanzaPlan:
+        """``plan``'s placement run by Stanza, FC rank k serving the CONV ranks ``groups[k]``."""
+        return cls(**{f.name: getattr(plan, f.name) for f in fields(Plan)},
+                   groups=tuple(tuple(g) for g in groups))
+
+    @property
+    def conv_ranks(self) -> tuple[int, ...]:
+        return tuple(rank for group in self.groups for rank in group)
+
+    @property
+    def fc_ranks(self) -> tuple[int, ...]:
+        first = len(self.conv_ranks)
+        return tuple(range(first, first + len(self.groups)))
+
+    def __str__(self) -> str:
+        conv, fc = self.conv_ranks, self.fc_ranks
+        after = f" after {self.split_after!r}" if self.split_after else ""
+        lines = [f"Stanza plan for {self.model_name or 'model'!r}: {len(conv)} CONV rank(s), "
+                 f"{len(fc)} FC rank(s); {len(self.offloaded)} layer(s) on the FC ranks{after}",
+                 f"  CONV {_ranks(conv)}: {len(self.kept)} layers ({_span(self.kept)})"
+                 + (", their gradients allreduced among them" if len(conv) > 1 else ""),
+                 f"  FC {_ranks(fc)}: {', '.join(self.offloaded)}"
+                 + (" (a replica on each, the same update on all)" if len(fc) > 1 else "")]
+        lines += [f"  FC rank {rank} <- CONV {_ranks(group)}: their activations in, their "
+                  "gradients back" for rank, group in zip(fc, self.groups, strict=True)]
+        return "\n".join(lines)
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    """'rank 2', 'ranks 0-3' (consecutive ranks)."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return f"ranks {ranks[0]}-{ranks[-1]}"
+
+
+def _span(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]}..{names[-1]}"

@@ -1,6 +1,7 @@
 """``ralp.bench.records``: the one record schema every producer follows, derived figures and
 speedups."""
 
+import json
 import subprocess
 import sys
 
@@ -103,3 +104,43 @@ def test_a_records_devices_are_labelled_as_they_computed(cpu, device_cpus, label
     from ralp.bench.records import cpus_label
 
     assert cpus_label({"cpu": cpu, "device_cpus": device_cpus}) == label
+
+
+# A coordinator's error as run_in_fresh_process hands it back: TensorFlow's "in user code:"
+# first, the error that matters last.
+USER_CODE_ERROR = ('ValueError: in user code:\n\n    File "fit_loop.py", line 88, in step  *\n'
+                   "        outputs = model(x)\n\n"
+                   "    ValueError: x and y are arrays (one input, one output); the model takes 2")
+
+
+def test_a_record_keeps_the_whole_error_and_a_table_row_a_short_form():
+    from ralp.bench.records import ERROR_CHARS, error_text, short_error
+    from ralp.bench.report import to_table
+
+    kept = error_text(RuntimeError(USER_CODE_ERROR + "\n"))
+    assert kept == USER_CODE_ERROR
+    assert short_error(kept) == ("ValueError: in user code: ... ValueError: x and y are arrays "
+                                 "(one input, one output); the model takes 2")
+    assert short_error("worker 1 ran out of memory\nmore") == "worker 1 ran out of memory"
+    assert error_text(RuntimeError()) == "RuntimeError" and short_error("") == "failed"
+    huge = "start " + "x" * 10_000 + "\nKeyError: the last line"
+    bounded = error_text(huge)
+    assert len(bounded) <= ERROR_CHARS and bounded.startswith("start xxx")
+    assert bounded.endswith("KeyError: the last line") and "characters left out" in bounded
+    row = next(line for line in to_table([failed(error=kept)]).splitlines() if "error:" in line)
+    assert "error: ValueError: in user code: ... ValueError: x and y" in row
+
+
+def test_a_rank_jobs_error_reaches_the_launcher_whole(capsys):
+    """What a Horovod or collective bench job's rank 0 sends when its job fails."""
+    from ralp._messages import parse_message
+    from ralp.bench.rank_job import rank_main
+    from ralp.bench.runspec import RunSpec
+
+    def job(run, read_links, started, read_cpu):
+        raise ValueError(USER_CODE_ERROR.split(": ", 1)[1])
+
+    spec = json.dumps(RunSpec("lenet", "horovod", 2, 2, 0).to_dict())
+    assert rank_main("rank", job, ["--spec", spec]) == 1
+    messages = [m for line in capsys.readouterr().out.splitlines() if (m := parse_message(line))]
+    assert messages == [{"error": USER_CODE_ERROR}]

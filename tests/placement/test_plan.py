@@ -122,3 +122,32 @@ def test_missing_layers_are_errors(tmp_path):
 def test_readable_string():
     text = str(Plan.offloading(LAYERS, ["fc6", "fc7", "logits"], 1, model_name="vgg_like"))
     assert "3 layer(s) offloaded" in text and ps_device(0) in text and "fc6, fc7, logits" in text
+
+
+def test_a_stanza_plan_names_the_conv_and_fc_ranks_not_ps_tasks():
+    from ralp.placement.plan import StanzaPlan
+
+    placed = Plan.from_profile(profiled(ps=1))
+    plan = StanzaPlan.of(placed, [(0, 1), (2,)])  # 3 CONV ranks, FC ranks 3 and 4
+    text = str(plan)
+    assert "PS task" not in text and "/job:ps" not in text, text
+    assert text.startswith("Stanza plan for 'vgg_like': 3 CONV rank(s), 2 FC rank(s); "
+                           "6 layer(s) on the FC ranks after 'pool1'"), text
+    assert "CONV ranks 0-2: 3 layers (images..pool1), their gradients allreduced" in text
+    assert "FC ranks 3-4: flatten, fc6, drop6, fc7, drop7, logits (a replica on each" in text
+    assert "FC rank 3 <- CONV ranks 0-1" in text and "FC rank 4 <- CONV rank 2:" in text
+    one = str(StanzaPlan.of(placed, [(0,)]))
+    assert "CONV rank 0: 3 layers (images..pool1)\n" in one and "FC rank 1 <- CONV rank 0" in one
+    # the placement is the same plan: JSON, and another mode's plan, without the ranks
+    assert plan.to_json() == placed.to_json()
+    assert type(plan.plain()) is Plan and plan.plain() == placed and ps_device(0) in str(plan.plain())
+
+
+def test_a_stanza_trainers_plan_places_mode_ralp():
+    from ralp.placement.choose import choose_plan
+    from ralp.placement.plan import StanzaPlan
+
+    placed = Plan.from_profile(profiled(ps=1))
+    choice = choose_plan(vgg_like(), "ralp", workers=2, num_ps=1,
+                         plan=StanzaPlan.of(placed, [(0,)]))
+    assert type(choice.plan) is Plan and choice.plan == placed
