@@ -209,7 +209,7 @@ def train_step(net, boundary_gradient: bool):
     @tf.function
     def step(inputs, y):
         boundary = [t for t in tf.nest.flatten(inputs) if t.dtype.is_floating] \
-            if boundary_gradient else []  # (a raw input of integers has no gradient)
+            if boundary_gradient else []  # (the tail's inputs; integers have no gradient)
         with tf.GradientTape() as tape:
             for tensor in boundary:
                 tape.watch(tensor)
@@ -238,8 +238,9 @@ def random_inputs(net, rows: int, rng):
 def head_step(head, batch_size: int, rng, has_gradient=None):
     """A worker's head in RALP and a CONV rank's in Stanza, traced: forward, then backward
     from the boundary gradients the PS (FC rank) sends back, then the update: ``step(x)``.
-    ``has_gradient``: per head output, whether a gradient comes back for it
-    (:meth:`ralp.placement.rewriter.Split.has_gradient`; default: each float output)."""
+    ``has_gradient``: per head output, whether a gradient comes back for it (a model input
+    crossing as it is gets none: :meth:`ralp.placement.rewriter.Split.has_gradient`;
+    default: each float output)."""
     import keras
     import tensorflow as tf
 

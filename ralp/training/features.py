@@ -33,6 +33,7 @@ class ModelInputs:
     keys: tuple[str, ...]  # in model.inputs order
     tensors: tuple  # model.inputs (keras.KerasTensor)
     kind: str  # "single" | "list" | "dict"
+    takes_list: bool = True  # a dict model whose keys were given unsorted takes no list
 
     @classmethod
     def of(cls, model) -> ModelInputs:
@@ -40,7 +41,8 @@ class ModelInputs:
         structure = model.input if is_functional(model) else None
         if isinstance(structure, Mapping):
             by_id = {id(t): k for k, t in structure.items()}
-            return cls(model.name, tuple(by_id[id(t)] for t in tensors), tensors, "dict")
+            return cls(model.name, tuple(by_id[id(t)] for t in tensors), tensors, "dict",
+                       list(structure) == sorted(structure))
         kind = "single" if len(tensors) == 1 else "list"
         return cls(model.name, tuple(t.name for t in tensors), tensors, kind)
 
@@ -69,7 +71,7 @@ class ModelInputs:
             return [x[k] for k in self.keys]
         if isinstance(x, list | tuple) and not (self.kind == "single" and not any(
                 hasattr(v, "shape") or isinstance(v, Mapping) for v in x)):
-            if self.kind == "dict" and list(self.keys) != sorted(self.keys):
+            if not self.takes_list:
                 raise TrainingSetupError(f"{what}; got a {type(x).__name__}: its keys are not "
                                          "in sorted order, so give the dict")
             if len(x) != len(self):
