@@ -16,7 +16,7 @@ batch and one update of its own. Each worker reads its own share:
   each split over the workers as evenly as possible (sizes differ by at most one; a worker
   may get no rows of a small last batch). Every sample is used once per epoch. With
   ``drop_remainder`` (stanza, whose FC ranks stack a fixed number of rows) the last partial
-  batch of each pass is left out.
+  batch of each pass is left out, of arrays and of a dataset alike.
 - **arrays, asynchronous**: worker w of W owns rows w, w + W, ...; each pass over its shard is
   reshuffled and batched (its last batch smaller). An epoch is the steps of one pass over
   every shard; a faster worker may start its next pass before a slower one ends.
@@ -28,7 +28,9 @@ batch and one update of its own. Each worker reads its own share:
 - **a dataset function**: each worker's batches as the function makes them (shard by the
   input context to read less); an epoch is ``steps_per_epoch`` steps.
 
-A worker's batches are ``(x, y, rows)`` or ``(x, y, sample_weight, rows)``: ``rows`` is how
+``x`` is in the model's own form (:mod:`ralp.training.features`): one array or tensor, or
+for a model of several inputs a tuple or dict of them, whose rows go to a worker together. A
+worker's batches are ``(x, y, rows)`` or ``(x, y, sample_weight, rows)``: ``rows`` is how
 many of the batch's rows are its own. It is all of them, except where a synchronous step
 leaves a worker no rows (a small last batch): that worker then gets a stand-in (the batch's
 first row), which it runs forward and backward and leaves out of the loss and the metrics,

@@ -75,7 +75,8 @@ def test_parameter_server_modes_equal_one_keras_process(mode, sync, workers, ps,
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize(("mode", "features"), [("ps", "two"), ("ralp", "two"), ("ralp", "ids")])
+@pytest.mark.parametrize(("mode", "features"), [("ps", "two"), ("ralp", "two"), ("ralp", "ids"),
+                                               ("auto", "two")])
 def test_a_two_input_model_in_a_parameter_server_mode_equals_one_keras_process(mode, features):
     """Features as a dict of arrays and as a dataset of tuples, validation, evaluate and
     predict; in ralp the second input's branch is on the PS, its raw input crossing (floats,
