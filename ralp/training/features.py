@@ -41,8 +41,8 @@ class ModelInputs:
         structure = model.input if is_functional(model) else None
         if isinstance(structure, Mapping):
             by_id = {id(t): k for k, t in structure.items()}
-            return cls(model.name, tuple(by_id[id(t)] for t in tensors), tensors, "dict",
-                       list(structure) == sorted(structure))
+            return cls(model.name, tuple(by_id.get(id(t), t.name) for t in tensors), tensors,
+                       "dict", list(structure) == sorted(structure))
         kind = "single" if len(tensors) == 1 else "list"
         return cls(model.name, tuple(t.name for t in tensors), tensors, kind)
 
@@ -103,7 +103,8 @@ def _shape(tensor) -> tuple:
 def one_label(y, where: str):
     """The labels of the model's one output: an array, or a list of one array (as Keras
     takes them for one output)."""
-    arrays = isinstance(y, list | tuple) and any(getattr(v, "ndim", 0) for v in y)
+    arrays = isinstance(y, list | tuple) and any(
+        getattr(v, "shape", None) is not None and tuple(v.shape) != () for v in y)
     if arrays and len(y) == 1:
         return y[0]
     if isinstance(y, Mapping) or arrays:
