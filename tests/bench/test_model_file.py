@@ -85,3 +85,24 @@ def test_a_saved_model_of_two_inputs_gets_every_input(tmp_path):
     model = build_model(path, 4, 12)
     x, _ = standard_data(dataset.take(1), None, model)
     assert model.predict(x, verbose=0).shape == (run.batch_size, 4)
+
+
+@pytest.mark.slow
+def test_the_bench_measures_a_saved_model_of_two_inputs(tmp_path):
+    """Its second input's branch on the PS (ralp-n) and on the FC rank (stanza): records with
+    figures, not errors."""
+    from tests.placement.test_rewriter import _two_input_model
+
+    path = str(tmp_path / "two.keras")
+    _two_input_model(ids=True).save(path)
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "ralp.bench", "--keras-model", path, "--modes", "ralp-n",
+         "stanza", "--devices", "2", "--batch-size", "8", "--backend", "local", "--steps", "4",
+         "--warmup", "1", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = json.loads(out.read_text())
+    assert [r["mode"] for r in records] == ["ralp-n", "stanza"]
+    for record in records:
+        assert record["error"] is None and record["images_per_sec"] > 0
+        assert "embed" in record["offloaded_layers"]
