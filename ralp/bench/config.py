@@ -285,14 +285,19 @@ def _file_facts(model: str, image_size: int | None, num_classes: int | None,
                 data: str) -> tuple[int, int] | None:
     """(input side, classes) of a model given as a saved ``.keras`` file, checked against
     what was asked (None for a zoo model)."""
-    from ralp.models.model_file import is_model_file, model_file_facts
+    from ralp.models.model_file import file_facts, is_model_file
+    from ralp.profiler.trainable import outputs_refusal
 
     if not is_model_file(model):
         return None
     try:
-        image, classes, _ = model_file_facts(model)
+        facts = file_facts(model)
     except ValueError as e:
         raise BenchError(str(e)) from None
+    refusal = outputs_refusal(facts.name, facts.outputs)
+    if refusal is not None:  # said once, as ralp.wrap would say it in every run
+        raise BenchError(f"{model}: {refusal}")
+    image, classes = facts.image, facts.classes
     if image_size not in (None, image) or num_classes not in (None, classes):
         raise BenchError(f"{model} takes {image} px images and has {classes} classes: leave "
                          "--image-size and --num-classes out for a model file")

@@ -238,12 +238,16 @@ def dataset_fn_for(run: RunSpec):
         from ralp.models.digits import digits_dataset_fn
 
         return digits_dataset_fn(run.image_size, run.batch_size, run.seed)
-    from ralp.models.model_file import is_model_file, model_file_facts
+    from ralp.models.model_file import file_facts, is_model_file
     from ralp.models.synthetic import synthetic_dataset_fn
 
-    channels = model_file_facts(run.model)[2] if is_model_file(run.model) else 3
+    if not is_model_file(run.model):
+        return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed)
+    facts = file_facts(run.model)  # a saved model: its channels, and every input it takes
+    several = len(facts.inputs) > 1
     return synthetic_dataset_fn(run.image_size, run.batch_size, run.num_classes, run.seed,
-                                channels)
+                                facts.channels, facts.inputs if several else None,
+                                facts.image_key)
 
 
 def _callbacks():

@@ -7,7 +7,9 @@ The CONV ranks are split evenly into n_f groups of consecutive ranks, one FC ran
 One synchronous iteration:
 
 - each CONV rank runs the head on its batch and sends its boundary activations and labels to
-  its FC rank (``hvd.alltoall``: one call moves every group's rows at once);
+  its FC rank (``hvd.alltoall``: one call moves every group's rows at once; activations of
+  several dtypes, or a model input an offloaded layer reads, in one call per kind:
+  :mod:`ralp.horovod.stanza_boundary`);
 - each FC rank stacks its group's rows into one batch, runs the tail's forward pass, the loss
   and the backward pass on it (one matmul per layer per iteration, not one per worker), and
   sends each CONV rank the gradient of its own rows back (``hvd.alltoall`` again);
@@ -39,6 +41,7 @@ import numpy as np
 
 from ralp.horovod import stanza_checkpoints
 from ralp.horovod.runtime import init_horovod
+from ralp.horovod.stanza_boundary import Boundary, collective_name
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
 from ralp.placement.plan import StanzaPlan
@@ -129,14 +132,6 @@ class StanzaRuntime(RankRuntime):
             state = [v.value for v in self.optimizer.variables]
             hvd.broadcast_variables(state, root_rank=root, process_set=part_set)
 
-    def _boundary(self):
-        """(per-sample shapes, flat widths, dtype) of the tensors crossing at the split."""
-        import math
-
-        outputs = self.split.head.outputs
-        shapes = [tuple(t.shape[1:]) for t in outputs]
-        return shapes, [math.prod(s) for s in shapes], outputs[0].dtype
-
     # ------------------------------------------------------------------ the two roles
 
     data_workers = property(lambda self: self.layout.conv_workers)
@@ -180,14 +175,13 @@ class StanzaRuntime(RankRuntime):
 
         hvd, layout, head, K = self.hvd, self.layout, self.split.head, self.K
         share = 1.0 / layout.conv_workers
-        _, widths, dtype = self._boundary()
-        D = sum(widths)
+        boundary = Boundary.of(self.split)
         to_fc = [K if r == layout.fc_rank_of(self.rank) else 0 for r in range(layout.size)]
         nothing = [0] * layout.size
 
-        # What this rank sends where it sends nothing: a function argument, not a constant in
+        # What this rank sends where it sends nothing: function arguments, not constants in
         # the graph (see _alltoall).
-        empty_rows = tf.zeros([0, D], dtype)
+        empty_rows = [tf.zeros([0, g.width], g.dtype) for g in boundary.computed]
         alltoall, grouped_allreduce = _unconverted(tf, hvd)
 
         width = objective.width
@@ -195,24 +189,27 @@ class StanzaRuntime(RankRuntime):
         @tf.function
         def step(batch, empty_rows):
             x, y = batch[0], batch[1]
-            x = tf.ensure_shape(x, [K, *x.shape[1:]])  # the FC ranks count on K rows
+            # the FC ranks count on K rows (of every input's features)
+            x = tf.nest.map_structure(lambda t: tf.ensure_shape(t, [K, *t.shape[1:]]), x)
             with tf.GradientTape() as tape:
                 outputs = head(x, training=True)
-                outputs = outputs if isinstance(outputs, list | tuple) else [outputs]
-                flat = tf.concat([tf.reshape(t, [K, w]) for t, w in
-                                  zip(outputs, widths, strict=True)], axis=1)
+                outputs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+                packed = boundary.pack(outputs, K)
             labels = tf.reshape(tf.cast(y, self.label_dtype), [K, *self.label_shape])
-            sent = alltoall(hvd, flat, to_fc, ACTIVATIONS, [0, D])
-            sent_labels = alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape])
-            sends = [sent, tf.cast(tf.reduce_sum(sent_labels), sent.dtype)]
+            sends = [alltoall(hvd, rows, to_fc, collective_name(ACTIVATIONS, k), [0, g.width])
+                     for k, (g, rows) in enumerate(zip(boundary.groups, packed, strict=True))]
+            sends.append(alltoall(hvd, labels, to_fc, LABELS, [0, *self.label_shape]))
             if self.weighted:
                 weights = tf.reshape(tf.cast(batch[2], tf.float32), [K])
-                sends.append(tf.cast(tf.reduce_sum(alltoall(hvd, weights, to_fc, WEIGHTS, [0])),
-                                     sent.dtype))
+                sends.append(alltoall(hvd, weights, to_fc, WEIGHTS, [0]))
+            sends = [tf.cast(tf.reduce_sum(t), tf.float32) for t in sends]
             with tf.control_dependencies(sends):  # receive after sending
-                empty = tf.identity(empty_rows)
-            grad = alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
-            grads = tape.gradient(flat, self.variables, output_gradients=grad)
+                empty = [tf.identity(e) for e in empty_rows]
+            back = [alltoall(hvd, e, nothing, collective_name(GRADIENTS, k), [K, g.width])
+                    for k, (g, e) in enumerate(zip(boundary.computed, empty, strict=True))]
+            targets = [rows for g, rows in zip(boundary.groups, packed, strict=True)
+                       if g.computed]
+            grads = tape.gradient(targets, self.variables, output_gradients=back)
             if self.conv_set is not None:
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
                                           name=HEAD_GRADS, ignore_name_scope=True)
@@ -221,8 +218,7 @@ class StanzaRuntime(RankRuntime):
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             # Horovod's ops are not stateful: one whose result feeds nothing the function
             # returns may be pruned. The sends' (empty) results feed the output.
-            nothing_sent = tf.reduce_sum(tf.cast(tf.stack([tf.reduce_sum(t) for t in sends]),
-                                                 tf.float32))
+            nothing_sent = tf.add_n(sends)
             zeros = tf.zeros([width - 4], tf.float32)
             return tf.concat([tf.stack([nothing_sent * 0.0, 0.0, 0.0,
                                         tf.cast(reg, tf.float32) * share]), zeros], axis=0)
@@ -235,38 +231,44 @@ class StanzaRuntime(RankRuntime):
         from ralp.training.objective import plus, regularization_gradients
 
         hvd, layout, tail, K = self.hvd, self.layout, self.split.tail, self.K
-        shapes, widths, dtype = self._boundary()
-        D, fc_index = sum(widths), self.rank - layout.conv_workers
+        boundary = Boundary.of(self.split)
+        fc_index = self.rank - layout.conv_workers
         group = layout.group(fc_index)
         rows = K * len(group)  # the stacked batch
         back_to = [K if r in group else 0 for r in range(layout.size)]
         share = 1.0 / layout.fc_workers
         nothing = [0] * layout.size
 
-        empty_rows = tf.zeros([0, D], dtype)  # arguments, not constants: see _alltoall
+        # arguments, not constants: see _alltoall
+        empty_rows = [tf.zeros([0, g.width], g.dtype) for g in boundary.groups]
         empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
         empty_weights = tf.zeros([0], tf.float32)
         alltoall, grouped_allreduce = _unconverted(tf, hvd)
         allreduce = tf.autograph.experimental.do_not_convert(hvd.allreduce)
+        n = len(self.variables)
 
         @tf.function
         def step(empty_rows, empty_labels, empty_weights):
-            stacked = alltoall(hvd, empty_rows, nothing, ACTIVATIONS, [rows, D])
+            stacked = [alltoall(hvd, e, nothing, collective_name(ACTIVATIONS, k), [rows, g.width])
+                       for k, (g, e) in enumerate(zip(boundary.groups, empty_rows, strict=True))]
             labels = alltoall(hvd, empty_labels, nothing, LABELS,
                               [rows, *self.label_shape])
             weights = (alltoall(hvd, empty_weights, nothing, WEIGHTS, [rows])
                        if self.weighted else None)
+            watched = [m for g, m in zip(boundary.groups, stacked, strict=True) if g.computed]
             with tf.GradientTape() as tape:
-                tape.watch(stacked)
-                parts = tf.split(stacked, widths, axis=1) if len(widths) > 1 else [stacked]
-                inputs = [tf.reshape(p, [rows, *s]) for p, s in zip(parts, shapes, strict=True)]
+                tape.watch(watched)
+                inputs = boundary.unpack(stacked, rows)
                 predictions = tail(inputs if len(inputs) > 1 else inputs[0], training=True)
                 num, den = objective.loss_sums(labels, predictions, weights, share)
             total = den if self.fc_set is None else allreduce(
                 den, op=hvd.Sum, process_set=self.fc_set, name=DEN)
-            *grads, grad_stacked = tape.gradient(num, [*self.variables, stacked])
-            grad_stacked = tf.math.divide_no_nan(grad_stacked, tf.cast(total, grad_stacked.dtype))
-            back = alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
+            grads = tape.gradient(num, [*self.variables, *watched])
+            grads, grad_stacked = grads[:n], grads[n:]
+            back = [alltoall(hvd, tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), back_to,
+                             collective_name(GRADIENTS, k), [0, group_.width])
+                    for k, (group_, g) in enumerate(zip(boundary.computed, grad_stacked,
+                                                        strict=True))]
             if self.fc_set is not None:
                 grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
                                           name=TAIL_GRADS, ignore_name_scope=True)
@@ -276,8 +278,10 @@ class StanzaRuntime(RankRuntime):
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
             states = objective.metric_states(labels, predictions, weights)
             sums = objective.sums(num, den, rows, reg * share, states)
-            # The send's (empty) result feeds the output, or the unstateful op may be pruned.
-            return sums + tf.cast(tf.reduce_sum(back), sums.dtype) * 0.0
+            # The sends' (empty) results feed the output, or the unstateful ops may be pruned.
+            sent = tf.add_n([tf.cast(tf.reduce_sum(b), sums.dtype) for b in back]
+                            or [tf.zeros([], sums.dtype)])
+            return sums + sent * 0.0
 
         return lambda batch: step(empty_rows, empty_labels, empty_weights)
 

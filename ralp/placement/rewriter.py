@@ -11,7 +11,10 @@ Three pieces, each used by the trainer:
   and a *tail* (offloaded layers, run on the PS), sharing the same layer objects. It cuts at
   the top level of the model: a nested Sequential/functional model goes whole to one side,
   and so does a shared layer (one called more than once); a plan that would cut inside
-  either is refused, saying what to do.
+  either is refused, saying what to do. The head takes every model input, as the model
+  does; a model input that an offloaded layer reads (a second input's branch placed on the
+  PS) is one of the head's outputs as it is, and crosses to the PS as an activation would
+  (the profiler's cost counts it so: its values per sample); no gradient comes back for it.
 - :class:`LayerDeviceFunction` is the device function for the tail's ops: every op created
   inside an offloaded layer's name scope — forward, and ``gradient_tape/...`` backward — goes
   to that layer's PS task; any other op in the PS section (loss, boundary copies) goes to the
@@ -139,6 +142,16 @@ class Split:
     head: keras.Model  # kept layers: model inputs -> boundary tensors
     tail: keras.Model  # offloaded layers: boundary tensors -> model outputs
     boundary: tuple[str, ...]  # top-level layers whose outputs cross from the workers to the PS
+    # per head output: True where the head computes it, False for a model input that an
+    # offloaded layer reads (it crosses as it is; no gradient goes back for it)
+    computed: tuple[bool, ...] = ()
+
+    def has_gradient(self) -> tuple[bool, ...]:
+        """Per head output, whether a boundary gradient goes back for it: the head computes
+        it, in floating point."""
+        computed = self.computed or (True,) * len(self.head.outputs)
+        return tuple(c and tf.as_dtype(t.dtype).is_floating
+                     for c, t in zip(computed, self.head.outputs, strict=True))
 
 
 def _offloaded_top_level(model: keras.Model, plan: Plan) -> set[str]:
@@ -225,12 +238,21 @@ def split_model(placed: PlacedModel) -> Split:
     crossing = sorted(cut.values(), key=lambda entry: entry[0])
     tensors = [tensor for _, tensor, _ in crossing]
     boundary = tuple(dict.fromkeys(name for _, _, name in crossing))
+    model_inputs = {id(t) for t in model.inputs}
+    computed = tuple(id(t) not in model_inputs for t in tensors)
     cut_tensors = tensors[0] if len(tensors) == 1 else tensors  # one tensor stays a tensor
-    inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs
     outputs = model.outputs[0] if len(model.outputs) == 1 else model.outputs
-    head = keras.Model(inputs, cut_tensors, name="ralp_head")
+    # the head takes the model's inputs as the model takes them (a dict stays a dict)
+    head = keras.Model(_input_structure(model), cut_tensors, name="ralp_head")
     tail = keras.Model(cut_tensors, outputs, name="ralp_tail")
-    return Split(head, tail, boundary)
+    return Split(head, tail, boundary, computed)
+
+
+def _input_structure(model: keras.Model):
+    """The model's inputs as its call takes them: one tensor, a list, or a dict."""
+    if len(model.inputs) == 1 and not isinstance(getattr(model, "input", None), dict):
+        return model.inputs[0]
+    return model.input
 
 
 _UNIQUIFIED = re.compile(r"^(?P<base>.+)_\d+$")

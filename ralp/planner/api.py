@@ -79,15 +79,16 @@ def recommend(model, devices: Sequence[int], bandwidth: Sequence[str], *,
         ``predictions``, ``best()``, ``decisions()`` and ``skewness_verdict``.
 
     Raises:
-        PlannerError: no mode can run on those devices.
+        PlannerError: no mode can run on those devices, or ralp cannot train the model
+            (several outputs: the message ``ralp.wrap`` gives).
     """
+    work = Workload(profile(model, batch_size, threshold=threshold))  # a refusal: at once
     image, classes = shape_facts(model)
     cal = calibration or calibrate(model, batch_size)
     try:
         entry = cal.find(model.name, batch_size, image, classes)
     except ValueError:
         entry = calibrate_entry(model, batch_size)
-    work = Workload(profile(model, batch_size, threshold=threshold))
     bits = [parse_bandwidth(b) for b in bandwidth]
     return plan_cluster(work, None, entry.compute, nodes=list(devices), gpus_per_node=1,
                         bandwidths=bits, intra_bits=math.inf, modes=MODES, sync="async",

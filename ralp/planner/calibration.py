@@ -208,7 +208,8 @@ def train_step(net, boundary_gradient: bool):
 
     @tf.function
     def step(inputs, y):
-        boundary = (inputs if isinstance(inputs, list) else [inputs]) if boundary_gradient else []
+        boundary = [t for t in tf.nest.flatten(inputs) if t.dtype.is_floating] \
+            if boundary_gradient else []  # (the tail's inputs; integers have no gradient)
         with tf.GradientTape() as tape:
             for tensor in boundary:
                 tape.watch(tensor)
@@ -222,32 +223,41 @@ def train_step(net, boundary_gradient: bool):
 
 
 def random_inputs(net, rows: int, rng):
-    """Random inputs for ``net``: one tensor for a one-input model, a list otherwise (the
-    structure Keras expects)."""
+    """Random inputs for ``net``, in the structure its call takes (one tensor, a tuple, a
+    dict): floats from a normal distribution, integers 0 (an id every embedding has)."""
     import tensorflow as tf
 
+    from ralp.training.features import ModelInputs
+
     made = [tf.constant(rng.standard_normal((rows, *t.shape[1:])), tf.float32)
+            if tf.as_dtype(t.dtype).is_floating else tf.zeros((rows, *t.shape[1:]), t.dtype)
             for t in net.inputs]
-    return made[0] if len(made) == 1 else made
+    return ModelInputs.of(net).pack(made)
 
 
-def head_step(head, batch_size: int, rng):
+def head_step(head, batch_size: int, rng, has_gradient=None):
     """A worker's head in RALP and a CONV rank's in Stanza, traced: forward, then backward
-    from the boundary gradients the PS (FC rank) sends back, then the update: ``step(x)``."""
+    from the boundary gradients the PS (FC rank) sends back, then the update: ``step(x)``.
+    ``has_gradient``: per head output, whether a gradient comes back for it (a model input
+    crossing as it is gets none: :meth:`ralp.placement.rewriter.Split.has_gradient`;
+    default: each float output)."""
     import keras
     import tensorflow as tf
 
     optimizer = keras.optimizers.SGD(1e-3)
     outputs = head.outputs if isinstance(head.outputs, list) else [head.outputs]
-    grads_in = [tf.constant(rng.standard_normal((batch_size, *t.shape[1:])), tf.float32)
-                for t in outputs]
+    back = [k for k, t in enumerate(outputs) if tf.as_dtype(t.dtype).is_floating and (
+        has_gradient is None or has_gradient[k])]
+    grads_in = [tf.constant(rng.standard_normal((batch_size, *outputs[k].shape[1:])),
+                            tf.float32) for k in back]
 
     @tf.function
     def step(x):
         with tf.GradientTape() as tape:
             out = head(x, training=True)
         out = list(out) if isinstance(out, list | tuple) else [out]
-        grads = tape.gradient(out, head.trainable_variables, output_gradients=grads_in)
+        grads = tape.gradient([out[k] for k in back], head.trainable_variables,
+                              output_gradients=grads_in)
         optimizer.apply(grads, head.trainable_variables)
         return out[0]
 
@@ -276,7 +286,7 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
         timed += [(tail_step, (random_inputs(split.tail, batch_size, rng), labels)),
                   (tail_step, (random_inputs(split.tail, STACKED * batch_size, rng),
                                tf.concat([labels] * STACKED, 0))),
-                  (head_step(split.head, batch_size, rng),
+                  (head_step(split.head, batch_size, rng, split.has_gradient()),
                    (random_inputs(model, batch_size, rng),))]
     medians = _median_step_times(timed, steps)
     full_s, tail_s, stacked_s, head_s = medians if offloaded else (medians[0], 0.0, None, None)
@@ -286,8 +296,10 @@ def measure(model, batch_size: int, layers: tuple[str, ...], offloaded: tuple[st
 
 
 def shape_facts(model) -> tuple[int, int]:
-    """(image size, number of classes) of an image classifier: input side, output width."""
-    return int(model.inputs[0].shape[1]), int(model.outputs[0].shape[-1])
+    """(image size, number of classes) of an image classifier: its (first) image input's
+    side, output width."""
+    images = [t for t in model.inputs if len(t.shape) == 4] or model.inputs
+    return int(images[0].shape[1]), int(model.outputs[0].shape[-1])
 
 
 def calibrate_entry(model, batch_size: int = DEFAULT_BATCH_SIZE, *,

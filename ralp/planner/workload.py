@@ -18,6 +18,10 @@ class Workload:
 
     profile: Profile  # skewness verdict and candidate split
 
+    def __post_init__(self) -> None:
+        if self.profile.refusal is not None:  # ralp.wrap would refuse it: no plan to run
+            raise PlannerError(self.profile.refusal)
+
     @property
     def table(self) -> LayerTable:
         return self.profile.table

@@ -21,6 +21,7 @@ from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_tabl
 from ralp.profiler.ps_assignment import spread_layers
 from ralp.profiler.skewness import is_eligible, position_skewness
 from ralp.profiler.split import SplitChoice, SplitLayer, cut_sources, find_split
+from ralp.profiler.trainable import several_outputs
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Profile:
     ps: int
     bytes_per_step: dict[str, StepTraffic]  # "ps", "horovod", "ralp"
     boundary_layers: tuple[str, ...]  # layers whose outputs cross at the candidate split
+    refusal: str | None = None  # why ralp's trainers cannot take the model (several outputs)
 
     @property
     def model(self) -> str:
@@ -111,6 +113,8 @@ class Profile:
         """One honest sentence: whether placement pays off for this model, and why."""
         s, k = self.skewness, self.threshold
         ratio = self.bytes_per_step["ralp"].total / max(1, self.bytes_per_step["ps"].total)
+        if self.refusal is not None:
+            return f"ralp cannot train it: {self.refusal}"
         if self.split.index is None:
             return f"nothing to offload ({self.split.reason}); train with plain PS"
         if not self.eligible:
@@ -179,4 +183,5 @@ def profile(
             "ralp": mode_traffic(table, "ralp", workers, ps, offloaded),
         },
         boundary_layers=tuple(boundary),
+        refusal=several_outputs(model),
     )

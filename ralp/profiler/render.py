@@ -40,6 +40,7 @@ def to_dict(p: Profile) -> dict:
         "boundary_layers": list(p.boundary_layers),
         "boundary_bytes_per_step": p.boundary_bytes,
         "verdict": p.verdict,
+        "refusal": p.refusal,
         "bytes_per_step": {mode: t.total for mode, t in traffic.items()},
         "busiest_link_bytes": p.busiest_link_bytes,
         "traffic": {mode: t.to_dict() for mode, t in traffic.items()},

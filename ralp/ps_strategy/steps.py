@@ -18,7 +18,8 @@ Plain PS: forward, loss, backward and the update's inputs are all computed on th
 every variable is read from and every gradient written to the PS tasks.
 
 RALP: the worker runs the head (kept layers) and sends the boundary activations and the labels
-to the PS. In one critical section on the PS that computes the loss, the PS runs the tail's
+to the PS (a model input that an offloaded layer reads crosses with them as it is, and gets no
+gradient back). In one critical section on the PS that computes the loss, the PS runs the tail's
 forward pass, the loss, the tail's backward pass and the tail's update, and returns the
 boundary gradient. The worker finishes the backward pass through the head and updates it.
 
@@ -228,6 +229,7 @@ def ralp_step(
     too. ``ledgers``: the head's and the tail's (the tail's on the loss task, checked inside
     the section). With ``pulls`` the head's variables are pulled in those batches."""
     head, tail = split.head, split.tail
+    has_gradient = split.has_gradient()  # a model input crossing as it is has none
     head_ledger, tail_ledger = ledgers
     head_vars, tail_vars = head.trainable_variables, tail.trainable_variables
     loss_device = ps_device(placed.loss_task, placed.device_type)
@@ -247,10 +249,11 @@ def ralp_step(
 
         def ps_section():
             on_ps = [tf.identity(a) for a in boundary]  # one copy of each activation to the PS
+            differentiable = [a for a, g in zip(on_ps, has_gradient, strict=True) if g]
             labels = tf.identity(y)
             sample_weight = None if weights is None else tf.identity(weights)
             with tf.GradientTape() as ps_tape:
-                ps_tape.watch(on_ps)
+                ps_tape.watch(differentiable)
                 predictions = tail(on_ps if len(on_ps) > 1 else on_ps[0], training=True)
                 if isinstance(predictions, list | tuple):
                     predictions = predictions[0]
@@ -259,7 +262,7 @@ def ralp_step(
                 tail_reg = tf.cast(regularization(tail), num.dtype)
                 # BSP: the gradient of num (the round divides); else the batch's own loss
                 loss = num if synced else tf.math.divide_no_nan(num, den) + tail_reg
-            grads = ps_tape.gradient(loss, tail_vars + on_ps)
+            grads = ps_tape.gradient(loss, tail_vars + differentiable)
             tail_grads = grads[: len(tail_vars)]
             tail_ledger.guarded(token, group_update(
                 tail_optimizer, tail_vars, tail_grads, tail_accumulators,
@@ -279,7 +282,8 @@ def ralp_step(
         with tf.compat.v1.device(device_fn):
             (num, den, tail_reg), samples, boundary_grads, states = critical_section.execute(
                 ps_section)
-        targets = boundary + ([] if synced else [head_reg])
+        targets = [a for a, g in zip(boundary, has_gradient, strict=True) if g]
+        targets += [] if synced else [head_reg]
         output_grads = boundary_grads + ([] if synced else [tf.ones_like(head_reg)])
         head_grads = tape.gradient(targets, sources, output_gradients=output_grads)
         applied = head_ledger.guarded(token, group_update(head_optimizer, head_vars, head_grads,

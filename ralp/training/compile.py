@@ -22,6 +22,7 @@ import keras
 
 from ralp._compat import inbound_nodes, keras_history
 from ralp.errors import InvalidTypeError, RalpError
+from ralp.profiler.trainable import several_outputs
 
 # Layers and keras.ops nodes between a softmax and the model output that change no values.
 _PASS_THROUGH = frozenset({"Reshape", "Flatten", "Dropout", "Identity", "Activation"})
@@ -32,15 +33,11 @@ class TrainingSetupError(RalpError, ValueError):
 
 
 def check_one_output(model, where: str = "ralp") -> None:
-    """Refuse a model with several outputs: the trainers compute one loss on one output."""
-    outputs = getattr(model, "outputs", None) or []
-    if len(outputs) > 1:
-        raise TrainingSetupError(
-            f"{where}: model {model.name!r} has {len(outputs)} outputs; ralp's trainers compute "
-            "one loss on one output. Train a single-output model, e.g. "
-            "keras.Model(model.inputs, model.outputs[0]) (ralp.profile still profiles the "
-            "model as it is)."
-        )
+    """Refuse a model with several outputs: the trainers compute one loss on one output
+    (the message is :func:`ralp.profiler.trainable.several_outputs`', as everywhere)."""
+    reason = several_outputs(model)
+    if reason is not None:
+        raise TrainingSetupError(f"{where}: {reason}")
 
 
 def _ends_in_softmax(op) -> bool:

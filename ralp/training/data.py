@@ -16,7 +16,7 @@ batch and one update of its own. Each worker reads its own share:
   each split over the workers as evenly as possible (sizes differ by at most one; a worker
   may get no rows of a small last batch). Every sample is used once per epoch. With
   ``drop_remainder`` (stanza, whose FC ranks stack a fixed number of rows) the last partial
-  batch of each pass is left out.
+  batch of each pass is left out, of arrays and of a dataset alike.
 - **arrays, asynchronous**: worker w of W owns rows w, w + W, ...; each pass over its shard is
   reshuffled and batched (its last batch smaller). An epoch is the steps of one pass over
   every shard; a faster worker may start its next pass before a slower one ends.
@@ -28,7 +28,9 @@ batch and one update of its own. Each worker reads its own share:
 - **a dataset function**: each worker's batches as the function makes them (shard by the
   input context to read less); an epoch is ``steps_per_epoch`` steps.
 
-A worker's batches are ``(x, y, rows)`` or ``(x, y, sample_weight, rows)``: ``rows`` is how
+``x`` is in the model's own form (:mod:`ralp.training.features`): one array or tensor, or
+for a model of several inputs a tuple or dict of them, whose rows go to a worker together. A
+worker's batches are ``(x, y, rows)`` or ``(x, y, sample_weight, rows)``: ``rows`` is how
 many of the batch's rows are its own. It is all of them, except where a synchronous step
 leaves a worker no rows (a small last batch): that worker then gets a stand-in (the batch's
 first row), which it runs forward and backward and leaves out of the loss and the metrics,
@@ -83,27 +85,34 @@ def _index(worker) -> tf.Tensor:
     return tf.cast(worker, tf.int64)
 
 
+def batch_rows(x, out_type=tf.int32):
+    """The rows of a batch's features ``x`` (a tensor, or the tensors of several inputs)."""
+    return tf.shape(tf.nest.flatten(x)[0], out_type=out_type)[0]
+
+
 def _with_rows(*batch):
     """A whole batch, every row its own: ``(*batch, rows)``."""
-    return (*batch, tf.shape(batch[0])[0])
+    return (*batch, batch_rows(batch[0]))
 
 
 def _own_rows(batch, worker, workers: int):
-    """``worker``'s rows of every tensor of a batch (a tuple), by :func:`split_bounds`, and
-    how many are its own: a worker left none gets the batch's first row as a stand-in."""
-    rows = tf.shape(batch[0], out_type=tf.int64)[0]
+    """``worker``'s rows of every tensor of a batch (a tuple; its features may be several
+    tensors), by :func:`split_bounds`, and how many are its own: a worker left none gets the
+    batch's first row as a stand-in."""
+    rows = batch_rows(batch[0], tf.int64)
     w = _index(worker)
     start, end = w * rows // workers, (w + 1) * rows // workers
     own = tf.cast(end - start, tf.int32)
     stand_in = tf.logical_and(tf.equal(own, 0), rows > 0)
     start = tf.where(stand_in, tf.constant(0, tf.int64), start)
     end = tf.where(stand_in, tf.constant(1, tf.int64), end)
-    return (*(t[start:end] for t in batch), own)
+    return (*tf.nest.map_structure(lambda t: t[start:end], tuple(batch)), own)
 
 
 def unpack(batch) -> tuple:
     """``(x, y, sample_weight or None, rows)`` of a worker's batch: ``(x, y, rows)`` or
-    ``(x, y, sample_weight, rows)``."""
+    ``(x, y, sample_weight, rows)``; ``x`` in the model's own form (one tensor, or a tuple or
+    dict of the inputs' tensors: :mod:`ralp.training.features`)."""
     return batch[0], batch[1], batch[2] if len(batch) > 3 else None, batch[-1]
 
 
@@ -118,17 +127,21 @@ def _as_tuple(*element):
     return tuple(element) if len(element) > 1 else tuple(element[0])
 
 
+def _spec(array: np.ndarray) -> tf.TensorSpec:
+    return tf.TensorSpec((None, *array.shape[1:]), tf.as_dtype(array.dtype))
+
+
 class ArrayData:
-    """In-memory ``x``, ``y`` and optional per-sample ``weights``, batched by the fit."""
+    """In-memory ``x`` (an array, or a tuple or dict of arrays for a model of several
+    inputs), ``y`` and optional per-sample ``weights``, batched by the fit."""
 
     def __init__(self, x, y, weights, batch_size: int, shuffle: bool, steps: int | None = None):
         self.x, self.y, self.weights = x, y, weights
         self.batch_size, self.shuffle, self.steps = batch_size, shuffle, steps
-        self.rows = len(x)
+        self.rows = len(y)
         self.global_batch = batch_size
         w = () if weights is None else (tf.TensorSpec((None,), tf.float32),)
-        self.element_spec = (tf.TensorSpec((None, *x.shape[1:]), tf.as_dtype(x.dtype)),
-                             tf.TensorSpec((None, *y.shape[1:]), tf.as_dtype(y.dtype)), *w)
+        self.element_spec = (tf.nest.map_structure(_spec, x), _spec(y), *w)
 
     def worker_batch(self, sharding: Sharding) -> int:
         """One worker's rows of a full batch (a synchronous step's share of it)."""
@@ -140,13 +153,16 @@ class ArrayData:
 
     def pass_steps(self, sharding: Sharding) -> int:
         B, W = self.batch_size, sharding.workers
+        if sharding.synchronous and sharding.drop_remainder:
+            return _full_batches(self.rows // B, f"{self.rows} samples", B)
         if sharding.synchronous:
-            return self.rows // B if sharding.drop_remainder else math.ceil(self.rows / B)
+            return math.ceil(self.rows / B)
         return sum(math.ceil(len(range(w, self.rows, W)) / B) for w in range(W))
 
     def _gather(self, indices, own):
-        arrays = [self.x, self.y] + ([] if self.weights is None else [self.weights])
-        return (*(tf.gather(tf.constant(a), indices) for a in arrays), own)
+        arrays = (self.x, self.y) + (() if self.weights is None else (self.weights,))
+        return (*tf.nest.map_structure(lambda a: tf.gather(tf.constant(a), indices), arrays),
+                own)
 
     def _sync_indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
         B, W, N = self.batch_size, sharding.workers, self.rows
@@ -185,18 +201,47 @@ class ArrayData:
         return indices.skip(skip).map(self._gather).prefetch(2)
 
 
-class DatasetData:
-    """A finite ``tf.data.Dataset`` of batches, each one global batch."""
+def _full_batches(full: int, what: str, batch: int) -> int:
+    if full < 1:
+        raise InvalidArgumentError(f"stanza trains full global batches only, and {what} make "
+                                   f"no batch of {batch}: give more samples or a smaller "
+                                   "batch_size")
+    return full
 
-    def __init__(self, dataset: tf.data.Dataset, steps: int | None, global_batch: int | None):
+
+class DatasetData:
+    """A finite ``tf.data.Dataset`` of batches, each one global batch. ``one_pass``: an
+    epoch is one pass over it (``steps`` is its length), not ``steps_per_epoch`` steps."""
+
+    def __init__(self, dataset: tf.data.Dataset, steps: int | None, global_batch: int | None,
+                 one_pass: bool = False):
         self.dataset = dataset
         self.element_spec = tuple(dataset.element_spec)
         self.steps = steps
         self.global_batch = global_batch
+        self.one_pass = one_pass
+        self._full: int | None = None  # one pass's full batches, once counted
         self._graph = None  # the serialized dataset, for workers of a PS cluster
 
     def steps_per_epoch(self, sharding: Sharding) -> int:
+        """``steps_per_epoch`` if given, else one pass; with ``drop_remainder`` a pass's last
+        batch is left out when it is partial, as of arrays."""
+        if sharding.drop_remainder and self.one_pass and self.global_batch:
+            return self.full_batches()
         return self.steps
+
+    def full_batches(self) -> int:
+        """One pass's full batches: every batch when their size is static (batched with
+        ``drop_remainder=True``), else the pass's batches less a partial last one (read here:
+        the dataset is read through once, the batches before it included)."""
+        if self._full is None:
+            rows = tf.nest.flatten(self.element_spec[0])[0].shape[0]
+            full = self.steps
+            if rows is None:
+                last = next(iter(self.dataset.skip(self.steps - 1).take(1)))
+                full -= int(batch_rows(_as_tuple(*last)[0])) < self.global_batch
+            self._full = _full_batches(full, f"{self.steps} batches", self.global_batch)
+        return self._full
 
     def worker_batch(self, sharding: Sharding) -> int | None:
         if self.global_batch is None:
@@ -225,7 +270,7 @@ class DatasetData:
         ds, W = self._source(remote), sharding.workers
         if sharding.drop_remainder and self.global_batch:
             full = self.global_batch
-            ds = ds.filter(lambda *t: tf.shape(_as_tuple(*t)[0])[0] == full)
+            ds = ds.filter(lambda *t: batch_rows(_as_tuple(*t)[0]) == full)
         if sharding.synchronous:
             ds = ds.map(lambda *t: _own_rows(_as_tuple(*t), worker, W))
         else:

@@ -22,7 +22,14 @@ import numpy as np
 from ralp._compat import dataset_from_graph, dataset_graph
 from ralp.errors import InvalidArgumentError
 from ralp.training.compile import TrainingSetup, clone_uncompiled, optimizer_factory
-from ralp.training.fit_inputs import check_batch, fit_data, keras_spec
+from ralp.training.fit_inputs import (
+    check_batch,
+    check_label_dtype,
+    fit_data,
+    keras_spec,
+    standard_data,
+    standard_validation,
+)
 from ralp.training.history import History
 from ralp.training.model_view import ModelView, check_callbacks
 from ralp.training.objective import Objective, spec_of
@@ -66,10 +73,12 @@ def _label_spec(x, y):
         ).structured_outputs.element_spec
     else:
         y = np.asarray(y) if y is not None else np.zeros((0,), np.int32)
+        check_label_dtype(y.dtype, "fit")
         return spec_of((None, *y.shape[1:]), y.dtype)
     if not isinstance(spec, tuple) or len(spec) < 2:
         raise InvalidArgumentError(f"the data's batches are {spec}: give (images, labels) or "
                                    "(images, labels, sample weights)")
+    check_label_dtype(spec[1].dtype, "fit")
     return keras_spec(spec[1])
 
 
@@ -112,9 +121,12 @@ class Trainer:
         """Train as Keras' ``Model.fit`` does, on this trainer's mode.
 
         Args:
-            x, y: images and labels as arrays; or ``x`` a ``tf.data.Dataset`` of batches
-                (``(x, y)`` or ``(x, y, sample_weight)``), or a dataset function
-                ``fn(tf.distribute.InputContext) -> tf.data.Dataset`` of one worker's batches.
+            x, y: features and labels as arrays (``x`` an array, or for a model of several
+                inputs a list of arrays in ``model.inputs`` order or a dict by input name);
+                or ``x`` a ``tf.data.Dataset`` of batches (``(x, y)`` or ``(x, y,
+                sample_weight)``, ``x`` a tensor, tuple or dict as above), or a dataset
+                function ``fn(tf.distribute.InputContext) -> tf.data.Dataset`` of one
+                worker's batches.
             batch_size: the global batch: the samples of one update of the weights, split
                 over the workers in a synchronous mode (default: ``wrap``'s, else 32).
             epochs, initial_epoch, steps_per_epoch, shuffle, class_weight, sample_weight,
@@ -147,6 +159,8 @@ class Trainer:
             raise InvalidArgumentError("checkpoint_every needs a checkpoint_dir to write to")
         verbose = _verbosity(verbose)
         check_callbacks(callbacks or [])
+        x, y = standard_data(x, y, self.original)  # any structure Keras takes: the model's
+        validation_data = standard_validation(validation_data, self.original)
         x, y, sample_weight, validation = validation_for(
             x, y, sample_weight, validation_data=validation_data,
             validation_split=validation_split, validation_freq=validation_freq,

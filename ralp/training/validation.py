@@ -1,6 +1,6 @@
 """``fit``'s validation, as Keras does it: ``validation_data`` (``(x, y)``, ``(x, y,
-sample_weight)`` or a dataset), ``validation_split`` (the last samples of ``x``, before
-shuffling), ``validation_freq``, ``validation_steps`` and ``validation_batch_size``; the
+sample_weight)`` or a dataset; ``x`` in any structure ``fit`` takes), ``validation_split`` (the
+last samples of ``x``, of every input's array, before shuffling), ``validation_freq``, ``validation_steps`` and ``validation_batch_size``; the
 epoch's ``val_*`` logs are Keras' ``evaluate`` of the current weights."""
 
 from __future__ import annotations
@@ -32,6 +32,15 @@ class Validation:
         return epoch + 1 in self.freq
 
 
+def _rows(x, start: int, end: int | None):
+    """Rows ``start:end`` of ``x``: an array, or a tuple or dict of arrays (several inputs)."""
+    if isinstance(x, dict):
+        return {k: np.asarray(v)[start:end] for k, v in x.items()}
+    if isinstance(x, tuple | list):
+        return type(x)(np.asarray(v)[start:end] for v in x)
+    return np.asarray(x)[start:end]
+
+
 def validation_for(x, y, sample_weight=None, *, validation_data=None,
                    validation_split: float = 0.0, validation_freq=1, validation_steps=None,
                    validation_batch_size=None):
@@ -50,15 +59,15 @@ def validation_for(x, y, sample_weight=None, *, validation_data=None,
         if x is None or y is None or callable(x) or hasattr(x, "element_spec"):
             raise InvalidArgumentError("validation_split takes the last samples of x and y: give "
                                        "arrays (with a dataset, pass validation_data)")
-        x, y = np.asarray(x), np.asarray(y)
-        keep = len(x) - int(len(x) * validation_split)
-        if keep < 1 or keep == len(x):
-            raise InvalidArgumentError(f"validation_split={validation_split} of {len(x)} samples "
+        y = np.asarray(y)
+        keep = len(y) - int(len(y) * validation_split)
+        if keep < 1 or keep == len(y):
+            raise InvalidArgumentError(f"validation_split={validation_split} of {len(y)} samples "
                                        "leaves no training or no validation samples")
         weights = None if sample_weight is None else np.asarray(sample_weight)
-        held = Validation(x[keep:], y[keep:], None if weights is None else weights[keep:],
-                          **settings)
-        return x[:keep], y[:keep], None if weights is None else weights[:keep], held
+        held = Validation(_rows(x, keep, None), y[keep:],
+                          None if weights is None else weights[keep:], **settings)
+        return _rows(x, 0, keep), y[:keep], None if weights is None else weights[:keep], held
     if validation_data is None:
         return x, y, sample_weight, None
     if isinstance(validation_data, tuple | list):

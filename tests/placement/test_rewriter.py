@@ -84,3 +84,55 @@ def test_split_refuses_a_partly_offloaded_nested_model():
     plan = Plan(model.name, 1, names, {"block/b": 0, "out": 0})
     with pytest.raises(PlanError, match="splits inside the nested model 'block'.*Split after it"):
         split_model(PlacedModel(model, plan, {}))
+
+
+def _two_input_model(ids: bool = False, dict_inputs: bool = False):
+    """Images through a convolution, and a second input (floats, or integer ids embedded)
+    through its own branch, joined before the FC layers."""
+    images = keras.Input((8, 8, 3), name="images")
+    meta = keras.Input((4,), name="meta", dtype="int32" if ids else "float32")
+    x = layers.Flatten(name="flatten")(layers.Conv2D(4, 3, name="conv")(images))
+    m = layers.Flatten(name="ids")(layers.Embedding(10, 2, name="embed")(meta)) if ids else meta
+    m = layers.Dense(6, name="meta_fc")(m)
+    x = layers.Dense(16, name="fc1")(layers.Concatenate(name="join")([x, m]))
+    # a dict whose keys are not the inputs' names (Keras maps a dict of features by them)
+    inputs = {"pixels": images, "extra": meta} if dict_inputs else [images, meta]
+    return keras.Model(inputs, layers.Dense(5, name="logits")(x), name="two")
+
+
+def _features(ids: bool):
+    rng = np.random.default_rng(0)
+    meta = rng.integers(0, 10, (2, 4)).astype("int32") if ids else rng.normal(size=(2, 4))
+    return rng.normal(size=(2, 8, 8, 3)).astype("float32"), meta.astype(
+        "int32" if ids else "float32")
+
+
+@pytest.mark.parametrize("ids", [False, True])
+def test_the_profilers_split_of_a_two_input_model_sends_the_second_input_raw(ids):
+    """The profiler puts the second input's branch on the PS; the split's head takes both
+    inputs and hands the second on as it is (no gradient goes back for it), and head and
+    tail together are the model."""
+    from ralp.placement.choose import choose_plan
+
+    model = _two_input_model(ids)
+    choice = choose_plan(model, "ralp", workers=2, num_ps=1, batch_size=8)
+    assert "meta_fc" in choice.plan.offloaded and "conv" not in choice.plan.offloaded
+    assert "meta" in choice.profile.boundary_layers  # the cost counts the raw input
+    split = split_model(PlacedModel(model, choice.plan, {}))
+    assert "meta" in split.boundary
+    crossing = [t.name for t in split.head.outputs]
+    assert split.has_gradient() == tuple(name != "meta" for name in crossing)
+    images, meta = _features(ids)
+    head_out = split.head([images, meta])
+    np.testing.assert_array_equal(head_out[crossing.index("meta")], meta)
+    np.testing.assert_allclose(split.tail(head_out), model([images, meta]), rtol=1e-6)
+
+
+def test_the_head_of_a_model_built_on_a_dict_takes_the_same_dict():
+    model = _two_input_model(dict_inputs=True)
+    names = tuple(op.name for op in model.operations)
+    plan = Plan.offloading(names, ["meta_fc", "join", "fc1", "logits"], 1)
+    split = split_model(PlacedModel(model, plan, {}))
+    images, meta = _features(False)
+    features = {"pixels": images, "extra": meta}
+    np.testing.assert_allclose(split.tail(split.head(features)), model(features), rtol=1e-6)

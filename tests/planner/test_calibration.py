@@ -94,6 +94,29 @@ def test_measure_times_the_whole_model_and_its_tail():
     assert 0 < e.head_s <= 1.2 * e.full_s and e.compute.head_s == e.head_s
 
 
+@pytest.mark.parametrize(("ids", "dict_inputs"), [(False, True), (True, False)])
+def test_a_model_of_two_inputs_is_timed_as_it_trains(ids, dict_inputs):
+    """Its second input's branch on the PS (the raw input crossing, floats or integer ids):
+    the whole model, the tail and the head each take their inputs as the model does (a
+    model built on a dict whose keys are not sorted takes no list) and are timed."""
+    from ralp.planner.calibration import calibrate_entry
+    from tests.placement.test_rewriter import _two_input_model
+
+    e = calibrate_entry(_two_input_model(ids, dict_inputs), 4, steps=2)
+    assert e.image_size == 8 and e.num_classes == 5 and e.split_after is not None
+    assert 0 < e.tail_s <= e.full_s and e.head_s > 0
+
+
+def test_the_image_side_is_the_image_inputs_wherever_it_is():
+    import keras
+
+    from ralp.planner.calibration import shape_facts
+
+    meta, images = keras.Input((4,)), keras.Input((8, 8, 3))
+    x = keras.layers.Concatenate()([meta, keras.layers.GlobalAveragePooling2D()(images)])
+    assert shape_facts(keras.Model([meta, images], keras.layers.Dense(5)(x))) == (8, 5)
+
+
 def test_the_step_functions_are_timed_in_turn_so_the_hosts_drift_falls_on_all(monkeypatch):
     from ralp.planner import calibration
 

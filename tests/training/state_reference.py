@@ -35,7 +35,7 @@ from tests.training import reference  # noqa: E402
 
 STEPS = reference.STEPS
 BATCH = 12  # the global batch of the allreduce jobs: 6 rows on each of two data ranks
-SCENARIOS = ("resume:adam", "resume:schedule", "checkpoints", "backup")
+SCENARIOS = ("resume:adam", "resume:schedule", "checkpoints", "backup", "user")
 
 
 class Interrupt(Exception):
@@ -53,10 +53,36 @@ def _interrupt_at(epoch: int):
     return InterruptAt()
 
 
+def two_inputs(seed: int):
+    """A user's model of two inputs: an image and a vector of metadata."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    image = keras.Input((reference.IMAGE, reference.IMAGE, 3), name="image")
+    meta = keras.Input((4,), name="meta")
+    x = keras.layers.Conv2D(6, 3, activation="relu", name="conv")(image)
+    x = keras.layers.MaxPooling2D(2, name="pool")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    x = keras.layers.Concatenate(name="join")([x, keras.layers.Dense(5, name="meta_fc")(meta)])
+    x = keras.layers.Dense(24, activation="relu", name="fc1")(x)
+    return keras.Model([image, meta], keras.layers.Dense(reference.CLASSES, name="logits")(x))
+
+
+def user_data(batch: int):
+    """The user's tf.data pipeline: dict features, batches of the global batch."""
+    import tensorflow as tf
+
+    x, y = reference.data()
+    meta = np.random.default_rng(1).normal(size=(len(x), 4)).astype("float32")
+    rows = STEPS * batch
+    return tf.data.Dataset.from_tensor_slices(
+        ({"image": x[:rows], "meta": meta[:rows]}, y[:rows])).batch(batch)
+
+
 def compiled(scenario: str, seed: int = 0):
     import keras
 
-    model = reference.net(seed)
+    model = two_inputs(seed) if scenario == "user" else reference.net(seed)
     if scenario == "resume:schedule":
         rate = keras.optimizers.schedules.ExponentialDecay(0.05, decay_steps=3, decay_rate=0.5)
         optimizer = keras.optimizers.SGD(rate, momentum=0.9)
@@ -94,6 +120,8 @@ def run(scenario: str, make, batch: int, out: str, initial: list | None = None,
     def wrap(model):
         return model if make is None else make(model)
 
+    if scenario == "user":  # every process starts alike: its first epoch is Keras' own
+        return _user(wrap, make is None, batch, out, initial, chief)
     model = compiled(scenario, seed)
     if initial is not None:
         model.set_weights(initial)
@@ -139,6 +167,36 @@ def run(scenario: str, make, batch: int, out: str, initial: list | None = None,
     history = _fit(again, batch, 4, [keras.callbacks.BackupAndRestore(f"{out}/backup")])
     return {"initial": initial, "epochs": len(history.history["loss"]),
             "final": state(again if make is None else again.unwrap())}
+
+
+def _user(wrap, plain: bool, batch: int, out: str, initial, chief: bool) -> dict:
+    """A Keras user's script: a compiled model of two inputs trained one epoch by Keras
+    (saved and loaded: its optimizer mid-training), then fed a tf.data pipeline of dict
+    features, with ModelCheckpoint, ReduceLROnPlateau and
+    EarlyStopping(restore_best_weights=True)."""
+    import keras
+
+    model = compiled("user")
+    if initial is not None:
+        model.set_weights(initial)
+    initial = [np.asarray(w) for w in model.get_weights()]
+    model.fit(user_data(batch), epochs=1, verbose=0)  # before it came to ralp
+    model.save(f"{out}/mid.keras")
+    again = wrap(keras.models.load_model(f"{out}/mid.keras"))
+    callbacks = [
+        keras.callbacks.ModelCheckpoint(f"{out}/best.keras", monitor="loss", mode="max",
+                                        save_best_only=True),
+        keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=0,
+                                          min_delta=10.0),  # never better by 10: every epoch
+        keras.callbacks.EarlyStopping(monitor="loss", mode="max", patience=2,
+                                      restore_best_weights=True)]
+    history = again.fit(user_data(batch), epochs=6, verbose=0, callbacks=callbacks)
+    found = {"initial": initial, "epochs": len(history.history["loss"]),
+             "rates": [float(r) for r in history.history["learning_rate"]],
+             "final": state(again if plain else again.unwrap())}
+    if chief:
+        found["best"] = state(keras.models.load_model(f"{out}/best.keras"))
+    return found
 
 
 def keras_reference(initials: dict, batch: int, out: str) -> dict:

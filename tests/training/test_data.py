@@ -195,3 +195,75 @@ def test_split_bounds_cover_the_batch():
             bounds = [split_bounds(rows, workers, w) for w in range(workers)]
             assert bounds[0][0] == 0 and bounds[-1][1] == rows
             assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+def test_stanza_leaves_out_a_partial_last_batch_of_a_dataset_as_of_arrays():
+    """With drop_remainder an epoch is one pass's full batches, from arrays and from a
+    dataset alike: the partial last batch is left out of both, and each epoch starts a pass."""
+    x, y = _ids(50)
+    sharding = Sharding(2, synchronous=True, drop_remainder=True)
+    of_arrays = fit_data(x, y, sample_weight=None, class_weight=None, batch_size=12,
+                         steps_per_epoch=None, shuffle=False, model=_model(), loss=SPARSE)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(12)
+    of_dataset = fit_data(dataset, None, sample_weight=None, class_weight=None, batch_size=12,
+                          steps_per_epoch=None, shuffle=False, model=_model(), loss=SPARSE)
+    assert of_arrays.steps_per_epoch(sharding) == of_dataset.steps_per_epoch(sharding) == 4
+    for data in (of_arrays, of_dataset):
+        two_epochs = [_rows(data, sharding, w, 8) for w in range(2)]
+        firsts = [two_epochs[0][k][0] for k in range(8)]
+        assert firsts == [0, 12, 24, 36] * 2  # rows 48, 49 left out; the next pass at once
+    # batched with drop_remainder=True: nothing to leave out, known without reading it
+    full = tf.data.Dataset.from_tensor_slices((x, y)).batch(12, drop_remainder=True)
+    data = fit_data(full, None, sample_weight=None, class_weight=None, batch_size=12,
+                    steps_per_epoch=None, shuffle=False, model=_model(), loss=SPARSE)
+    assert data.steps_per_epoch(sharding) == 4
+    # without drop_remainder every batch trains
+    assert of_dataset.steps_per_epoch(Sharding(2, synchronous=True)) == 5
+    exact = tf.data.Dataset.from_tensor_slices((x[:48], y[:48])).batch(12)
+    data = fit_data(exact, None, sample_weight=None, class_weight=None, batch_size=12,
+                    steps_per_epoch=None, shuffle=False, model=_model(), loss=SPARSE)
+    assert data.steps_per_epoch(sharding) == 4
+
+
+def test_too_few_samples_for_one_full_batch_are_said():
+    x, y = _ids(5)
+    data = fit_data(x, y, sample_weight=None, class_weight=None, batch_size=6,
+                    steps_per_epoch=None, shuffle=False, model=_model(), loss=SPARSE)
+    with pytest.raises(InvalidArgumentError, match="5 samples make no batch of 6"):
+        data.steps_per_epoch(Sharding(2, synchronous=True, drop_remainder=True))
+
+
+def _two_input_model():
+    images = keras.Input((3,), name="images")
+    meta = keras.Input((2,), name="meta")
+    return keras.Model([images, meta], keras.layers.Dense(4)(keras.layers.Concatenate()(
+        [images, meta])))
+
+
+@pytest.mark.parametrize("synchronous", [True, False])
+def test_every_inputs_rows_go_to_a_worker_together(synchronous):
+    """Arrays and a dataset of two inputs: each worker's rows of one input are the same rows
+    of the other (and of the labels and weights), the stand-in row included."""
+    x, y = _ids(25)
+    meta = np.stack([x[:, 0], -x[:, 0]], axis=1)
+    features = {"meta": meta, "images": x}
+    sharding = Sharding(3, synchronous)
+    datasets = [fit_data(features, y, sample_weight=np.arange(25, dtype="float32"),
+                         class_weight=None, batch_size=12, steps_per_epoch=None, shuffle=True,
+                         model=_two_input_model(), loss=SPARSE)]
+    batched = tf.data.Dataset.from_tensor_slices((features, y, np.arange(25.0))).batch(12)
+    datasets.append(fit_data(batched, None, sample_weight=None, class_weight=None,
+                             batch_size=12, steps_per_epoch=None, shuffle=True,
+                             model=_two_input_model(), loss=SPARSE))
+    for data in datasets:
+        seen = []
+        for w in range(3):
+            for (images, m), labels, weights, rows in data.worker_dataset(
+                    sharding, w, seed=3).take(data.steps_per_epoch(sharding)):
+                ids = images[:, 0].numpy()
+                np.testing.assert_array_equal(m[:, 0], ids)
+                np.testing.assert_array_equal(labels, ids.astype(int) % 4)
+                np.testing.assert_array_equal(weights, ids)
+                seen += list(ids[:int(rows)])
+        if synchronous:
+            assert sorted(seen) == list(range(25))

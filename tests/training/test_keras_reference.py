@@ -2,7 +2,8 @@
 same initial weights, each synchronous mode's weights equal one Keras process's ``fit`` on the
 concatenated global batches, with SGD, SGD with momentum and Adam, to rtol 1e-4; the epoch's
 loss and accuracy equal Keras' too. An asynchronous mode with one worker is one Keras process
-step by step."""
+step by step. A model of two inputs, fed as dicts, lists, tuples and datasets of them, equals
+Keras too, with its validation, ``evaluate`` and ``predict``."""
 
 import sys
 from pathlib import Path
@@ -24,14 +25,14 @@ TWO_PS = Plan.offloading(reference.LAYERS, ["flatten", "fc1", "logits"], 2).over
     {"fc1": 1, "logits": 0})
 
 
-def _compare(results: dict, batch_of) -> None:
+def _compare(results: dict, batch_of, features: str = "one") -> None:
     initials = {name: r["initial"] for name, r in results.items()}
     # the reference runs each optimizer from that run's own initial weights, at its batch
     expected = {}
     for name in results:
         expected.update(run_in_fresh_process(reference.keras_reference, {name: initials[name]},
-                                             batch_of(results[name]), env=DETERMINISTIC,
-                                             timeout=300))
+                                             batch_of(results[name]), features,
+                                             env=DETERMINISTIC, timeout=300))
     for name, result in results.items():
         assert any(not np.allclose(a, b) for a, b in
                    zip(result["initial"], result["weights"], strict=True)), "nothing trained"
@@ -40,6 +41,17 @@ def _compare(results: dict, batch_of) -> None:
         for key in ("loss", "accuracy"):
             np.testing.assert_allclose(result["history"][key], expected[name]["history"][key],
                                        rtol=1e-5, err_msg=f"{name} {key}")
+        if features == "two":  # validation, evaluate and predict, on the trained weights
+            assert set(result["history"]) == set(expected[name]["history"])
+            for key in ("val_loss", "val_accuracy"):
+                np.testing.assert_allclose(result["history"][key],
+                                           expected[name]["history"][key], rtol=1e-4,
+                                           err_msg=f"{name} {key}")
+            for key, value in expected[name]["evaluate"].items():
+                np.testing.assert_allclose(result["evaluate"][key], value, rtol=1e-4,
+                                           err_msg=f"{name} evaluate {key}")
+            np.testing.assert_allclose(result["predict"], expected[name]["predict"], rtol=1e-4,
+                                       atol=1e-5, err_msg=f"{name} predict")
 
 
 @pytest.mark.cluster
@@ -62,7 +74,24 @@ def test_parameter_server_modes_equal_one_keras_process(mode, sync, workers, ps,
     _compare(results, lambda r: batch)
 
 
-def _ranks(tmp_path, mode: str, ranks: int, *extra: int) -> dict:
+@pytest.mark.cluster
+@pytest.mark.parametrize(("mode", "features"), [("ps", "two"), ("ralp", "two"), ("ralp", "ids"),
+                                               ("auto", "two")])
+def test_a_two_input_model_in_a_parameter_server_mode_equals_one_keras_process(mode, features):
+    """Features as a dict of arrays and as a dataset of tuples, validation, evaluate and
+    predict; in ralp the second input's branch is on the PS, its raw input crossing (floats,
+    or integer ids)."""
+    with LocalCluster(workers=2, ps=1, env=DETERMINISTIC) as cluster:
+        results = run_in_fresh_process(reference.ps_job, cluster.spec, mode, "bsp", 12, None,
+                                       features, env=DETERMINISTIC, timeout=600)
+    if mode == "ralp":
+        first = "meta_fc" if features == "two" else "embed"
+        assert all(first in r["offloaded"] and "conv" not in r["offloaded"]
+                   for r in results.values())
+    _compare(results, lambda r: 12, features)
+
+
+def _ranks(tmp_path, mode: str, ranks: int, *extra) -> dict:
     command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra)]
     if mode == "collective":
         from ralp.collective.launch import run_workers
@@ -85,3 +114,15 @@ def _ranks(tmp_path, mode: str, ranks: int, *extra: int) -> dict:
 def test_allreduce_modes_equal_one_keras_process(tmp_path, mode, ranks, extra):
     results = _ranks(tmp_path, mode, ranks, *extra)
     _compare(results, lambda r: r["batch"])
+
+
+@pytest.mark.parametrize(("mode", "ranks", "features"), [
+    pytest.param("horovod", 2, "two", marks=HOROVOD_MARKS),
+    ("collective", 2, "two"),
+    pytest.param("stanza", 3, "two", marks=HOROVOD_MARKS),  # the second input crosses raw
+    pytest.param("stanza", 3, "ids", marks=HOROVOD_MARKS),  # as integers, beside floats
+], ids=["horovod-2", "collective-2", "stanza-2+1", "stanza-2+1-ids"])
+def test_a_two_input_model_in_an_allreduce_mode_equals_one_keras_process(tmp_path, mode, ranks,
+                                                                           features):
+    results = _ranks(tmp_path, mode, ranks, 1, features)
+    _compare(results, lambda r: r["batch"], features)
