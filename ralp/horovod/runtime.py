@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ralp.horovod.collectives import HorovodCollectives, broadcast_variables
 from ralp.training.ranks import RankRuntime
 
 
@@ -32,7 +33,7 @@ def init_horovod(hvd=None):
     return hvd
 
 
-class HorovodRuntime(RankRuntime):
+class HorovodRuntime(HorovodCollectives, RankRuntime):
     """Trains ``model`` data-parallel over the Horovod ranks of this job."""
 
     mode = "horovod"
@@ -54,9 +55,8 @@ class HorovodRuntime(RankRuntime):
 
     def _broadcast_initial_state(self) -> None:
         """Every rank starts from rank 0's weights and optimizer state."""
-        state = [v.value for v in self.model.variables]
-        state += [v.value for v in self.optimizer.variables]
-        self.hvd.broadcast_variables(state, root_rank=0)
+        broadcast_variables(self.hvd, [*self.model.variables, *self.optimizer.variables], 0,
+                            "ralp_horovod_state")
 
     def _build(self, objective, data) -> None:
         import tensorflow as tf
@@ -81,7 +81,9 @@ class HorovodRuntime(RankRuntime):
             grads = tape.gradient(num, variables)
             reg, reg_grads = regularization_gradients(model, variables)
             # One grouped allreduce: the gradients' and den's sums over every rank.
-            *summed, total = grouped_allreduce([*grads, tf.reshape(den, [1])], op=hvd.Sum)
+            *summed, total = grouped_allreduce([*grads, tf.reshape(den, [1])], op=hvd.Sum,
+                                               name="ralp_horovod_gradients",
+                                               ignore_name_scope=True)
             update = [plus(tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)), r)
                       for g, r in zip(summed, reg_grads, strict=True)]
             optimizer.apply_gradients(zip(update, variables, strict=True))
@@ -89,21 +91,6 @@ class HorovodRuntime(RankRuntime):
             return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states)
 
         self._train = lambda batch: np.asarray(train_step(batch))
-
-    def _sum(self, array: np.ndarray) -> np.ndarray:
-        import tensorflow as tf
-
-        array = np.asarray(array, np.float64)
-        return self.hvd.allreduce(tf.constant(array), op=self.hvd.Sum,
-                                  name=f"ralp_sums_{'x'.join(map(str, array.shape))}").numpy()
-
-    def barrier(self) -> None:
-        """Wait until every rank gets here (an allreduce of one number)."""
-        self._sum(np.zeros(1))
-
-    def share_text(self, text: str) -> str:
-        """Rank 0's ``text`` on every rank (a collective)."""
-        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_share_text")
 
     # ------------------------------------------------------------------ state
 

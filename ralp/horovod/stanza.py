@@ -40,9 +40,10 @@ from __future__ import annotations
 import numpy as np
 
 from ralp.horovod import stanza_checkpoints
+from ralp.horovod.collectives import HorovodCollectives, broadcast_arrays, broadcast_variables
 from ralp.horovod.runtime import init_horovod
 from ralp.horovod.stanza_boundary import Boundary, collective_name
-from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
+from ralp.horovod.stanza_checkpoints import copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
 from ralp.placement.plan import StanzaPlan
 from ralp.training.optimizer_state import OptimizerState
@@ -56,7 +57,7 @@ DEN = "ralp_stanza_den"
 _PROCESS_SETS: dict = {}  # ranks -> this process's Horovod process set of them
 
 
-class StanzaRuntime(RankRuntime):
+class StanzaRuntime(HorovodCollectives, RankRuntime):
     """Trains ``model`` with layer separation over the Horovod ranks of this job.
 
     Every rank builds the same model and calls ``ralp.wrap(model, mode="stanza")`` with the
@@ -125,12 +126,13 @@ class StanzaRuntime(RankRuntime):
         """Every rank starts from rank 0's weights; each part's optimizer state comes from the
         first rank of that part, within the part's process set."""
         hvd = self.hvd
-        hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
+        broadcast_variables(hvd, self.model.variables, 0, "ralp_stanza_model")
         part_set = self.fc_set if self.is_fc else self.conv_set
         if part_set is not None:
             root = self.layout.fc_ranks[0] if self.is_fc else 0
-            state = [v.value for v in self.optimizer.variables]
-            hvd.broadcast_variables(state, root_rank=root, process_set=part_set)
+            broadcast_variables(hvd, self.optimizer.variables, root,
+                                f"ralp_stanza_optimizer_{'fc' if self.is_fc else 'conv'}",
+                                part_set)
 
     # ------------------------------------------------------------------ the two roles
 
@@ -287,30 +289,14 @@ class StanzaRuntime(RankRuntime):
 
     # ------------------------------------------------------------------ collectives
 
-    def _sum(self, array: np.ndarray) -> np.ndarray:
-        import tensorflow as tf
-
-        array = np.asarray(array, np.float64)
-        return self.hvd.allreduce(tf.constant(array), op=self.hvd.Sum,
-                                  name=f"ralp_sums_{'x'.join(map(str, array.shape))}").numpy()
-
-    def barrier(self) -> None:
-        """Wait until every rank gets here (an allreduce of one number)."""
-        self._sum(np.zeros(1))
-
-    def share_text(self, text: str) -> str:
-        """Rank 0's ``text`` on every rank (a collective)."""
-        return self.hvd.broadcast_object(text, root_rank=0, name="ralp_share_text")
-
     # ------------------------------------------------------------------ the whole model
 
     def share_weights(self):
         """Make every rank's ``model`` the trained model: the head from CONV rank 0, the tail
         from the first FC rank (a collective: call it on every rank). Returns the model."""
-        head = [v.value for v in self.split.head.variables]
-        tail = [v.value for v in self.split.tail.variables]
-        self.hvd.broadcast_variables(head, root_rank=0)
-        self.hvd.broadcast_variables(tail, root_rank=self.layout.fc_ranks[0])
+        broadcast_variables(self.hvd, self.split.head.variables, 0, "ralp_stanza_head")
+        broadcast_variables(self.hvd, self.split.tail.variables, self.layout.fc_ranks[0],
+                            "ralp_stanza_tail")
         return self.model
 
     def weights(self) -> list[np.ndarray]:
@@ -340,7 +326,7 @@ class StanzaRuntime(RankRuntime):
                                     self.hvd.global_process_set)
         if received is not None:
             _from_arrays(received).assign(self.optimizer, self.variables, self.indices)
-        self.hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
+        broadcast_variables(self.hvd, self.model.variables, 0, "ralp_stanza_model")
 
     def sync_statistics(self) -> None:
         """Each part's moving statistics set to their mean over the ranks that train it (the

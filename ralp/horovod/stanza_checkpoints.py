@@ -27,6 +27,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ralp.horovod.collectives import broadcast_arrays, broadcast_variables
+
 
 def fc_peer(layout, fc_index: int) -> int:
     """The CONV rank that holds FC rank ``fc_index``'s tail copy: one of its group, drawn
@@ -119,32 +121,6 @@ def _in_thread(trainer, work, *args) -> Callable[[], None]:
     return wait
 
 
-def broadcast_arrays(hvd, arrays: dict | None, root: int, name: str, process_set):
-    """``root``'s named numpy arrays (or None) on every rank of ``process_set``: their names,
-    shapes and dtypes as a small object, their bytes as one uint8 tensor. (Horovod's
-    ``broadcast_object`` would move the bytes too, but it turns them into a tensor element by
-    element: 0.3 s for lenet's 19 MB tail and its Adam slots, against 0.02 s this way.)"""
-    import numpy as np
-    import tensorflow as tf
-
-    mine = hvd.rank() == root
-    layout = [(k, a.shape, a.dtype.str) for k, a in arrays.items()] if mine and arrays else None
-    layout = hvd.broadcast_object(layout if mine else None, root_rank=root, name=f"{name}_layout",
-                                  process_set=process_set)
-    if layout is None:
-        return None
-    sizes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in layout]
-    flat = (np.concatenate([np.ascontiguousarray(arrays[k]).view(np.uint8).ravel()
-                            for k, _, _ in layout]) if mine else np.zeros(sum(sizes), np.uint8))
-    flat = hvd.broadcast(tf.constant(flat), root_rank=root, name=name,
-                         process_set=process_set).numpy()
-    out, offset = {}, 0
-    for (key, shape, dtype), size in zip(layout, sizes, strict=True):
-        out[key] = flat[offset:offset + size].view(np.dtype(dtype)).reshape(shape)
-        offset += size
-    return out
-
-
 def restore_checkpoint(trainer, load) -> None:
     """Every rank's part of the checkpoint back: the head from CONV rank 0's file to every
     CONV rank, each tail from its peer's copy (a collective: call it on every rank)."""
@@ -155,9 +131,8 @@ def restore_checkpoint(trainer, load) -> None:
         if rank == 0:
             assign_arrays(_head_variables(trainer), load("head"), "head")
         if trainer.conv_set is not None:
-            state = [v.value for v in trainer.split.head.variables]
-            state += [v.value for v in trainer.optimizer.variables]
-            hvd.broadcast_variables(state, root_rank=0, process_set=trainer.conv_set)
+            state = [*trainer.split.head.variables, *trainer.optimizer.variables]
+            broadcast_variables(hvd, state, 0, "ralp_stanza_head_restore", trainer.conv_set)
     for g in range(layout.fc_workers):
         fc, peer = layout.fc_ranks[g], fc_peer(layout, g)
         if rank not in (fc, peer):

@@ -384,3 +384,15 @@ def test_rank_trainers_fit_as_keras_does(kind, ranks, tmp_path):
         rows = list(csv.DictReader(f))
     assert [r["epoch"] for r in rows] == ["0", "1"]
     assert float(rows[1]["val_loss"]) == pytest.approx(history["val_loss"][1], rel=1e-5)
+
+
+@needs_horovod
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["horovod", "stanza"])
+def test_ranks_whose_keras_names_differ_train_together(tmp_path, mode):
+    # Horovod matches collectives by name: ralp's never come from Keras' per-process names
+    script = str(ROOT / "tests" / "horovod" / "uneven_names.py")
+    run_and_collect(horovodrun_command(3, [sys.executable, script, str(tmp_path), mode]), None,
+                    300, {**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
+    done = json.loads((tmp_path / "done.json").read_text())
+    assert done["iterations"] == 2 * (24 // 8) and len(done["loss"]) == 2

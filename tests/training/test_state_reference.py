@@ -50,7 +50,7 @@ def _compare(results: dict, batch: int, tmp_path) -> None:
             assert ours["epochs"] == 2, scenario
         if scenario == "user":  # ReduceLROnPlateau's rates, EarlyStopping's best, the file
             assert ours["rates"] == pytest.approx(theirs["rates"], rel=1e-6)
-            assert len(set(ours["rates"])) == ours["epochs"] > 1
+            assert ours["rates"][-1] < ours["rates"][0]  # the callback lowered it
             _same_state(ours["best"], theirs["best"], "user: best.keras")
         if scenario == "checkpoints":
             _same_state(ours["best"], theirs["best"], "best.keras")
