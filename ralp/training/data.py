@@ -126,6 +126,12 @@ class ArrayData:
         self.batch_size, self.shuffle, self.steps = batch_size, shuffle, steps
         self.rows = len(x)
         self.global_batch = batch_size
+        # The arrays as tensors of this process, made here, eagerly. The map function of a
+        # worker's dataset captures them as its inputs, which reach the worker as tensors; as
+        # constants of its graph, the worker's graph optimizer went through every byte of
+        # them, for the function and again for the dataset's graph.
+        arrays = [x, y] + ([] if weights is None else [weights])
+        self._tensors = [tf.constant(a) for a in arrays]
         w = () if weights is None else (tf.TensorSpec((None,), tf.float32),)
         self.element_spec = (tf.TensorSpec((None, *x.shape[1:]), tf.as_dtype(x.dtype)),
                              tf.TensorSpec((None, *y.shape[1:]), tf.as_dtype(y.dtype)), *w)
@@ -145,8 +151,7 @@ class ArrayData:
         return sum(math.ceil(len(range(w, self.rows, W)) / B) for w in range(W))
 
     def _gather(self, indices, own):
-        arrays = [self.x, self.y] + ([] if self.weights is None else [self.weights])
-        return (*(tf.gather(tf.constant(a), indices) for a in arrays), own)
+        return (*(tf.gather(t, indices) for t in self._tensors), own)
 
     def _sync_indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
         B, W, N = self.batch_size, sharding.workers, self.rows
