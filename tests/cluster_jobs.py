@@ -659,3 +659,30 @@ def datasets_made_before_wrap(spec) -> dict:
                                               verbose=0),
             "predicted_equal": bool(np.allclose(trainer.predict(images, verbose=0),
                                                 plain.predict(xs, verbose=0), atol=1e-5))}
+
+
+# ---------------------------------------------------------------- step timeouts
+
+
+def train_reporting_progress(spec, mode: str, sync, step_timeout: float, steps: int) -> dict:
+    """``steps`` updates of ``small_cnn`` under ``ralp.Failures(step_timeout=step_timeout)``,
+    reporting ``("begin", 0)`` when training begins (its first steps not yet run) and
+    ``("step", n)`` after each update."""
+    import keras
+
+    import ralp
+    from ralp.cluster.fresh_process import report_progress
+
+    class Progress(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            report_progress(("begin", 0))
+
+        def on_train_batch_end(self, batch, logs=None):
+            report_progress(("step", batch + 1))
+
+    trainer = ralp.wrap(small_cnn(), spec, mode=mode, batch_size=BATCH, threshold=10.0,
+                        sync=sync, failures=ralp.Failures(step_timeout=step_timeout))
+    x, y = fixed_data()
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
+                          callbacks=[Progress()])
+    return {"mode": trainer.mode, "steps": len(history.step_losses)}

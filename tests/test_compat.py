@@ -157,6 +157,13 @@ def test_the_worker_failure_log_is_still_the_coordinators_text():
     assert f'logging.error("{_compat.WORKER_FAILED_LOG}"' in inspect.getsource(cluster_coordinator)
 
 
+def test_per_worker_values_still_hold_each_workers_value():
+    import tensorflow as tf
+
+    values = tf.distribute.experimental.coordinator.PerWorkerValues(("a", "b"))
+    assert _compat.per_worker_remote_values(values) == ("a", "b")
+
+
 def _coordinator_canaries(spec) -> dict:
     """In a fresh process on a cluster of 1 worker and 2 PS tasks."""
     import time
