@@ -22,10 +22,7 @@ function                        private API                                     
 ``count_updates_atomically``    ``BaseOptimizer._iterations``                   ps_strategy
 ``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
-``per_worker_remote_values``    ``PerWorkerValues._values``                     ps_strategy
-``current_worker_index``        ``coordinator_context.get_current_dispatch_``   ps_strategy
-                                ``context``, ``FuncGraph.capture_call_time_``
-                                ``value``
+``_compat_coordinator``'s two   ``PerWorkerValues._values``, call-time values  ps_strategy
 ``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
 ``WORKER_FAILED_LOG``           the coordinator's log line of a failed worker   ps_strategy
@@ -263,36 +260,6 @@ def remote_value_done(remote) -> bool:
         raise CompatError(f"RemoteValue._status is a {type(status).__name__}, not a "
                           "RemoteValueStatus; update ralp/_compat.py")
     return status in (RemoteValueStatus.READY, RemoteValueStatus.ABORTED)
-
-
-def per_worker_remote_values(per_worker) -> tuple:
-    """The ``RemoteValue`` of each worker in a ``PerWorkerValues`` (a per-worker iterator:
-    whether each worker has made its own, with :func:`remote_value_done`)."""
-    return tuple(_require(per_worker, "_values", "see whether every worker made its iterator"))
-
-
-def current_worker_index(indices: list):
-    """In a function ``ClusterCoordinator`` runs on a worker (a per-worker dataset's): the
-    worker's index, as ``tf.distribute.coordinator.experimental_get_current_worker_index``
-    gives it, but the tensor of ``indices`` (one int64 scalar per worker, made in advance in
-    this process) passed to the function as it is called. TensorFlow's own makes the tensor
-    on the worker at each call, a copy during which Python's GIL is held until the worker
-    answers: with that worker hung, every thread of this process waits, watchdog included."""
-    import tensorflow as tf
-    from tensorflow.python.distribute.coordinator import coordinator_context
-    from tensorflow.python.framework import ops
-
-    purpose = "tell a per-worker dataset which worker it runs on"
-    dispatch_context = _require(coordinator_context, "get_current_dispatch_context", purpose)
-    capture = _require(ops.get_default_graph(), "capture_call_time_value", purpose)
-
-    def call_time():
-        context = dispatch_context()
-        if context is None:
-            raise CompatError("a per-worker dataset function ran outside ClusterCoordinator")
-        return indices[context.worker_index]
-
-    return capture(call_time, tf.TensorSpec([], tf.int64))
 
 
 def stop_coordinator(coordinator) -> None:

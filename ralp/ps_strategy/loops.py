@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ralp._compat import per_worker_remote_values, remote_value_done
+from ralp._compat import remote_value_done
+from ralp._compat_coordinator import every_worker_done
 from ralp.cluster.spec import ClusterError
 from ralp.ps_strategy.staleness import SyncRecord
 
@@ -177,8 +178,7 @@ class AsyncSteps:
         step is traced: tracing while a worker hangs in making it wedges this process inside
         TensorFlow (registering a function waits for that worker, holding Python's GIL), where
         no watchdog runs."""
-        made = per_worker_remote_values(iterator)
-        while not all(remote_value_done(r) for r in made):
+        while not every_worker_done(iterator):
             watch(0)
             time.sleep(0.01)
 

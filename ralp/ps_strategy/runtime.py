@@ -25,11 +25,11 @@ import tensorflow as tf
 from ralp._compat import (
     colocating_creator,
     count_updates_atomically,
-    current_worker_index,
     slot_variables,
     update_where_variables_live,
     variable_device,
 )
+from ralp._compat_coordinator import current_worker_index
 from ralp.cluster.probe import describe, unreachable, wait_until_reachable
 from ralp.cluster.spec import ClusterError
 from ralp.placement.plan import Plan, ps_device
