@@ -193,16 +193,21 @@ class SyncedSteps:
         threads = [threading.Thread(target=epoch.drive, args=(w,), daemon=True,
                                     name=f"ralp-sync-worker-{w}")
                    for w in range(self.workers) if w not in self.gone]
+        watched = False
         try:
             for t in threads:
                 t.start()
             self._wait(threads, epoch)
+            watched = True
         finally:
-            with epoch.lock:
+            # a driver may hold the lock inside a call to a hung task (BSP's round update): the
+            # watchdog's error then goes on without it, and without waiting for it
+            if epoch.lock.acquire(timeout=1.0):
                 epoch.claimed = steps  # let every driver go home
                 epoch.lock.notify_all()
+                epoch.lock.release()
             for t in threads:
-                t.join(timeout=self.step_timeout)
+                t.join(timeout=self.step_timeout if watched else 1.0)
             tf_logger.removeFilter(quiet)
         if epoch.errors:
             raise epoch.errors[0]
@@ -236,10 +241,15 @@ class SyncedSteps:
             alive = any(t.is_alive() for t in threads)
             for t in threads:
                 t.join(timeout=0.05)
-            with epoch.lock:
-                if epoch.errors:
-                    return
-                new = epoch.results[reported:]
+            new = []
+            # not blocked by a driver holding the lock in a call to a hung task: watched
+            if epoch.lock.acquire(timeout=0.05):
+                try:
+                    if epoch.errors:
+                        return
+                    new = epoch.results[reported:]
+                finally:
+                    epoch.lock.release()
             for out in new:
                 reported += 1
                 if epoch.on_step is not None and epoch.on_step(lambda out=out: out):
