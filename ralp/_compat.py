@@ -22,6 +22,7 @@ function                        private API                                     
 ``count_updates_atomically``    ``BaseOptimizer._iterations``                   ps_strategy
 ``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
+``_compat_coordinator``'s two   ``PerWorkerValues._values``, call-time values  ps_strategy
 ``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
 ``WORKER_FAILED_LOG``           the coordinator's log line of a failed worker   ps_strategy

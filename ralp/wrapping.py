@@ -38,7 +38,9 @@ class Failures:
     Attributes:
         connect_timeout: seconds to wait for an unreachable cluster before failing (PS modes).
         step_timeout: seconds without a finished step (PS modes) or a collective that takes
-            longer (mode "collective") before training fails.
+            longer (mode "collective") before training fails. In the PS modes every worker's
+            first step of a fit (which also traces the step, sends the workers its graph and
+            their data and optimizes the graph there) may take 5 times as long.
         restart_timeout: seconds ``fit`` waits for a lost task to be restarted before it
             goes on from the last checkpoint (PS modes, with a ``checkpoint_dir``).
     """

@@ -659,3 +659,57 @@ def datasets_made_before_wrap(spec) -> dict:
                                               verbose=0),
             "predicted_equal": bool(np.allclose(trainer.predict(images, verbose=0),
                                                 plain.predict(xs, verbose=0), atol=1e-5))}
+
+
+# ---------------------------------------------------------------- step timeouts
+
+
+def train_reporting_progress(spec, mode: str, sync, step_timeout: float, steps: int) -> dict:
+    """``steps`` updates of ``small_cnn`` under ``ralp.Failures(step_timeout=step_timeout)``,
+    reporting ``("begin", 0)`` when training begins (its first steps not yet run) and
+    ``("step", n)`` after each update."""
+    import keras
+
+    import ralp
+    from ralp.cluster.fresh_process import report_progress
+
+    class Progress(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            report_progress(("begin", 0))
+
+        def on_train_batch_end(self, batch, logs=None):
+            report_progress(("step", batch + 1))
+
+    trainer = ralp.wrap(small_cnn(), spec, mode=mode, batch_size=BATCH, threshold=10.0,
+                        sync=sync, failures=ralp.Failures(step_timeout=step_timeout))
+    x, y = fixed_data()
+    history = trainer.fit(x, y, batch_size=BATCH, steps_per_epoch=steps, verbose=0,
+                          callbacks=[Progress()])
+    return {"mode": trainer.mode, "steps": len(history.step_losses)}
+
+
+def keras_application(spec, mode: str) -> dict:
+    """``keras.applications.EfficientNetB0`` at 64 px (no weights) on digits, wrapped with the
+    defaults (``ralp.Failures()`` included): two short epochs, the losses, and the size of the
+    traced step's graph (its nodes and control edges)."""
+    import keras
+    import numpy as np
+
+    import ralp
+    from ralp._compat import concrete_functions
+    from ralp.models.digits import digits_arrays, to_model_input
+
+    keras.utils.set_random_seed(0)
+    model = keras.applications.EfficientNetB0(weights=None, input_shape=(64, 64, 3),
+                                              classes=10)
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    images, labels = digits_arrays()
+    x = np.asarray(to_model_input(images[:64], 64))
+    trainer = ralp.wrap(model, spec, mode=mode)
+    history = trainer.fit(x, labels[:64], batch_size=16, epochs=2, steps_per_epoch=2,
+                          verbose=0)
+    graph = concrete_functions(trainer.runtime.step)[-1].graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    return {"mode": trainer.mode, "loss": history.history["loss"],
+            "updates": len(history.step_end_times), "nodes": len(nodes),
+            "control_edges": sum(i.startswith("^") for n in nodes for i in n.input)}

@@ -196,6 +196,34 @@ def test_the_worker_failure_log_is_still_the_coordinators_text():
     assert f'logging.error("{_compat.WORKER_FAILED_LOG}"' in inspect.getsource(cluster_coordinator)
 
 
+def test_per_worker_values_still_hold_each_workers_remote_value():
+    import tensorflow as tf
+    from tensorflow.python.distribute.coordinator.values import RemoteValueImpl
+
+    from ralp._compat_coordinator import every_worker_done
+
+    made, pending = RemoteValueImpl(None, None), RemoteValueImpl(None, None)
+    made._set_values(tf.constant(1))
+    PerWorkerValues = tf.distribute.experimental.coordinator.PerWorkerValues
+    assert every_worker_done(PerWorkerValues((made, made)))
+    assert not every_worker_done(PerWorkerValues((made, pending)))
+
+
+def test_a_call_time_value_is_still_a_placeholder_of_the_function():
+    """The worker's index is a placeholder of the function, fed as it is called (the dispatch
+    context's worker: on a cluster, tests/ps_strategy/test_step_timeout.py)."""
+    import tensorflow as tf
+    from tensorflow.python.distribute.coordinator import coordinator_context
+    from tensorflow.python.framework.func_graph import FuncGraph
+
+    from ralp._compat_coordinator import current_worker_index
+
+    assert coordinator_context.get_current_dispatch_context() is None
+    with FuncGraph("canary").as_default():
+        index = current_worker_index([tf.constant(k, tf.int64) for k in range(2)])
+    assert index.op.type == "Placeholder" and index.dtype == tf.int64
+
+
 def _coordinator_canaries(spec) -> dict:
     """In a fresh process on a cluster of 1 worker and 2 PS tasks."""
     import time

@@ -93,6 +93,7 @@ class CollectiveRuntime(RankRuntime):
     Make it with :meth:`from_model` (``ralp.wrap(model, mode="collective")``)."""
 
     mode = "collective"
+    timeout_s: float | None = None  # each collective's (ralp.Failures(step_timeout=...))
 
     def __init__(self, strategy, model, make_optimizer, setup, weights: list | None = None,
                  optimizer_state=None):
@@ -160,8 +161,10 @@ class CollectiveRuntime(RankRuntime):
             setup = training_setup(built, optimizer, loss, metrics, where="ralp.wrap")
             make_optimizer = optimizer_factory(setup.optimizer)
             state = state or read_compiled(setup.optimizer, built)
-        return cls(strategy, built, make_optimizer, setup, weights=snapshot,
-                   optimizer_state=state)
+        runtime = cls(strategy, built, make_optimizer, setup, weights=snapshot,
+                      optimizer_state=state)
+        runtime.timeout_s = timeout_s
+        return runtime
 
     @property
     def size(self) -> int:
@@ -205,7 +208,20 @@ class CollectiveRuntime(RankRuntime):
             sums = strategy.run(replica_step, args=(batch,))
             return strategy.experimental_local_results(sums)[0]
 
-        self._train = lambda batch: np.asarray(train_step(batch))
+        self._train = lambda batch: np.asarray(self._collective(train_step, batch))
+
+    def _collective(self, fn, *args):
+        """``fn(*args)``, a function of collectives: one that timed out (TensorFlow's
+        ``DeadlineExceededError``) is a :class:`CollectiveError` that names the setting."""
+        import tensorflow as tf
+
+        try:
+            return fn(*args)
+        except tf.errors.DeadlineExceededError as e:
+            raise CollectiveError(
+                f"a collective did not complete within {self.timeout_s or 0:g} s: another "
+                "worker is hung, far too slow or did not reach it (if its steps are only this "
+                "slow, raise ralp.Failures(step_timeout=...))") from e
 
     def _sum(self, array: np.ndarray) -> np.ndarray:
         """``array`` summed over every worker (the strategy's reduction; one traced function
@@ -221,7 +237,7 @@ class CollectiveRuntime(RankRuntime):
                 return self.strategy.reduce(tf.distribute.ReduceOp.SUM, mine, axis=None)
 
             self._reducers[array.shape] = reduce
-        return np.asarray(self._reducers[array.shape](tf.constant(array)))
+        return np.asarray(self._collective(self._reducers[array.shape], tf.constant(array)))
 
     def finish(self) -> None:
         """Return once every worker is done with the fit's collectives (a worker leaving

@@ -28,13 +28,14 @@ from ralp._compat import (
     update_where_variables_live,
     variable_device,
 )
+from ralp._compat_coordinator import current_worker_index
 from ralp.cluster.probe import describe, unreachable, wait_until_reachable
 from ralp.cluster.spec import ClusterError
 from ralp.placement.plan import Plan, ps_device
 from ralp.placement.rewriter import PlacedModel, placed_clone, split_model
 from ralp.ps_strategy.connect import Connection, reconnect
 from ralp.ps_strategy.health import ClusterWatch, TaskLost, failed_ps_tasks, is_ps_failure
-from ralp.ps_strategy.loops import AsyncSteps
+from ralp.ps_strategy.loops import AsyncSteps, WarmUp
 from ralp.ps_strategy.pull_profile import choose_pulls
 from ralp.ps_strategy.pulls import batched_pulls
 from ralp.ps_strategy.staleness import SyncPolicy
@@ -191,6 +192,7 @@ class PSRuntime:
                                   self.ledgers, pulls=self.pulls)
         self._bsp = self._build_bsp(objective) if self.bsp else None
         self.objective = objective
+        self.warm_up = WarmUp(self.workers)  # new functions: every worker's first step again
 
     def _build_bsp(self, objective) -> tuple:
         """BSP's step (gradients into accumulators on the PS) and its once-per-round update."""
@@ -248,9 +250,10 @@ class PSRuntime:
             # ParameterServerStrategy's own schedule: one dataset function on every worker,
             # which asks where it runs; each worker skips its share of the steps done
             skip = position.done // W
+            indices = [tf.constant(w, tf.int64) for w in range(W)]  # see current_worker_index
 
             def dataset_fn():
-                worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+                worker = current_worker_index(indices)
                 return data.worker_dataset(sharding, worker, seed=seed, skip=skip, remote=True)
 
             per_worker = self.connection.coordinator.create_per_worker_dataset(dataset_fn)
@@ -306,7 +309,8 @@ class PSRuntime:
         holding each worker to the paradigm's bound."""
         if self.sync is None:
             return AsyncSteps(self.connection.coordinator, self.step, self.workers,
-                              self.watch.check, self.step_timeout, lambda: next(self._tokens))
+                              self.watch.check, self.step_timeout, lambda: next(self._tokens),
+                              self.warm_up)
         step, apply_round = self._bsp if self.bsp else (self.step, None)
         return SyncedSteps(
             self.sync, self.workers, step, worker_device, apply_round=apply_round,
@@ -314,7 +318,7 @@ class PSRuntime:
             check_cluster=lambda: self.watch.check(synchronous=self.sync.paradigm != "asp"),
             step_timeout=self.step_timeout, next_token=lambda: next(self._tokens),
             lost_workers=lambda: {i for job, i, _ in unreachable(self.connection.spec)
-                                  if job == "worker"})
+                                  if job == "worker"}, warm_up=self.warm_up)
 
     def _judge(self, error, runner) -> BaseException:
         """A step's error as the fit should see it: a lost PS (or a worker under a bounded

@@ -6,7 +6,9 @@ is ``(x, y)`` or ``(x, y, sample_weight)``. Both return the batch's sums
 (:class:`ralp.training.objective.Objective`: its loss sums, samples, its share of the
 model's own losses and what it adds to the metrics' state, computed where the predictions
 are) and whether its update was applied (False when the step was a rerun of one already
-applied: see :class:`StepLedger`): ``(sums, applied)``.
+applied: see :class:`StepLedger`): ``(sums, applied)``. They are traced without AutoGraph,
+as Keras 3 traces its own train step: their control flow is TensorFlow's ops (``tf.cond``),
+and a user's layers, losses and metrics are traced as in Keras' ``fit``.
 
 An asynchronous step is one update of its own: the gradient of its batch's loss
 ``num / den + reg``. Under BSP (``accumulators``) a step adds the gradient of its ``num`` to
@@ -90,8 +92,14 @@ class StepLedger:
         def apply():
             landed = update.landed()
             # no write starts before every gradient has landed: a worker lost while its
-            # gradients cross then leaves the group untouched, and the rerun applies it once
-            with tf.control_dependencies(landed.arrivals()):
+            # gradients cross then leaves the group untouched, and the rerun applies it once.
+            # One gate on the ledger's task waits for them all, and every op of the update
+            # waits for the gate: one control edge each, not one per gradient (a graph of
+            # some 10^5 edges for a network of a few hundred variables, which each worker's
+            # graph optimizer went through before its first step).
+            with tf.device(self.device):
+                gate = tf.group(*landed.arrivals())
+            with tf.control_dependencies([gate]):
                 landed.run()
             reads = []
             for v in update.written():
@@ -202,7 +210,7 @@ def plain_step(strategy, model, optimizer, objective: Objective, ledger: StepLed
         states = objective.metric_states(y, predictions, weights)
         return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states), applied
 
-    @tf.function
+    @tf.function(autograph=False)  # see the module's docstring
     def ralp_train_step(iterator, token):
         return strategy.run(replica_fn, args=(next(iterator), token))
 
@@ -291,7 +299,7 @@ def ralp_step(
         reg = (tf.cast(head_reg, tail_reg.dtype) + tail_reg) * share
         return objective.sums(num, den, samples, reg, states), applied
 
-    @tf.function
+    @tf.function(autograph=False)  # see the module's docstring
     def ralp_train_step(iterator, token):
         return strategy.run(replica_fn, args=(next(iterator), token))
 
@@ -331,7 +339,7 @@ def round_update(groups, den_accumulator) -> Callable:
     ``model``'s own losses (regularizers) at the round's weights, where the variables live;
     then the accumulators are zeroed."""
 
-    @tf.function
+    @tf.function(autograph=False)  # see the module's docstring
     def apply_round():
         den = den_accumulator.read_value()
         for optimizer, variables, accumulators, model in groups:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ralp._compat import SCHEDULE_WARNING
-from ralp.ps_strategy.loops import EpochRun, Watchdog
+from ralp.ps_strategy.loops import EpochRun, WarmUp, Watchdog
 from ralp.ps_strategy.staleness import SyncError, SyncPolicy, SyncServer
 
 
@@ -161,6 +161,7 @@ class SyncedSteps:
         step_timeout: float = 120.0,
         next_token: Callable[[], int] | None = None,
         lost_workers: Callable[[], set[int]] | None = None,
+        warm_up: WarmUp | None = None,
     ):
         if policy.paradigm == "bsp" and apply_round is None:
             raise SyncError("BSP needs the round update (the trainer builds it)")
@@ -178,6 +179,9 @@ class SyncedSteps:
         # the next claim (so an update the lost worker applied is not applied twice).
         self.lost_workers = lost_workers if policy.paradigm == "asp" else None
         self.gone: set[int] = set()  # lost workers (ASP): left out for the rest of the fit
+        # which workers have finished a step (under BSP: a step and the round's update), kept
+        # by the caller across epochs: until then the watchdog allows for one-time work
+        self.warm_up = warm_up or WarmUp(workers)
 
     def run(self, iterators: list, steps: int,
             on_step: Callable[[Callable], None] | None = None) -> EpochRun:
@@ -189,16 +193,21 @@ class SyncedSteps:
         threads = [threading.Thread(target=epoch.drive, args=(w,), daemon=True,
                                     name=f"ralp-sync-worker-{w}")
                    for w in range(self.workers) if w not in self.gone]
+        watched = False
         try:
             for t in threads:
                 t.start()
             self._wait(threads, epoch)
+            watched = True
         finally:
-            with epoch.lock:
+            # a driver may hold the lock inside a call to a hung task (BSP's round update): the
+            # watchdog's error then goes on without it, and without waiting for it
+            if epoch.lock.acquire(timeout=1.0):
                 epoch.claimed = steps  # let every driver go home
                 epoch.lock.notify_all()
+                epoch.lock.release()
             for t in threads:
-                t.join(timeout=self.step_timeout)
+                t.join(timeout=self.step_timeout if watched else 1.0)
             tf_logger.removeFilter(quiet)
         if epoch.errors:
             raise epoch.errors[0]
@@ -225,16 +234,22 @@ class SyncedSteps:
     def _wait(self, threads, epoch: _Epoch) -> None:
         """Watch the drivers until they are done; hand each finished step, in the order the
         steps were pushed (BSP: round by round), to ``on_step`` in this thread."""
-        watch = Watchdog(self.check_cluster, self.step_timeout, f" under {self.policy}")
+        watch = Watchdog(self.check_cluster, self.step_timeout, f" under {self.policy}",
+                         self.warm_up)
         reported = 0
         while True:
             alive = any(t.is_alive() for t in threads)
             for t in threads:
                 t.join(timeout=0.05)
-            with epoch.lock:
-                if epoch.errors:
-                    return
-                new = epoch.results[reported:]
+            new = []
+            # not blocked by a driver holding the lock in a call to a hung task: watched
+            if epoch.lock.acquire(timeout=0.05):
+                try:
+                    if epoch.errors:
+                        return
+                    new = epoch.results[reported:]
+                finally:
+                    epoch.lock.release()
             for out in new:
                 reported += 1
                 if epoch.on_step is not None and epoch.on_step(lambda out=out: out):
@@ -244,7 +259,7 @@ class SyncedSteps:
                         epoch.lock.notify_all()
             if not alive and reported == len(epoch.results):
                 return
-            watch(reported)
+            watch(reported, self.gone)
 
 
 class _Epoch:
@@ -346,8 +361,12 @@ class _Epoch:
             if self.of.policy.paradigm == "bsp":
                 self.pushes_in_round += 1
                 if go:
-                    self.of.apply_round()
+                    self.of.apply_round()  # its first call is one-time work too
                     self.pushes_in_round = 0
+                    for g in go:
+                        self.of.warm_up.note(g)
+            else:
+                self.of.warm_up.note(w)
             for g in go:
                 self.permitted[g] = True
             self.lock.notify_all()

@@ -140,6 +140,12 @@ class ArrayData:
         self.batch_size, self.shuffle, self.steps = batch_size, shuffle, steps
         self.rows = len(y)
         self.global_batch = batch_size
+        # The arrays as tensors of this process, made here, eagerly. The map function of a
+        # worker's dataset captures them as its inputs, which reach the worker as tensors; as
+        # constants of its graph, the worker's graph optimizer went through every byte of
+        # them, for the function and again for the dataset's graph.
+        arrays = (x, y) + (() if weights is None else (weights,))
+        self._tensors = tf.nest.map_structure(tf.constant, arrays)
         w = () if weights is None else (tf.TensorSpec((None,), tf.float32),)
         self.element_spec = (tf.nest.map_structure(_spec, x), _spec(y), *w)
 
@@ -160,9 +166,7 @@ class ArrayData:
         return sum(math.ceil(len(range(w, self.rows, W)) / B) for w in range(W))
 
     def _gather(self, indices, own):
-        arrays = (self.x, self.y) + (() if self.weights is None else (self.weights,))
-        return (*tf.nest.map_structure(lambda a: tf.gather(tf.constant(a), indices), arrays),
-                own)
+        return (*tf.nest.map_structure(lambda t: tf.gather(t, indices), self._tensors), own)
 
     def _sync_indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
         B, W, N = self.batch_size, sharding.workers, self.rows

@@ -3,7 +3,8 @@
     python tests/collective/collective_ranks.py OUT_DIR SCENARIO
 
 SCENARIO "fit": Keras' fit with validation and a callback, the history to OUT_DIR/fit<k>.json;
-"die": worker 1 exits with 3 after its second step; "two_outputs": the model has two outputs.
+"die": worker 1 exits with 3 after its second step; "two_outputs": the model has two outputs;
+"stall": worker 1 stops for 30 s before its third step, past the 10 s step timeout.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -47,7 +49,9 @@ def main() -> None:
 
     import ralp
 
-    trainer = ralp.wrap(lambda: build(scenario == "two_outputs"), mode="collective")
+    failures = ralp.Failures(step_timeout=10) if scenario == "stall" else None
+    trainer = ralp.wrap(lambda: build(scenario == "two_outputs"), mode="collective",
+                        failures=failures)
     runtime = trainer.runtime
     k, workers = runtime.rank, runtime.size
     seen = []
@@ -55,6 +59,9 @@ def main() -> None:
     if scenario == "die":
         callbacks = [keras.callbacks.LambdaCallback(
             on_train_batch_end=lambda b, logs: os._exit(3) if k == 1 and b == 1 else None)]
+    if scenario == "stall":
+        callbacks = [keras.callbacks.LambdaCallback(
+            on_train_batch_begin=lambda b, logs: time.sleep(30) if k == 1 and b == 2 else None)]
     x, y = data(16 * BATCH * workers)
     history = trainer.fit(x, y, batch_size=BATCH * workers, epochs=3, validation_split=0.25,
                           callbacks=callbacks, verbose=0)

@@ -44,6 +44,13 @@ def test_a_worker_that_dies_is_a_clear_error_and_no_worker_is_left(tmp_path):
     assert left == []
 
 
+def test_a_collective_past_the_step_timeout_names_the_setting(tmp_path):
+    command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "stall"]
+    with pytest.raises(CollectiveError, match=r"worker 0 .*a collective did not complete "
+                       r"within 10 s.*ralp\.Failures\(step_timeout=\.\.\.\)"):
+        run_workers(command, 2, timeout=300, env={"CUDA_VISIBLE_DEVICES": "-1"})
+
+
 def test_bad_requests_are_clear_errors(tmp_path):
     command = [sys.executable, str(HERE / "collective_ranks.py"), str(tmp_path), "two_outputs"]
     with pytest.raises(CollectiveError, match="TrainingSetupError: ralp.wrap: model .* "

@@ -267,3 +267,22 @@ def test_every_inputs_rows_go_to_a_worker_together(synchronous):
                 seen += list(ids[:int(rows)])
         if synchronous:
             assert sorted(seen) == list(range(25))
+
+
+def test_arrays_reach_a_workers_dataset_as_its_inputs_not_as_constants_of_its_graph():
+    """A parameter-server worker's dataset is a function made on the coordinator and run on the
+    worker: the arrays are inputs it captures, not constants of its graph (as constants, each
+    worker's graph optimizer went through every byte of them before training began)."""
+    x = np.random.default_rng(0).random((256, 16, 16, 3), dtype=np.float32)  # 786 KB
+    y = (np.arange(256) % 4).astype(np.int32)
+    images = keras.Input((16, 16, 3))
+    model = keras.Model(images, keras.layers.Dense(4)(keras.layers.Flatten()(images)))
+    data = fit_data(x, y, sample_weight=None, class_weight=None, batch_size=32,
+                    steps_per_epoch=None, shuffle=True, model=model, loss=SPARSE)
+    fn = tf.function(lambda: data.worker_dataset(Sharding(2, synchronous=False), 0, seed=1,
+                                                 remote=True)).get_concrete_function()
+    graph = fn.graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    constants = [len(n.attr["value"].tensor.tensor_content) for n in nodes if n.op == "Const"]
+    assert max(constants) < 1024
+    assert [tuple(t.shape) for t in fn.captured_inputs if t.shape.rank == 4] == [x.shape]

@@ -1,0 +1,29 @@
+"""The private TensorFlow APIs of the parameter-server coordinator's first steps, beside
+:mod:`ralp._compat` (whose table lists them, whose rules they follow, and whose line budget
+they did not fit): each checked by a canary in ``tests/test_compat.py``."""
+
+from __future__ import annotations
+
+from ralp._compat import _require, remote_value_done
+
+
+def every_worker_done(per_worker) -> bool:
+    """Whether every worker's ``RemoteValue`` of a ``PerWorkerValues`` (a per-worker iterator:
+    each made on its worker) is done, as :func:`remote_value_done` tells."""
+    values = _require(per_worker, "_values", "see whether every worker made its iterator")
+    return all(remote_value_done(v) for v in values)
+
+
+def current_worker_index(indices: list):
+    """In a function ``ClusterCoordinator`` runs on a worker: its index, as
+    ``experimental_get_current_worker_index`` gives it, but passed as the tensor of
+    ``indices`` (an int64 per worker, made in this process). TensorFlow's own makes a tensor
+    on the worker at each call, holding Python's GIL until the worker answers."""
+    import tensorflow as tf
+    from tensorflow.python.distribute.coordinator import coordinator_context
+    from tensorflow.python.framework import ops
+
+    purpose = "tell a per-worker dataset which worker it runs on"
+    dispatch = _require(coordinator_context, "get_current_dispatch_context", purpose)
+    capture = _require(ops.get_default_graph(), "capture_call_time_value", purpose)
+    return capture(lambda: indices[dispatch().worker_index], tf.TensorSpec([], tf.int64))
