@@ -11,10 +11,16 @@ One synchronous iteration:
 - each FC rank stacks its group's rows into one batch, runs the tail's forward pass, the loss
   and the backward pass on it (one matmul per layer per iteration, not one per worker), and
   sends each CONV rank the gradient of its own rows back (``hvd.alltoall`` again);
-- with n_f > 1 the FC ranks sum their tail gradients (an allreduce on the FC ranks' process
+- with n_f > 1 the FC ranks sum their tail gradients (allreduces on the FC ranks' process
   set) and every FC rank applies the same update to its full replica of the tail;
 - the CONV ranks finish backprop through the head, sum the head gradients among themselves
-  (an allreduce on the CONV ranks' process set) and apply the same update.
+  (allreduces on the CONV ranks' process set) and apply the same update.
+
+Both rings start while their backward pass runs, as Horovod's own ``DistributedGradientTape``
+does: one allreduce per gradient, each depending only on its own gradient, so Horovod fuses
+and sums the last layers' gradients while the earlier layers' are being computed (a grouped
+allreduce would wait for the whole backward pass). The FC ranks' ``den`` is summed right after
+their forward pass.
 
 Each FC rank computes its group's loss sums (:mod:`ralp.training.objective`): ``num`` over
 its stacked rows and ``den``; the FC ranks add their ``den`` up, and each differentiates
@@ -38,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ralp.horovod import stanza_checkpoints
-from ralp.horovod.runtime import init_horovod
+from ralp.horovod.runtime import horovod_sum, init_horovod
 from ralp.horovod.stanza_checkpoints import broadcast_arrays, copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
 from ralp.placement.plan import StanzaPlan
@@ -48,7 +54,9 @@ from ralp.training.ranks import RankRuntime
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 WEIGHTS = "ralp_stanza_weights"
-GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
+GRADIENTS = "ralp_stanza_gradients"
+# one allreduce per gradient of the head's (tail's) k-th variable: HEAD_GRADS + "_k"
+HEAD_GRADS, TAIL_GRADS = "ralp_stanza_head", "ralp_stanza_tail"
 DEN = "ralp_stanza_den"
 _PROCESS_SETS: dict = {}  # ranks -> this process's Horovod process set of them
 
@@ -188,7 +196,8 @@ class StanzaRuntime(RankRuntime):
         # What this rank sends where it sends nothing: a function argument, not a constant in
         # the graph (see _alltoall).
         empty_rows = tf.zeros([0, D], dtype)
-        alltoall, grouped_allreduce = _unconverted(tf, hvd)
+        alltoall = _unconverted(tf)
+        summed = horovod_sum(tf, hvd, self.conv_set)
 
         width = objective.width
 
@@ -213,9 +222,8 @@ class StanzaRuntime(RankRuntime):
                 empty = tf.identity(empty_rows)
             grad = alltoall(hvd, empty, nothing, GRADIENTS, [K, D])
             grads = tape.gradient(flat, self.variables, output_gradients=grad)
-            if self.conv_set is not None:
-                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
-                                          name=HEAD_GRADS, ignore_name_scope=True)
+            if self.conv_set is not None:  # each gradient's sum starts as backprop makes it
+                grads = [summed(g, f"{HEAD_GRADS}_{k}") for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(head, self.variables)
             grads = [plus(g, r) for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
@@ -227,6 +235,7 @@ class StanzaRuntime(RankRuntime):
             return tf.concat([tf.stack([nothing_sent * 0.0, 0.0, 0.0,
                                         tf.cast(reg, tf.float32) * share]), zeros], axis=0)
 
+        self.step_function = step  # the traced step, for audits of its graph
         return lambda batch: step(batch, empty_rows)
 
     def _fc_step(self, objective):
@@ -246,8 +255,8 @@ class StanzaRuntime(RankRuntime):
         empty_rows = tf.zeros([0, D], dtype)  # arguments, not constants: see _alltoall
         empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
         empty_weights = tf.zeros([0], tf.float32)
-        alltoall, grouped_allreduce = _unconverted(tf, hvd)
-        allreduce = tf.autograph.experimental.do_not_convert(hvd.allreduce)
+        alltoall = _unconverted(tf)
+        summed = horovod_sum(tf, hvd, self.fc_set)
 
         @tf.function
         def step(empty_rows, empty_labels, empty_weights):
@@ -262,14 +271,12 @@ class StanzaRuntime(RankRuntime):
                 inputs = [tf.reshape(p, [rows, *s]) for p, s in zip(parts, shapes, strict=True)]
                 predictions = tail(inputs if len(inputs) > 1 else inputs[0], training=True)
                 num, den = objective.loss_sums(labels, predictions, weights, share)
-            total = den if self.fc_set is None else allreduce(
-                den, op=hvd.Sum, process_set=self.fc_set, name=DEN)
+            total = den if self.fc_set is None else summed(den, DEN)
             *grads, grad_stacked = tape.gradient(num, [*self.variables, stacked])
             grad_stacked = tf.math.divide_no_nan(grad_stacked, tf.cast(total, grad_stacked.dtype))
             back = alltoall(hvd, grad_stacked, back_to, GRADIENTS, [0, D])
-            if self.fc_set is not None:
-                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
-                                          name=TAIL_GRADS, ignore_name_scope=True)
+            if self.fc_set is not None:  # each gradient's sum starts as backprop makes it
+                grads = [summed(g, f"{TAIL_GRADS}_{k}") for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(tail, self.variables)
             grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r)
                      for g, r in zip(grads, reg_grads, strict=True)]
@@ -279,6 +286,7 @@ class StanzaRuntime(RankRuntime):
             # The send's (empty) result feeds the output, or the unstateful op may be pruned.
             return sums + tf.cast(tf.reduce_sum(back), sums.dtype) * 0.0
 
+        self.step_function = step  # the traced step, for audits of its graph
         return lambda batch: step(empty_rows, empty_labels, empty_weights)
 
     # ------------------------------------------------------------------ collectives
@@ -418,12 +426,10 @@ def _split(model, plan, batch_size: int):
     return split, choice.plan
 
 
-def _unconverted(tf, hvd) -> tuple:
-    """``_alltoall`` and Horovod's grouped allreduce, left alone by AutoGraph: they have no
-    tensor-dependent control flow, and converting Horovod's wrappers was 2/3 of tracing a
-    step."""
-    skip = tf.autograph.experimental.do_not_convert
-    return skip(_alltoall), skip(hvd.grouped_allreduce)
+def _unconverted(tf):
+    """``_alltoall``, left alone by AutoGraph: it has no tensor-dependent control flow, and
+    converting Horovod's wrappers was 2/3 of tracing a step."""
+    return tf.autograph.experimental.do_not_convert(_alltoall)
 
 
 def _alltoall(hvd, tensor, splits: list[int], name: str, received_shape: list[int]):
