@@ -20,6 +20,7 @@ function                        private API                                     
 ``update_where_variables_live`` ``TFOptimizer._backend_update_step``,           ps_strategy
                                 ``_apply_weight_decay``, ``_use_weight_decay``
 ``count_updates_atomically``    ``BaseOptimizer._iterations``                   ps_strategy
+``apply_summed_gradients``      ``TFOptimizer._all_reduce_sum_gradients``       collective
 ``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
 ``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
@@ -151,6 +152,25 @@ def update_where_variables_live(optimizer):
         _require(type(optimizer), name, "update each variable where it lives")
     optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
     optimizer._apply_weight_decay = types.MethodType(_decay_where_each_variable_lives, optimizer)
+    return optimizer
+
+
+def _gradients_as_given(self, grads_and_vars):
+    return list(grads_and_vars)
+
+
+def apply_summed_gradients(optimizer):
+    """Make a Keras 3 (TF backend) optimizer apply the gradients it is given as they are.
+
+    ``TFOptimizer._backend_update_step`` sums the gradients over the replicas first
+    (``_all_reduce_sum_gradients``: one all-reduce of the whole list in the replica context,
+    which waits for the end of the backward pass). A caller that has summed them itself, bucket
+    by bucket as the backward pass produced them, must not have them summed again. Rebinds
+    ``_all_reduce_sum_gradients`` on this instance to return the gradients unchanged; the
+    update itself (``_distributed_tf_update_step``) is Keras' own."""
+    _require(type(optimizer), "_all_reduce_sum_gradients", "apply gradients summed already")
+    _require(type(optimizer), "_backend_update_step", "apply gradients summed already")
+    optimizer._all_reduce_sum_gradients = types.MethodType(_gradients_as_given, optimizer)
     return optimizer
 
 
