@@ -109,6 +109,25 @@ def test_the_rebound_update_runs_and_computes_the_same_step(monkeypatch):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
 
+def test_summed_gradients_are_applied_as_they_are(monkeypatch):
+    # Keras' update sums the gradients through _all_reduce_sum_gradients: our rebinding of it
+    # is what runs (once, on every gradient), and the step is Keras' own
+    calls = []
+    monkeypatch.setattr(_compat, "_gradients_as_given",
+                        lambda self, pairs: calls.append(list(pairs)) or calls[-1])
+    reference_layer, grads = _dense_and_grads()
+    keras.optimizers.SGD(0.1, momentum=0.9).apply_gradients(
+        zip(grads, reference_layer.trainable_variables, strict=True))
+    layer, _ = _dense_and_grads()
+    optimizer = _compat.apply_summed_gradients(keras.optimizers.SGD(0.1, momentum=0.9))
+    optimizer.apply_gradients(zip(grads, layer.trainable_variables, strict=True))
+    assert len(calls) == 1 and len(calls[0]) == len(layer.trainable_variables)
+    for ours, theirs in zip(layer.get_weights(), reference_layer.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    with pytest.raises(CompatError, match="_all_reduce_sum_gradients"):
+        _compat.apply_summed_gradients(object())
+
+
 def test_the_update_counter_is_one_atomic_add():
     layer, grads = _dense_and_grads()
     optimizer = _compat.count_updates_atomically(keras.optimizers.Adam())
