@@ -1,0 +1,56 @@
+"""A rank's step timeline (ralp/audit/overlap.py) read back from trace events laid out as
+tf.profiler writes them: each step a function run, its backward pass' kernels, and its
+reductions' start and done events."""
+
+import pytest
+
+from ralp._compat import TraceEvent
+from ralp.audit.overlap import median_figures, step_overlaps
+
+ASYNC = "ExecutorState::ProcessAsync::"
+
+
+def _step(step_id: str, t: float, first_done: float, overlapped: bool = True) -> list:
+    """A step from t: forward 0.1 s, backward 0.1-0.5 s (logits then conv), den's sum launched
+    at 0.1, each gradient's when its op ends (or, not overlapped, all at 0.5)."""
+    def reduction(name, start, done):
+        stats = {"name": name, "kernel_type": "HorovodAllreduce", "step_id": step_id}
+        return [TraceEvent(f"{ASYNC}Start", "", t + start, 1e-5, stats),
+                TraceEvent(f"{ASYNC}Done", "", t + done, 1e-6, stats)]
+
+    events = [TraceEvent("FunctionRun", "", t, 0.0, {"id": step_id}),
+              TraceEvent("net/conv/Conv2D:Conv2D", "Conv2D", t + 0.01, 0.05, {}),
+              TraceEvent("gradient_tape/net/logits/MatMul:MatMul", "MatMul", t + 0.1, 0.1, {}),
+              TraceEvent("gradient_tape/net/conv/Conv2DBackpropFilter:Conv2DBackpropFilter",
+                         "Conv2DBackpropFilter", t + 0.3, 0.2, {}),
+              *reduction("ralp_den", 0.1, 0.12),
+              *reduction("ralp_grad_1", 0.2 if overlapped else 0.5, first_done),
+              *reduction("ralp_grad_0", 0.5, 0.7),
+              TraceEvent("ExecutorDoneCallback", "", t + 0.75, 0.0, {"id": step_id})]
+    return events
+
+
+def test_each_steps_reductions_against_its_backward_pass():
+    events = [*_step("7", 10.0, 0.4), *_step("8", 11.0, 0.6, overlapped=False)]
+    first, second = step_overlaps(events)
+    assert first.backward == pytest.approx((0.1, 0.5))
+    assert [r.name for r in first.reductions] == ["ralp_grad_1", "ralp_grad_0"]
+    assert first.den.name == "ralp_den"
+    assert first.lead_s == pytest.approx(0.3) and first.done_lead_s == pytest.approx(0.1)
+    assert first.exposed_s == pytest.approx(0.2) and first.done_in_backward == 1
+    assert first.seconds == pytest.approx(0.75)
+    # a step whose sums wait for the end of the backward pass: nothing ahead of it
+    assert second.lead_s == pytest.approx(0.0) and second.done_in_backward == 0
+    assert median_figures([first, second])["lead_s"] == pytest.approx(0.15)
+
+
+def test_steps_the_trace_cut_or_without_gradient_sums_are_left_out():
+    events = _step("7", 10.0, 0.4)
+    cut = [e for e in _step("8", 11.0, 0.4) if not (e.name.endswith("Done")
+                                                  and e.stats["name"] == "ralp_grad_0")]
+    other = [TraceEvent("FunctionRun", "", 12.0, 0.0, {"id": "9"}),
+             TraceEvent(f"{ASYNC}Start", "", 12.1, 0.0,
+                        {"name": "ralp_sums_1", "kernel_type": "HorovodAllreduce",
+                         "step_id": "9"})]
+    assert [s.step_id for s in step_overlaps(events + cut + other)] == ["7"]
+    assert median_figures([]) == {"steps": 0}
