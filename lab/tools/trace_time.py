@@ -96,7 +96,6 @@ def rank_job(args) -> None:
     trainer.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     calls = seen["calls_s"]
     result = {"model": args.model, "mode": args.mode, "rank": runtime.rank,
-              "ralp": os.path.dirname(os.path.dirname(ralp.__file__)),
               "trace_s": round(seen["trace_s"], 3), "first_call_s": round(calls[0], 3),
               "later_call_s": round(statistics.median(calls[1:]), 3)}
     with open(os.path.join(args.rank_job, f"rank{runtime.rank}.json"), "w") as f:
