@@ -5,15 +5,19 @@ budgeted devices (netns, shaped links), as ``python -m ralp.bench`` runs it, wit
 under ``tf.profiler`` from its start to its end (warm-up and measured steps). Each rank's
 trace goes to ``TRACES/rank<r>/``. Then, per rank and step (:mod:`ralp.audit.overlap`): the
 backward pass's end, when the first gradient's reduction started and when the first was done,
-and how long the reductions ran on after the backward pass.
+and how long the reductions ran on after the backward pass. In modes horovod and stanza,
+Horovod's own timeline (``HOROVOD_TIMELINE``, rank 0's process sets: every gradient in
+horovod, the CONV ranks' ring in stanza) says besides when the first allreduce began on the
+wire against when each rank handed over its last gradient.
 
     python lab/tools/reduction_timeline.py run --model alexnet --mode horovod --devices 4 \\
         --bandwidth 1gbit --traces /tmp/traces/alexnet_horovod
     python lab/tools/reduction_timeline.py analyse /tmp/traces/alexnet_horovod --out FILE.json
 
-``run`` is run as a file so that ``PYTHONPATH`` picks the ralp it runs (another commit's
-files: the same tool traces before and after); ``analyse`` needs this checkout's ralp. The
-traces (tens of MB) stay where ``--traces`` puts them.
+The ranks run ``python -m lab.tools.reduction_timeline rank ...`` (forked as the bench's
+ranks are). ``run --commit C`` traces another commit: its files (``git archive``) in a
+temporary folder with this module copied in, run from there. ``analyse`` needs this
+checkout's ralp. The traces (a few MB per rank) stay where ``--traces`` puts them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import sys
 
 TRACES_ENV = "RALP_LAB_TRACES"  # a rank writes its trace under $RALP_LAB_TRACES/rank<r>/
+HOROVOD_TIMELINE = "horovod_timeline.json"  # beside the ranks' traces (horovod, stanza)
 
 
 def _rank() -> int:
@@ -94,11 +99,13 @@ def run(args) -> dict:
     budget = launcher.budget(run_spec.device_cpus, run_spec.devices)
     os.makedirs(args.traces, exist_ok=True)
     env = {TRACES_ENV: os.path.abspath(args.traces)}
+    if args.mode != "collective":  # Horovod's own timeline too (rank 0 writes it)
+        env["HOROVOD_TIMELINE"] = os.path.abspath(os.path.join(args.traces, HOROVOD_TIMELINE))
     started = time.time()
 
-    def command(links, cpu) -> list[str]:  # the bench's rank command, run by this file
+    def command(links, cpu) -> list[str]:  # the bench's rank command, run by this module
         bench = rank_command("ralp.bench.horovod_job", run_spec, links, started, cpu)
-        return [sys.executable, os.path.abspath(__file__), "rank", *bench[3:]]
+        return [sys.executable, "-m", "lab.tools.reduction_timeline", "rank", *bench[3:]]
 
     if args.mode == "collective":
         return collective_launch(command, run_spec.workers, "netns", bandwidth=args.bandwidth,
@@ -107,11 +114,33 @@ def run(args) -> dict:
                   fc_ranks=run_spec.ps, budget=budget, timeout=args.timeout, env=env)
 
 
+def run_commit(args, argv: list[str]) -> int:
+    """``run`` (``argv``, without ``--commit``) on ``args.commit``'s files."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="ralp-reduction-timeline-") as tree:
+        archive = subprocess.run(["git", "-C", str(root), "archive", args.commit], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+        shutil.copy(__file__, os.path.join(tree, "lab", "tools", os.path.basename(__file__)))
+        traces = os.path.abspath(args.traces)
+        command = [sys.executable, "-m", "lab.tools.reduction_timeline", *argv,
+                   "--traces", traces]
+        return subprocess.run(command, cwd=tree, env={**os.environ, "PYTHONPATH": tree}).returncode
+
+
 def analyse(traces: str, skip: int) -> dict:
     """Per rank: every step's figures and their medians (the first ``skip`` steps left out:
-    tracing and warm-up)."""
+    tracing and warm-up); and Horovod's timeline's steps, where there is one."""
+    import statistics
+
     from ralp._compat import read_xspace_events
-    from ralp.audit.overlap import median_figures, step_overlaps
+    from ralp.audit.overlap import median_figures, ring_overlaps, step_overlaps
+    from ralp.audit.stanza_phases import read_events
 
     ranks = {}
     for folder in sorted(glob.glob(os.path.join(traces, "rank*"))):
@@ -121,14 +150,25 @@ def analyse(traces: str, skip: int) -> dict:
         steps = step_overlaps(read_xspace_events(files[-1]))[skip:]
         ranks[os.path.basename(folder)] = {"median": median_figures(steps),
                                            "steps": [s.figures() for s in steps]}
-    return ranks
+    out = {"ranks": ranks}
+    timeline = os.path.join(traces, HOROVOD_TIMELINE)
+    if os.path.exists(timeline):
+        rings = ring_overlaps(read_events(timeline))[skip:]
+        rows = [{"lead_s": r.lead_s, "earliest_lead_s": r.earliest_lead_s,
+                 "exposed_s": r.exposed_s, "ring_s": r.last_done - r.first_start}
+                for r in rings]
+        out["horovod_timeline"] = {
+            "steps": rows,
+            "median": {k: statistics.median(r[k] for r in rows) for k in rows[0]} if rows
+            else {}}
+    return out
 
 
-def table(name: str, ranks: dict) -> str:
-    lines = [f"{name}: per rank, medians over its steps (ms from the step's start)",
+def table(name: str, found: dict) -> str:
+    lines = [f"{name}: per rank, medians over its steps (ms from the step's start; tf.profiler)",
              "  rank     steps  step  backward_end  first_start  lead  first_done_lead  "
              "exposed  done_in_backward/reductions"]
-    for rank, r in ranks.items():
+    for rank, r in found["ranks"].items():
         m = r["median"]
         if not m["steps"]:
             lines.append(f"  {rank:7s} no step with gradient reductions")
@@ -138,6 +178,14 @@ def table(name: str, ranks: dict) -> str:
             f" {1e3 * m['first_start_s']:12.0f} {1e3 * m['lead_s']:5.0f}"
             f" {1e3 * m['done_lead_s']:16.0f} {1e3 * m['exposed_s']:8.0f}"
             f"  {m['done_in_backward']:g}/{m['reductions']}")
+    ring = found.get("horovod_timeline", {}).get("median")
+    if ring:
+        lines.append(
+            f"  Horovod's timeline, {len(found['horovod_timeline']['steps'])} steps (medians, "
+            f"ms): the first gradient allreduce on the wire {1e3 * ring['lead_s']:.0f} before "
+            f"the last rank's last gradient ({1e3 * ring['earliest_lead_s']:.0f} before the "
+            f"first rank's); the ring {1e3 * ring['ring_s']:.0f} in all, "
+            f"{1e3 * ring['exposed_s']:.0f} of it after the backward passes")
     return "\n".join(lines)
 
 
@@ -158,12 +206,20 @@ def main() -> int:
     r.add_argument("--warmup", type=int, default=2)
     r.add_argument("--timeout", type=float, default=1800.0)
     r.add_argument("--traces", required=True, help="the folder the ranks' traces go to")
+    r.add_argument("--commit", help="trace this commit's ralp, not this checkout's")
     a = sub.add_parser("analyse", help="the step timelines of a run's traces")
     a.add_argument("traces")
     a.add_argument("--skip", type=int, default=2, help="steps left out first (default 2)")
     a.add_argument("--name", help="the setting's name in the printout")
     a.add_argument("--out", help="write every rank's steps and medians here (JSON)")
     args = p.parse_args()
+    if args.command == "run" and args.commit:
+        argv = sys.argv[1:]
+        at = argv.index("--commit")
+        del argv[at:at + 2]
+        at = argv.index("--traces")
+        del argv[at:at + 2]
+        return run_commit(args, argv)
     if args.command == "run":
         record = run(args)
         print(json.dumps({k: record.get(k) for k in ("model", "mode", "devices", "workers",

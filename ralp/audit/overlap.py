@@ -123,3 +123,64 @@ def median_figures(steps: list[StepOverlap]) -> dict:
     out["reductions"] = rows[0]["reductions"]
     out["steps"] = len(rows)
     return out
+
+
+# ------------------------------------------------------------------ Horovod's own timeline
+
+GRADIENT_SUMS = re.compile(r"^(ralp_grad_\d+|ralp_stanza_head_\d+|ralp_stanza_tail_\d+)$")
+
+
+@dataclass(frozen=True)
+class RingOverlap:
+    """One step of a Horovod timeline's gradient allreduces (seconds on its clock): when the
+    first allreduce began on the wire; when the step's last gradient was handed over by the
+    first rank to have it (the latest negotiation's start) and by the last (the latest
+    negotiation's end: every rank's backward pass over); when the last allreduce ended."""
+
+    first_start: float
+    first_ready: float
+    last_ready: float
+    last_done: float
+
+    @property
+    def lead_s(self) -> float:
+        """How long the ring ran before the last rank's backward pass ended."""
+        return self.last_ready - self.first_start
+
+    @property
+    def earliest_lead_s(self) -> float:
+        """The same against the first rank to end its backward pass."""
+        return self.first_ready - self.first_start
+
+    @property
+    def exposed_s(self) -> float:
+        return self.last_done - self.last_ready
+
+
+def ring_overlaps(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[RingOverlap]:
+    """Every step of a Horovod timeline (``HOROVOD_TIMELINE``, written by rank 0: the
+    collectives rank 0's process sets negotiate) whose gradient allreduces are named like
+    ``names``: the k-th negotiation and operation of each are step k's."""
+    pids = {e["pid"] for e in events
+            if e.get("ph") == "M" and e.get("name") == "process_name"
+            and names.match(e.get("args", {}).get("name", ""))}
+    spans: dict[int, dict[str, list]] = {p: {"neg": [], "op": []} for p in pids}
+    stacks: dict[int, list] = {}
+    for e in events:
+        pid = e.get("pid")
+        if pid not in pids or e.get("ph") not in ("B", "E"):
+            continue
+        stack = stacks.setdefault(pid, [])
+        if e["ph"] == "B":
+            stack.append((e["name"], e["ts"] / 1e6))
+        elif stack:
+            kind, begin = stack.pop()
+            if not stack:  # top level: a negotiation or the operation
+                key = "neg" if kind.startswith("NEGOTIATE") else "op"
+                spans[pid][key].append((begin, e["ts"] / 1e6))
+    tensors = [v for v in spans.values() if v["neg"] and v["op"]]
+    steps = min((min(len(v["neg"]), len(v["op"])) for v in tensors), default=0)
+    return [RingOverlap(min(v["op"][k][0] for v in tensors),
+                        max(v["neg"][k][0] for v in tensors),
+                        max(v["neg"][k][1] for v in tensors),
+                        max(v["op"][k][1] for v in tensors)) for k in range(steps)]
