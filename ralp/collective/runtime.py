@@ -13,12 +13,13 @@ the optimizer's update, the same everywhere. The loss each replica differentiate
 of the global batch's mean, so the sum is the global batch's gradient.
 
 The sums start while the backward pass runs, as PyTorch's DistributedDataParallel starts
-them: the loss's divisor right after the forward pass, then the gradients in size-bounded
-buckets in backward order (:mod:`ralp.collective.buckets`), one all-reduce per bucket, each
-depending only on its own gradients. TensorFlow runs a replica's collectives in the order the
-step issues them (each waits for the one before: their ordering token), so the buckets are
-issued in backward order and the last layers' sum crosses while the first layers' gradients
-are computed. The optimizer then applies the summed gradients as they are
+them: the gradients in size-bounded buckets in backward order (:mod:`ralp.collective.buckets`),
+one all-reduce per bucket, each depending only on its own gradients (and the loss's divisor,
+which rides in the first). TensorFlow runs a replica's collectives in the order the step issues
+them (each waits for the one before: their ordering token), so the buckets are issued in
+backward order and the last layers' sum crosses while the first layers' gradients are
+computed. The sums are of the gradients themselves; each is divided by the summed divisor
+afterwards. The optimizer then applies the summed gradients as they are
 (:func:`ralp._compat.apply_summed_gradients`): Keras 3's TensorFlow optimizer would otherwise
 sum them again, all at once, after the backward pass. Clipping (``clipnorm``...) sees the
 summed gradient, as in one Keras process.
@@ -204,18 +205,11 @@ class CollectiveRuntime(RankRuntime):
                 predictions = model(x, training=True)
                 y, predictions, weights = own(rows, y, predictions, weights)
                 num, den = objective.loss_sums(y, predictions, weights, share)
-            context = tf.distribute.get_replica_context()
-            total = context.all_reduce("sum", den)  # the first collective: before backprop
             grads = tape.gradient(num, variables)
+            summed, total = _summed(self.buckets, grads, den)
             reg, reg_grads = regularization_gradients(model, variables)
-            grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r, share)
-                     for g, r in zip(grads, reg_grads, strict=True)]
-            summed = list(grads)
-            for k, bucket in enumerate(self.buckets):  # in backward order: see the docstring
-                with tf.name_scope(f"ralp_bucket_{k}"):
-                    parts = context.all_reduce("sum", [grads[i] for i in bucket])
-                for i, part in zip(bucket, parts, strict=True):
-                    summed[i] = part
+            summed = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r)
+                      for g, r in zip(summed, reg_grads, strict=True)]
             optimizer.apply_gradients(zip(summed, variables, strict=True))  # as they are
             states = objective.metric_states(y, predictions, weights)
             return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states)
@@ -372,6 +366,29 @@ def check_one_replica_per_worker(strategy) -> None:
 def _backing(variable):
     """The TensorFlow variable behind a Keras 3 variable (a distributed one in the scope)."""
     return getattr(variable, "value", variable)
+
+
+def _summed(buckets: list[list[int]], grads: list, den) -> tuple[list, object]:
+    """The gradients and ``den`` summed over the workers: one all-reduce per bucket, in the
+    buckets' (backward) order, ``den`` in the first. TensorFlow runs a worker's collectives one
+    after the other in the order they are issued, so an all-reduce of ``den`` on its own
+    (right after the forward pass) would hold every bucket until it was done: it rides in the
+    first bucket instead, which starts with the backward pass's first gradients."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    summed, total = list(grads), None
+    for k, bucket in enumerate(buckets):
+        values = [grads[i] for i in bucket]
+        if k == 0:
+            values.append(tf.cast(den, values[0].dtype))
+        with tf.name_scope(f"ralp_bucket_{k}"):
+            parts = context.all_reduce("sum", values)
+        if k == 0:
+            *parts, total = parts
+        for i, part in zip(bucket, parts, strict=True):
+            summed[i] = part
+    return summed, total
 
 
 def _gradient_bytes(variable) -> int:
