@@ -31,6 +31,8 @@ function                        private API                                     
 ``stop_coordinator``            ``ClusterCoordinator._cluster.stop``            ps_strategy
 ``read_xspace_events``          ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` audit
                                 and the profiler's event and stat names
+``xspace_start_time``           the trace's "Task Environment" plane and its    audit
+                                ``profile_start_time`` stat
 ``read_kernel_outside_xla``     Keras' TF backend XLA-compiling grouped         placement
                                 convolutions (``backend.tensorflow.nn.conv``)
 ``cond_branch_graphs``          ``If`` op's ``_true_graph``/``_false_graph``    audit
@@ -370,6 +372,24 @@ def read_xspace_events(path: str) -> Iterator[TraceEvent]:
                              line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12,
                              event.duration_ps * 1e-12,
                              {stat_names.get(s.metadata_id, ""): str(value(s)) for s in event.stats})
+
+
+def xspace_start_time(path: str) -> float:
+    """When a ``tf.profiler`` trace began, in seconds since the epoch: the events' times
+    (:func:`read_xspace_events`) count from it, so that traces of several processes on one
+    host can be laid on one clock. Read from the trace's "Task Environment" plane."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if names.get(stat.metadata_id) == "profile_start_time":
+                return (stat.int64_value or stat.uint64_value) * 1e-9
+    raise CompatError(f"the trace {path} says not when it began (no profile_start_time); "
+                      f"ralp/_compat.py needs updating for tensorflow {PINNED['tensorflow']}+")
 
 
 def colocating_creator(anchor) -> Callable:

@@ -258,7 +258,7 @@ def test_coordinator_internals_on_a_real_cluster():
 
 
 _PROFILE_MATMULS = """
-import glob, sys
+import glob, sys, time
 import tensorflow as tf
 from ralp import _compat
 
@@ -268,9 +268,11 @@ def work(a):
 
 x = tf.ones((64, 64))
 work(x)
+before = time.time()
 tf.profiler.experimental.start(sys.argv[1])
 for _ in range(3):
     work(x).numpy()
+done = time.time()
 tf.profiler.experimental.stop()
 (path,) = glob.glob(sys.argv[1] + "/**/*.xplane.pb", recursive=True)
 # On CPUs with oneDNN custom ops TensorFlow rewrites MatMul to _MklMatMul: the name keeps
@@ -279,6 +281,10 @@ events = list(_compat.read_xspace_events(path))
 matmuls = [e for e in events if e.op_type.endswith("MatMul")]
 assert len(matmuls) >= 3 and all(e.seconds >= 0 for e in matmuls), [e.name for e in events]
 assert all(e.name == "MatMul:" + e.op_type for e in matmuls)  # "scope/op:Type", as parsed
+# the events count from the trace's start: on the epoch's clock they fall inside the trace
+start = _compat.xspace_start_time(path)
+assert before - 0.01 <= start <= done, (before, start, done)
+assert all(before - 0.01 <= start + e.start <= done + 0.01 for e in matmuls), (start, done)
 """
 
 
