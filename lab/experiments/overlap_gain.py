@@ -11,7 +11,7 @@ from lab.registry import Lab, Step
 SUMMARY = "horovod with per-gradient allreduces against one grouped allreduce, interleaved"
 NEEDS = ("root", "horovod")
 
-BEFORE, AFTER = "960655d", "5f674f5"
+BEFORE, AFTER = "960655d", "05b6d2b"
 BENCH = ("--models", "alexnet", "vgg11", "--modes", "horovod", "--devices", "4", "--bandwidth",
          "1gbit", "--image-size", "75", "--batch-size", "8", "--steps", "20", "--repeat", "1",
          "--quiet")
