@@ -16,11 +16,9 @@ One synchronous iteration:
 - the CONV ranks finish backprop through the head, sum the head gradients among themselves
   (allreduces on the CONV ranks' process set) and apply the same update.
 
-Both rings start while their backward pass runs, as Horovod's own ``DistributedGradientTape``
-does: one allreduce per gradient, each depending only on its own gradient, so Horovod fuses
-and sums the last layers' gradients while the earlier layers' are being computed (a grouped
-allreduce would wait for the whole backward pass). The FC ranks' ``den`` is summed right after
-their forward pass.
+Both rings start while their backward pass runs: one allreduce per gradient (as Horovod's
+``DistributedGradientTape``), which Horovod fuses and sums while the earlier layers' gradients
+are computed; the FC ranks' ``den`` is summed right after their forward pass.
 
 Each FC rank computes its group's loss sums (:mod:`ralp.training.objective`): ``num`` over
 its stacked rows and ``den``; the FC ranks add their ``den`` up, and each differentiates
@@ -55,8 +53,7 @@ from ralp.training.ranks import RankRuntime
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 WEIGHTS = "ralp_stanza_weights"
 GRADIENTS = "ralp_stanza_gradients"
-# one allreduce per gradient of the head's (tail's) k-th variable: HEAD_GRADS + "_k"
-HEAD_GRADS, TAIL_GRADS = "ralp_stanza_head", "ralp_stanza_tail"
+HEAD_GRADS, TAIL_GRADS = "ralp_stanza_head", "ralp_stanza_tail"  # + "_k": the k-th variable's
 DEN = "ralp_stanza_den"
 _PROCESS_SETS: dict = {}  # ranks -> this process's Horovod process set of them
 
