@@ -5,7 +5,7 @@ reductions' start and done events."""
 import pytest
 
 from ralp._compat import TraceEvent
-from ralp.audit.overlap import median_figures, step_overlaps
+from ralp.audit.overlap import median_figures, ring_overlaps, step_overlaps
 
 ASYNC = "ExecutorState::ProcessAsync::"
 
@@ -54,3 +54,36 @@ def test_steps_the_trace_cut_or_without_gradient_sums_are_left_out():
                          "step_id": "9"})]
     assert [s.step_id for s in step_overlaps(events + cut + other)] == ["7"]
     assert median_figures([]) == {"steps": 0}
+
+
+def _horovod_timeline() -> list[dict]:
+    """Two steps of two gradient allreduces as Horovod writes them (microseconds): step 0
+    negotiates grad_1 from 1.0 to 1.2 s (rank ticks inside), runs it 1.25-1.6 s while grad_0
+    negotiates 1.3-1.5 s and runs 1.6-1.9 s; step 1 the same 2 s later. Another collective
+    (``ralp_sums``) is not a gradient's."""
+    names = {1: "ralp_grad_1", 2: "ralp_grad_0", 3: "ralp_sums_1"}
+    events = [{"name": "process_name", "ph": "M", "pid": p, "args": {"name": n}}
+              for p, n in names.items()]
+    us = lambda t: round(t * 1e6)  # noqa: E731
+    for step in range(2):
+        t = 2.0 * step
+        for pid, neg, op in ((1, (1.0, 1.2), (1.25, 1.6)), (2, (1.3, 1.5), (1.6, 1.9)),
+                             (3, (0.5, 0.6), (0.6, 0.7))):
+            events += [{"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": us(t + neg[0]), "pid": pid},
+                       {"ph": "X", "name": "1", "ts": us(t + neg[0]), "pid": pid, "dur": 0},
+                       {"ph": "E", "ts": us(t + neg[1]), "pid": pid},
+                       {"ph": "B", "name": "ALLREDUCE", "ts": us(t + op[0]), "pid": pid},
+                       {"ph": "B", "name": "GLOO_ALLREDUCE", "ts": us(t + op[0]), "pid": pid},
+                       {"ph": "E", "ts": us(t + op[1]), "pid": pid},
+                       {"ph": "E", "ts": us(t + op[1]), "pid": pid}]
+    return events
+
+
+def test_horovods_timeline_says_how_long_the_ring_ran_before_the_backward_passes_ended():
+    steps = ring_overlaps(_horovod_timeline())
+    assert len(steps) == 2
+    for k, step in enumerate(steps):
+        assert step.first_start == pytest.approx(2.0 * k + 1.25)
+        assert step.lead_s == pytest.approx(0.25)  # the last gradient handed over at 1.5
+        assert step.earliest_lead_s == pytest.approx(0.05)  # its first rank at 1.3
+        assert step.exposed_s == pytest.approx(0.4)  # 1.5 -> 1.9
