@@ -7,8 +7,8 @@ trace goes to ``TRACES/rank<r>/``. Then, per rank and step (:mod:`ralp.audit.ove
 backward pass's end, when the first gradient's reduction started and when the first was done,
 and how long the reductions ran on after the backward pass. In modes horovod and stanza,
 Horovod's own timeline (``HOROVOD_TIMELINE``, rank 0's process sets: every gradient in
-horovod, the CONV ranks' ring in stanza) says besides when the first allreduce began on the
-wire against when each rank handed over its last gradient.
+horovod, the CONV ranks' ring in stanza), laid on the ranks' clock, says besides when the
+first allreduce of each step went on the wire against each rank's backward pass.
 
     python lab/tools/reduction_timeline.py run --model alexnet --mode horovod --devices 4 \\
         --bandwidth 1gbit --traces /tmp/traces/alexnet_horovod
@@ -135,57 +135,53 @@ def run_commit(args, argv: list[str]) -> int:
 
 def analyse(traces: str, skip: int) -> dict:
     """Per rank: every step's figures and their medians (the first ``skip`` steps left out:
-    tracing and warm-up); and Horovod's timeline's steps, where there is one."""
+    tracing and warm-up); with Horovod's timeline, when the first gradient allreduce of each
+    step went on the wire against the rank's backward pass (``wire_lead_s``)."""
     import statistics
 
-    from ralp._compat import read_xspace_events
-    from ralp.audit.overlap import median_figures, ring_overlaps, step_overlaps
+    from ralp._compat import read_xspace_events, xspace_start_time
+    from ralp.audit.overlap import median_figures, ring_spans, step_overlaps, wire_lead
     from ralp.audit.stanza_phases import read_events
 
+    timeline = os.path.join(traces, HOROVOD_TIMELINE)
+    spans = ring_spans(read_events(timeline)) if os.path.exists(timeline) else None
     ranks = {}
     for folder in sorted(glob.glob(os.path.join(traces, "rank*"))):
         files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True))
         if not files:
             continue
-        steps = step_overlaps(read_xspace_events(files[-1]))[skip:]
-        ranks[os.path.basename(folder)] = {"median": median_figures(steps),
-                                           "steps": [s.figures() for s in steps]}
-    out = {"ranks": ranks}
-    timeline = os.path.join(traces, HOROVOD_TIMELINE)
-    if os.path.exists(timeline):
-        rings = ring_overlaps(read_events(timeline))[skip:]
-        rows = [{"lead_s": r.lead_s, "earliest_lead_s": r.earliest_lead_s,
-                 "exposed_s": r.exposed_s, "ring_s": r.last_done - r.first_start}
-                for r in rings]
-        out["horovod_timeline"] = {
-            "steps": rows,
-            "median": {k: statistics.median(r[k] for r in rows) for k in rows[0]} if rows
-            else {}}
-    return out
+        steps = step_overlaps(read_xspace_events(files[-1]), xspace_start_time(files[-1]))
+        steps = steps[skip:]
+        rows = [s.figures() for s in steps]
+        median = median_figures(steps)
+        if spans is not None:
+            for row, step in zip(rows, steps, strict=True):
+                row["wire_lead_s"] = wire_lead(step, spans)
+            leads = [r["wire_lead_s"] for r in rows if r["wire_lead_s"] is not None]
+            median["wire_lead_s"] = statistics.median(leads) if leads else None
+        ranks[os.path.basename(folder)] = {"median": median, "steps": rows}
+    return {"ranks": ranks}
 
 
 def table(name: str, found: dict) -> str:
     lines = [f"{name}: per rank, medians over its steps (ms from the step's start; tf.profiler)",
-             "  rank     steps  step  backward_end  first_start  lead  first_done_lead  "
-             "exposed  done_in_backward/reductions"]
+             "  rank     steps  step  backward_end  first_start  lead  wire_lead  "
+             "first_done_lead  exposed  done_in_backward/reductions"]
     for rank, r in found["ranks"].items():
         m = r["median"]
         if not m["steps"]:
             lines.append(f"  {rank:7s} no step with gradient reductions")
             continue
+        wire = m.get("wire_lead_s")
         lines.append(
             f"  {rank:7s} {m['steps']:5d} {1e3 * m['step_s']:5.0f} {1e3 * m['backward_end_s']:13.0f}"
             f" {1e3 * m['first_start_s']:12.0f} {1e3 * m['lead_s']:5.0f}"
+            f" {'-' if wire is None else f'{1e3 * wire:.0f}':>10s}"
             f" {1e3 * m['done_lead_s']:16.0f} {1e3 * m['exposed_s']:8.0f}"
             f"  {m['done_in_backward']:g}/{m['reductions']}")
-    ring = found.get("horovod_timeline", {}).get("median")
-    if ring:
-        lines.append(
-            f"  Horovod's timeline, {len(found['horovod_timeline']['steps'])} steps (medians, "
-            f"ms): the first gradient allreduce on the wire {1e3 * ring['lead_s']:.0f} before "
-            f"the last rank's last gradient ({1e3 * ring['earliest_lead_s']:.0f} before the "
-            f"first rank's); the ring {1e3 * ring['ring_s']:.0f} in all, "
-            f"{1e3 * ring['exposed_s']:.0f} of it after the backward passes")
+    lines.append("  (lead: the first gradient reduction handed over before the backward pass "
+                 "ended; wire_lead: the first gradient allreduce on the wire before it, from "
+                 "Horovod's timeline: rank 0's process sets)")
     return "\n".join(lines)
 
 

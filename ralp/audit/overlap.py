@@ -75,9 +75,11 @@ class StepOverlap:
                 "den": asdict(self.den) if self.den is not None else None}
 
 
-def step_overlaps(events: Iterable) -> list[StepOverlap]:
+def step_overlaps(events: Iterable, origin: float = 0.0) -> list[StepOverlap]:
     """Every step of a trace's events (``TraceEvent`` s) that ran gradient reductions and a
-    backward pass, in time order."""
+    backward pass, in time order; each step's ``start`` on the events' clock plus ``origin``
+    (the trace's start on the epoch's clock, :func:`ralp._compat.xspace_start_time`, lays
+    several traces on one clock)."""
     runs: dict[str, list[float]] = {}
     reductions: dict[str, dict[str, list[float]]] = {}
     ops: list[tuple[float, float]] = []
@@ -105,7 +107,7 @@ def step_overlaps(events: Iterable) -> list[StepOverlap]:
         if not backward or not grads or len(done) < len(named):
             continue
         den = next((r for n, r in done.items() if DEN.match(n)), None)
-        steps.append(StepOverlap(step_id, start, end - start,
+        steps.append(StepOverlap(step_id, origin + start, end - start,
                                  (min(a for a, _ in backward) - start,
                                   max(b for _, b in backward) - start), grads, den))
     return sorted(steps, key=lambda s: s.start)
@@ -130,42 +132,20 @@ def median_figures(steps: list[StepOverlap]) -> dict:
 GRADIENT_SUMS = re.compile(r"^(ralp_grad_\d+|ralp_stanza_head_\d+|ralp_stanza_tail_\d+)$")
 
 
-@dataclass(frozen=True)
-class RingOverlap:
-    """One step of a Horovod timeline's gradient allreduces (seconds on its clock): when the
-    first allreduce began on the wire; when the step's last gradient was handed over by the
-    first rank to have it (the latest negotiation's start) and by the last (the latest
-    negotiation's end: every rank's backward pass over); when the last allreduce ended."""
-
-    first_start: float
-    first_ready: float
-    last_ready: float
-    last_done: float
-
-    @property
-    def lead_s(self) -> float:
-        """How long the ring ran before the last rank's backward pass ended."""
-        return self.last_ready - self.first_start
-
-    @property
-    def earliest_lead_s(self) -> float:
-        """The same against the first rank to end its backward pass."""
-        return self.first_ready - self.first_start
-
-    @property
-    def exposed_s(self) -> float:
-        return self.last_done - self.last_ready
-
-
-def ring_overlaps(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[RingOverlap]:
-    """Every step of a Horovod timeline (``HOROVOD_TIMELINE``, written by rank 0: the
-    collectives rank 0's process sets negotiate) whose gradient allreduces are named like
-    ``names``: the k-th negotiation and operation of each are step k's."""
+def ring_spans(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[tuple[float, float]]:
+    """When each gradient allreduce of a Horovod timeline (``HOROVOD_TIMELINE``, written by
+    rank 0: the collectives of rank 0's process sets) ran on the wire, as (begin, end) in
+    seconds on the epoch's clock (the timeline's ``start_time_since_epoch_in_micros`` plus each
+    event's time), by begin. Tensors fused into one operation share it. A negotiation's end is
+    no sign of a rank's backward pass: while Horovod's thread runs an operation, the tensors
+    handed over meanwhile are negotiated after it."""
+    origin = next((e["args"]["start_time_since_epoch_in_micros"] / 1e6 for e in events
+                   if e.get("ph") == "M" and "start_time_since_epoch_in_micros"
+                   in e.get("args", {})), 0.0)
     pids = {e["pid"] for e in events
             if e.get("ph") == "M" and e.get("name") == "process_name"
             and names.match(e.get("args", {}).get("name", ""))}
-    spans: dict[int, dict[str, list]] = {p: {"neg": [], "op": []} for p in pids}
-    stacks: dict[int, list] = {}
+    spans, stacks = [], {}
     for e in events:
         pid = e.get("pid")
         if pid not in pids or e.get("ph") not in ("B", "E"):
@@ -175,12 +155,13 @@ def ring_overlaps(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list
             stack.append((e["name"], e["ts"] / 1e6))
         elif stack:
             kind, begin = stack.pop()
-            if not stack:  # top level: a negotiation or the operation
-                key = "neg" if kind.startswith("NEGOTIATE") else "op"
-                spans[pid][key].append((begin, e["ts"] / 1e6))
-    tensors = [v for v in spans.values() if v["neg"] and v["op"]]
-    steps = min((min(len(v["neg"]), len(v["op"])) for v in tensors), default=0)
-    return [RingOverlap(min(v["op"][k][0] for v in tensors),
-                        max(v["neg"][k][0] for v in tensors),
-                        max(v["neg"][k][1] for v in tensors),
-                        max(v["op"][k][1] for v in tensors)) for k in range(steps)]
+            if not stack and not kind.startswith("NEGOTIATE"):  # the operation itself
+                spans.append((origin + begin, origin + e["ts"] / 1e6))
+    return sorted(spans)
+
+
+def wire_lead(step: StepOverlap, spans: list[tuple[float, float]]) -> float | None:
+    """How long before ``step``'s backward pass ended (both on the epoch's clock) the first
+    gradient allreduce of the step went on the wire; None if none began inside the step."""
+    inside = [b for b, _ in spans if step.start <= b <= step.start + step.seconds]
+    return step.start + step.backward[1] - min(inside) if inside else None

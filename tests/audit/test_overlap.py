@@ -5,7 +5,7 @@ reductions' start and done events."""
 import pytest
 
 from ralp._compat import TraceEvent
-from ralp.audit.overlap import median_figures, ring_overlaps, step_overlaps
+from ralp.audit.overlap import median_figures, ring_spans, step_overlaps, wire_lead
 
 ASYNC = "ExecutorState::ProcessAsync::"
 
@@ -57,13 +57,15 @@ def test_steps_the_trace_cut_or_without_gradient_sums_are_left_out():
 
 
 def _horovod_timeline() -> list[dict]:
-    """Two steps of two gradient allreduces as Horovod writes them (microseconds): step 0
-    negotiates grad_1 from 1.0 to 1.2 s (rank ticks inside), runs it 1.25-1.6 s while grad_0
-    negotiates 1.3-1.5 s and runs 1.6-1.9 s; step 1 the same 2 s later. Another collective
+    """Two steps of two gradient allreduces as Horovod writes them (microseconds after its
+    start, 1000 s after the epoch's): step 0 runs grad_1 on the wire 1.25-1.6 s and grad_0
+    1.6-1.9 s (each after its negotiation), step 1 the same 2 s later. Another collective
     (``ralp_sums``) is not a gradient's."""
     names = {1: "ralp_grad_1", 2: "ralp_grad_0", 3: "ralp_sums_1"}
-    events = [{"name": "process_name", "ph": "M", "pid": p, "args": {"name": n}}
-              for p, n in names.items()]
+    events = [{"name": "process_name", "ph": "M", "pid": 0,
+               "args": {"start_time_since_epoch_in_micros": 1000 * 10**6}}]
+    events += [{"name": "process_name", "ph": "M", "pid": p, "args": {"name": n}}
+               for p, n in names.items()]
     us = lambda t: round(t * 1e6)  # noqa: E731
     for step in range(2):
         t = 2.0 * step
@@ -79,11 +81,13 @@ def _horovod_timeline() -> list[dict]:
     return events
 
 
-def test_horovods_timeline_says_how_long_the_ring_ran_before_the_backward_passes_ended():
-    steps = ring_overlaps(_horovod_timeline())
-    assert len(steps) == 2
-    for k, step in enumerate(steps):
-        assert step.first_start == pytest.approx(2.0 * k + 1.25)
-        assert step.lead_s == pytest.approx(0.25)  # the last gradient handed over at 1.5
-        assert step.earliest_lead_s == pytest.approx(0.05)  # its first rank at 1.3
-        assert step.exposed_s == pytest.approx(0.4)  # 1.5 -> 1.9
+def test_horovods_rings_on_the_ranks_clock_against_a_steps_backward_pass():
+    spans = ring_spans(_horovod_timeline())
+    assert [t for span in spans for t in span] == pytest.approx(
+        [1001.25, 1001.6, 1001.6, 1001.9, 1003.25, 1003.6, 1003.6, 1003.9])
+    # a rank's step from 1000.9 s (its trace's clock from 1000.0), backward 0.1-0.5 s into it
+    [step] = step_overlaps(_step("7", 0.9, 0.6), origin=1000.0)
+    assert step.start == pytest.approx(1000.9)
+    assert wire_lead(step, spans) == pytest.approx(1001.4 - 1001.25)
+    late = step_overlaps(_step("8", 10.0, 0.6), origin=1000.0)[0]
+    assert wire_lead(late, spans) is None  # no allreduce began inside that step
