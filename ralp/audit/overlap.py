@@ -132,17 +132,18 @@ def median_figures(steps: list[StepOverlap]) -> dict:
 GRADIENT_SUMS = re.compile(r"^(ralp_grad_\d+|ralp_stanza_head_\d+|ralp_stanza_tail_\d+)$")
 
 
-def ring_spans(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[tuple[float, float]]:
+def ring_spans(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[tuple]:
     """When each gradient allreduce of a Horovod timeline (``HOROVOD_TIMELINE``, written by
-    rank 0: the collectives of rank 0's process sets) ran on the wire, as (begin, end) in
-    seconds on the epoch's clock (the timeline's ``start_time_since_epoch_in_micros`` plus each
-    event's time), by begin. Tensors fused into one operation share it. A negotiation's end is
+    rank 0: the collectives of rank 0's process sets) ran on the wire, as (begin, end, tensor)
+    with times in seconds on the epoch's clock (the timeline's
+    ``start_time_since_epoch_in_micros`` plus each event's time), by begin. Tensors fused into
+    one operation share its times. A negotiation's end is
     no sign of a rank's backward pass: while Horovod's thread runs an operation, the tensors
     handed over meanwhile are negotiated after it."""
     origin = next((e["args"]["start_time_since_epoch_in_micros"] / 1e6 for e in events
                    if e.get("ph") == "M" and "start_time_since_epoch_in_micros"
                    in e.get("args", {})), 0.0)
-    pids = {e["pid"] for e in events
+    pids = {e["pid"]: e["args"]["name"] for e in events
             if e.get("ph") == "M" and e.get("name") == "process_name"
             and names.match(e.get("args", {}).get("name", ""))}
     spans, stacks = [], {}
@@ -156,12 +157,15 @@ def ring_spans(events: list[dict], names: re.Pattern = GRADIENT_SUMS) -> list[tu
         elif stack:
             kind, begin = stack.pop()
             if not stack and not kind.startswith("NEGOTIATE"):  # the operation itself
-                spans.append((origin + begin, origin + e["ts"] / 1e6))
+                spans.append((origin + begin, origin + e["ts"] / 1e6, pids[pid]))
     return sorted(spans)
 
 
-def wire_lead(step: StepOverlap, spans: list[tuple[float, float]]) -> float | None:
-    """How long before ``step``'s backward pass ended (both on the epoch's clock) the first
-    gradient allreduce of the step went on the wire; None if none began inside the step."""
-    inside = [b for b, _ in spans if step.start <= b <= step.start + step.seconds]
+def wire_lead(step: StepOverlap, spans: list[tuple]) -> float | None:
+    """How long before ``step``'s backward pass ended (both on the epoch's clock) the first of
+    its gradient allreduces went on the wire; None if the timeline has none of them (another
+    process set's) inside the step."""
+    mine = {r.name for r in step.reductions}
+    inside = [b for b, _, name in spans
+              if name in mine and step.start <= b <= step.start + step.seconds]
     return step.start + step.backward[1] - min(inside) if inside else None

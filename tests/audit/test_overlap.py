@@ -83,11 +83,14 @@ def _horovod_timeline() -> list[dict]:
 
 def test_horovods_rings_on_the_ranks_clock_against_a_steps_backward_pass():
     spans = ring_spans(_horovod_timeline())
-    assert [t for span in spans for t in span] == pytest.approx(
+    assert [t for span in spans for t in span[:2]] == pytest.approx(
         [1001.25, 1001.6, 1001.6, 1001.9, 1003.25, 1003.6, 1003.6, 1003.9])
+    assert [span[2] for span in spans] == ["ralp_grad_1", "ralp_grad_0"] * 2
     # a rank's step from 1000.9 s (its trace's clock from 1000.0), backward 0.1-0.5 s into it
     [step] = step_overlaps(_step("7", 0.9, 0.6), origin=1000.0)
     assert step.start == pytest.approx(1000.9)
     assert wire_lead(step, spans) == pytest.approx(1001.4 - 1001.25)
     late = step_overlaps(_step("8", 10.0, 0.6), origin=1000.0)[0]
     assert wire_lead(late, spans) is None  # no allreduce began inside that step
+    others = [(b, e, "ralp_stanza_head_0") for b, e, _ in spans]  # another process set's
+    assert wire_lead(step, others) is None
