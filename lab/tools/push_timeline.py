@@ -10,8 +10,9 @@ while it trains. The two traces are laid on one clock (each trace's start,
 - the worker's forward pass (its first op not under the gradient tape, the first layer's
   start), its backward pass (the ops under ``gradient_tape/``) and its pulls (receives of
   variables from the PS: issued, arrived);
-- the pushes: the PS's receives of the worker's gradients (issued when the PS's part of the
-  step starts; arrived), by how long they arrived before the backward pass ended;
+- the pushes: the worker's gradients into the step ledger's guarded update, when the worker
+  handed each over (its send, as the backward pass produced it) and when it arrived (the
+  PS's receive, issued when the PS's part of the step starts);
 - the PS's updates (``ResourceApply*`` / ``Assign*VariableOp`` on the PS), against the last
   push's arrival: the step ledger's gate (ralp/ps_strategy/steps.py) starts no write of a
   group before all its gradients have landed.
@@ -26,6 +27,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -33,6 +35,11 @@ import threading
 
 PORT = 6009  # every task serves tf.profiler on it, in its own namespace
 UPDATE_OPS = ("ResourceApply", "AssignSubVariableOp", "AssignAddVariableOp", "AssignVariableOp")
+# a push: what the PS receives into the step ledger's guarded update (the lowered cond's
+# then-branch, ralp/ps_strategy/steps.py), the gradients and nothing else of the worker's
+STEP_FUNCTION = "EagerLocalExecute: __inference_ralp_train_step"  # a step on the worker
+GUARDED = "cond/then/"  # the step ledger's guarded update, as the lowered cond names it
+PUSH = re.compile(r"(^|/)cond(_\d+)?/then/_\d+/input/")
 
 
 def traced(spec, addresses: dict, args, logdir: str) -> dict:
@@ -53,9 +60,10 @@ def traced(spec, addresses: dict, args, logdir: str) -> dict:
     trainer.fit(data, steps_per_epoch=2 * workers, batch_size=args.batch_size, verbose=0)
     stop = threading.Event()
 
-    def keep_training() -> None:
+    def keep_training() -> None:  # several steps per fit: a fit's own start is no step's
         while not stop.is_set():
-            trainer.fit(data, steps_per_epoch=workers, batch_size=args.batch_size, verbose=0)
+            trainer.fit(data, steps_per_epoch=8 * workers, batch_size=args.batch_size,
+                        verbose=0)
 
     def capture(task: str) -> None:
         tf.profiler.experimental.client.trace(f"grpc://{addresses[task]}",
@@ -108,57 +116,71 @@ def _receives(events) -> dict[str, dict[str, list[float]]]:
 
 
 def analyse(worker_path: str, ps_path: str, layers: list[str]) -> list[dict]:
-    """Every step of worker 0 that the PS trace also holds, in time order."""
+    """Every step of worker 0 (a run of its step function) whose pushes the PS trace holds,
+    in time order; times from the step function's start on the worker."""
     from ralp.audit.timeline import PULL_MARKERS
     from ralp.placement.rewriter import layer_of_op
 
     worker, ps = _events(worker_path), _events(ps_path)
-    pulls = {step: {n: t for n, t in r.items() if any(m in n for m in PULL_MARKERS)}
-             for step, r in _receives(worker).items()}
-    pushes = {step: {n: t for n, t in r.items() if "gradient_tape" in n}
-              for step, r in _receives(ps).items()}
-    starts = sorted((min(t[0] for t in p.values()), step) for step, p in pulls.items() if p)
-    ops = [(e.name, e.op_type, e.start, e.start + e.seconds) for e in worker
+    windows = sorted((e.start, e.start + e.seconds) for e in worker
+                     if e.name.startswith(STEP_FUNCTION))
+    on_worker, on_ps = _receives(worker), _receives(ps)
+    ops = [(e.name, e.start, e.start + e.seconds) for e in worker
            if e.op_type and e.op_type not in ("_Recv", "_Send")]
-    updates = [(e.start, e.start + e.seconds) for e in ps
-               if any(e.op_type.startswith(u) for u in UPDATE_OPS)]
+    updates = [e.start for e in ps if GUARDED in e.name
+               and any(e.op_type.startswith(u) for u in UPDATE_OPS)]
+    sends = [(e.name, e.start) for e in worker if e.op_type == "_Send" and PUSH.search(e.name)]
     names = set(layers)
     rows = []
-    for k, (start, step) in enumerate(starts[:-1]):
-        end = starts[k + 1][0]
-        inside = [o for o in ops if start <= o[2] < end]
+    for start, end in windows:
+        ids = {i for i, r in on_worker.items() if any(start <= t[0] <= end for t in r.values())}
+        pulls = {n: t for i in ids for n, t in on_worker[i].items()
+                 if any(m in n for m in PULL_MARKERS) and t[1] == t[1]}
+        pushes = [t[1] for i in ids for n, t in on_ps.get(i, {}).items()
+                  if PUSH.search(n) and t[1] == t[1]]
+        inside = [o for o in ops if start <= o[1] <= end]
         backward = [o for o in inside if o[0].startswith("gradient_tape/")]
-        arrived = [t for t in pushes.get(step, {}).values() if t[1] == t[1]]
-        if not backward or not arrived:
+        if not (backward and pushes and pulls):
             continue
-        forward = [o for o in inside if not o[0].startswith("gradient_tape/")
-                   and layer_of_op(o[0].split(":")[0], names) is not None]
-        bwd_end = max(o[3] for o in backward)
-        last_push = max(t[1] for t in arrived)
-        after = [u for u in updates if last_push - 1.0 <= u[0] <= end + 1.0]
-        pulled = [t[1] for t in pulls[step].values() if t[1] == t[1]]
-
-        def at(t: float, start: float = start) -> float:
-            return round(t - start, 4)
-
+        firsts: dict[str, float] = {}  # each layer's first forward op
+        for name, a, _ in inside:
+            layer = None if name.startswith("gradient_tape/") else layer_of_op(
+                name.split(":")[0], names)
+            if layer is not None and layer not in firsts:
+                firsts[layer] = a
+        arrived: dict[str, float] = {}  # each layer's last pull
+        for n, t in pulls.items():
+            layer = layer_of_op(n, names)
+            if layer is not None:
+                arrived[layer] = max(arrived.get(layer, t[1]), t[1])
+        bwd_start, bwd_end = min(o[1] for o in backward), max(o[2] for o in backward)
+        last_push = max(pushes)
+        sent = [t for _, t in sends if start <= t <= end]
+        last_pull = max(t[1] for t in pulls.values())
         rows.append({
-            "step_id": step, "step_s": at(end),
-            "forward_first_op_s": at(min(o[2] for o in forward)) if forward else None,
-            "last_pull_arrived_s": at(max(pulled)) if pulled else None,
-            "pulls": len(pulled),
-            "backward_s": [at(min(o[2] for o in backward)), at(bwd_end)],
-            "pushes": len(arrived),
-            "first_push_arrived_s": at(min(t[1] for t in arrived)),
-            "last_push_arrived_s": at(last_push),
-            "pushes_arrived_in_backward": sum(t[1] <= bwd_end for t in arrived),
-            "first_update_s": at(min(u[0] for u in after)) if after else None,
-            "updates_before_last_push": sum(u[0] < last_push for u in after),
+            "step_s": end - start, "pulls": len(pulls), "last_pull_arrived_s": last_pull - start,
+            "forward_first_op_s": min(firsts.values()) - start if firsts else None,
+            "layers_started_before_last_pull": sum(a < last_pull for a in firsts.values()),
+            "layers": {layer: {"first_op_s": firsts[layer] - start,
+                               "pulled_s": arrived[layer] - start if layer in arrived else None}
+                       for layer in sorted(firsts, key=firsts.get)},
+            "backward_s": [bwd_start - start, bwd_end - start],
+            "pushes": len(pushes),
+            "pushes_sent_s": [min(sent) - start, max(sent) - start] if sent else None,
+            "pushes_sent_in_backward": sum(bwd_start <= t <= bwd_end for t in sent),
+            "first_push_arrived_s": min(pushes) - start,
+            "last_push_arrived_s": last_push - start,
+            "pushes_arrived_in_backward": sum(t <= bwd_end for t in pushes),
+            "first_update_s": min((u for u in updates if start <= u <= end), default=end) - start,
+            "updates_before_last_push": sum(start <= u < last_push for u in updates),
+            "step_end_after_last_push_s": end - last_push,
         })
     return rows
 
 
 def medians(rows: list[dict]) -> dict:
-    keys = [k for k in rows[0] if k not in ("step_id", "backward_s") and rows[0][k] is not None]
+    keys = [k for k in rows[0] if k not in ("layers", "backward_s", "pushes_sent_s")
+            and rows[0][k] is not None]
     out = {k: statistics.median(r[k] for r in rows if r[k] is not None) for k in keys}
     out["backward_end_s"] = statistics.median(r["backward_s"][1] for r in rows)
     out["steps"] = len(rows)
@@ -174,7 +196,8 @@ def run(args) -> dict:
     quiet_tensorflow()
     traced_tasks = ["worker:0", "ps:0"]
     env = {task: {PROFILER_PORT_ENV: str(PORT)} for task in traced_tasks}
-    with tempfile.TemporaryDirectory(prefix="ralp-push-timeline-") as logdir:
+    with tempfile.TemporaryDirectory(prefix="ralp-push-timeline-") as scratch:
+        logdir = args.keep or scratch
         with NetnsCluster(args.workers, args.ps, bandwidth=args.bandwidth, task_env=env) as c:
             hosts = {"worker:0": c.spec.workers[0], "ps:0": c.spec.ps[0]}
             addresses = {t: f"{hosts[t].rsplit(':', 1)[0]}:{PORT}" for t in traced_tasks}
@@ -193,13 +216,16 @@ def summary(r: dict) -> str:
         return f"{r['model']} {r['mode']}: no step of worker 0 in both traces"
     ms = lambda k: f"{1e3 * m[k]:.0f}" if k in m else "-"  # noqa: E731
     return (f"{r['model']} {r['mode']} {r['workers']}+{r['ps']} at {r['bandwidth']}, "
-            f"{m['steps']} steps of worker 0 (medians, ms from the step's first pull): "
+            f"{m['steps']} steps of worker 0 (medians, ms from the step function's start): "
             f"step {ms('step_s')}; forward's first op {ms('forward_first_op_s')}, last pull "
-            f"arrived {ms('last_pull_arrived_s')} ({m.get('pulls', 0):g} pulls); backward "
+            f"arrived {ms('last_pull_arrived_s')} ({m.get('pulls', 0):g} pulls, "
+            f"{m['layers_started_before_last_pull']:g} layers started before it); backward "
             f"ends {ms('backward_end_s')}; pushes arrive {ms('first_push_arrived_s')} to "
-            f"{ms('last_push_arrived_s')}, {m['pushes_arrived_in_backward']:g} of "
-            f"{m['pushes']:g} before the backward pass ends; the PS's first update "
-            f"{ms('first_update_s')}, {m['updates_before_last_push']:g} before the last push")
+            f"{ms('last_push_arrived_s')} ({m['pushes_sent_in_backward']:g} sent during the "
+            f"backward pass), {m['pushes_arrived_in_backward']:g} of "
+            f"{m['pushes']:g} arrived before it ends; the PS's first update "
+            f"{ms('first_update_s')}, {m['updates_before_last_push']:g} before the last push; "
+            f"the step ends {ms('step_end_after_last_push_s')} after the last push")
 
 
 def main() -> int:
@@ -211,8 +237,9 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--ps", type=int, default=1)
     p.add_argument("--bandwidth", default="1gbit")
-    p.add_argument("--seconds", type=float, default=12.0, help="trace length")
+    p.add_argument("--seconds", type=float, default=30.0, help="trace length")
     p.add_argument("--out", required=True)
+    p.add_argument("--keep", help="keep the traces in this folder")
     args = p.parse_args()
     result = run(args)
     with open(args.out, "w") as f:
