@@ -54,7 +54,7 @@ def traced(spec, addresses: dict, args, logdir: str) -> dict:
     keras.utils.set_random_seed(0)
     model = ralp.build_model(args.model, image_size=args.image_size)
     trainer = ralp.wrap(model, spec, mode=args.mode, optimizer=keras.optimizers.SGD(1e-3),
-                        batch_size=args.batch_size)
+                        batch_size=args.batch_size, pulls=args.pulls)
     data = synthetic_dataset_fn(args.image_size, args.batch_size, 1000)
     workers = trainer.runtime.workers
     trainer.fit(data, steps_per_epoch=2 * workers, batch_size=args.batch_size, verbose=0)
@@ -204,7 +204,8 @@ def run(args) -> dict:
             got = run_in_fresh_process(traced, c.spec, addresses, args, logdir,
                                        netns=c.chief_namespace, timeout=1200)
         rows = analyse(got["traces"]["worker:0"], got["traces"]["ps:0"], got["layers"])
-    return {"model": args.model, "mode": args.mode, "workers": args.workers, "ps": args.ps,
+    return {"model": args.model, "mode": args.mode, "pulls": args.pulls,
+            "workers": args.workers, "ps": args.ps,
             "bandwidth": args.bandwidth, "image_size": args.image_size,
             "batch_size": args.batch_size, "plan": got["plan"],
             "median": medians(rows) if rows else {"steps": 0}, "steps": rows}
@@ -215,7 +216,8 @@ def summary(r: dict) -> str:
     if not m["steps"]:
         return f"{r['model']} {r['mode']}: no step of worker 0 in both traces"
     ms = lambda k: f"{1e3 * m[k]:.0f}" if k in m else "-"  # noqa: E731
-    return (f"{r['model']} {r['mode']} {r['workers']}+{r['ps']} at {r['bandwidth']}, "
+    return (f"{r['model']} {r['mode']} pulls={r.get('pulls', 'default')} "
+            f"{r['workers']}+{r['ps']} at {r['bandwidth']}, "
             f"{m['steps']} steps of worker 0 (medians, ms from the step function's start): "
             f"step {ms('step_s')}; forward's first op {ms('forward_first_op_s')}, last pull "
             f"arrived {ms('last_pull_arrived_s')} ({m.get('pulls', 0):g} pulls, "
@@ -237,6 +239,7 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--ps", type=int, default=1)
     p.add_argument("--bandwidth", default="1gbit")
+    p.add_argument("--pulls", choices=("default", "layer", "ibatch"), default="default")
     p.add_argument("--seconds", type=float, default=30.0, help="trace length")
     p.add_argument("--out", required=True)
     p.add_argument("--keep", help="keep the traces in this folder")
