@@ -246,7 +246,8 @@ def main() -> int:
     args = p.parse_args()
     result = run(args)
     with open(args.out, "w") as f:
-        json.dump({"command": " ".join(sys.argv), **result}, f, indent=1)
+        json.dump({"command": " ".join(["python -m lab.tools.push_timeline", *sys.argv[1:]]),
+                   **result}, f, indent=1)
     print(summary(result))
     return 0
 
