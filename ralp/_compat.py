@@ -20,6 +20,7 @@ function                        private API                                     
 ``update_where_variables_live`` ``TFOptimizer._backend_update_step``,           ps_strategy
                                 ``_apply_weight_decay``, ``_use_weight_decay``
 ``count_updates_atomically``    ``BaseOptimizer._iterations``                   ps_strategy
+``apply_summed_gradients``      ``TFOptimizer._all_reduce_sum_gradients``       collective
 ``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
 ``_compat_coordinator``'s two   ``PerWorkerValues._values``, call-time values  ps_strategy
@@ -31,6 +32,8 @@ function                        private API                                     
 ``stop_coordinator``            ``ClusterCoordinator._cluster.stop``            ps_strategy
 ``read_xspace_events``          ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` audit
                                 and the profiler's event and stat names
+``xspace_start_time``           the trace's "Task Environment" plane and its    audit
+                                ``profile_start_time`` stat
 ``read_kernel_outside_xla``     Keras' TF backend XLA-compiling grouped         placement
                                 convolutions (``backend.tensorflow.nn.conv``)
 ``cond_branch_graphs``          ``If`` op's ``_true_graph``/``_false_graph``    audit
@@ -152,6 +155,25 @@ def update_where_variables_live(optimizer):
         _require(type(optimizer), name, "update each variable where it lives")
     optimizer._backend_update_step = types.MethodType(_update_where_each_variable_lives, optimizer)
     optimizer._apply_weight_decay = types.MethodType(_decay_where_each_variable_lives, optimizer)
+    return optimizer
+
+
+def _gradients_as_given(self, grads_and_vars):
+    return list(grads_and_vars)
+
+
+def apply_summed_gradients(optimizer):
+    """Make a Keras 3 (TF backend) optimizer apply the gradients it is given as they are.
+
+    ``TFOptimizer._backend_update_step`` sums the gradients over the replicas first
+    (``_all_reduce_sum_gradients``: one all-reduce of the whole list in the replica context,
+    which waits for the end of the backward pass). A caller that has summed them itself, bucket
+    by bucket as the backward pass produced them, must not have them summed again. Rebinds
+    ``_all_reduce_sum_gradients`` on this instance to return the gradients unchanged; the
+    update itself (``_distributed_tf_update_step``) is Keras' own."""
+    _require(type(optimizer), "_all_reduce_sum_gradients", "apply gradients summed already")
+    _require(type(optimizer), "_backend_update_step", "apply gradients summed already")
+    optimizer._all_reduce_sum_gradients = types.MethodType(_gradients_as_given, optimizer)
     return optimizer
 
 
@@ -351,6 +373,24 @@ def read_xspace_events(path: str) -> Iterator[TraceEvent]:
                              line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12,
                              event.duration_ps * 1e-12,
                              {stat_names.get(s.metadata_id, ""): str(value(s)) for s in event.stats})
+
+
+def xspace_start_time(path: str) -> float:
+    """When a ``tf.profiler`` trace began, in seconds since the epoch: the events' times
+    (:func:`read_xspace_events`) count from it, so that traces of several processes on one
+    host can be laid on one clock. Read from the trace's "Task Environment" plane."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if names.get(stat.metadata_id) == "profile_start_time":
+                return (stat.int64_value or stat.uint64_value) * 1e-9
+    raise CompatError(f"the trace {path} says not when it began (no profile_start_time); "
+                      f"ralp/_compat.py needs updating for tensorflow {PINNED['tensorflow']}+")
 
 
 def colocating_creator(anchor) -> Callable:

@@ -109,6 +109,25 @@ def test_the_rebound_update_runs_and_computes_the_same_step(monkeypatch):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
 
+def test_summed_gradients_are_applied_as_they_are(monkeypatch):
+    # Keras' update sums the gradients through _all_reduce_sum_gradients: our rebinding of it
+    # is what runs (once, on every gradient), and the step is Keras' own
+    calls = []
+    monkeypatch.setattr(_compat, "_gradients_as_given",
+                        lambda self, pairs: calls.append(list(pairs)) or calls[-1])
+    reference_layer, grads = _dense_and_grads()
+    keras.optimizers.SGD(0.1, momentum=0.9).apply_gradients(
+        zip(grads, reference_layer.trainable_variables, strict=True))
+    layer, _ = _dense_and_grads()
+    optimizer = _compat.apply_summed_gradients(keras.optimizers.SGD(0.1, momentum=0.9))
+    optimizer.apply_gradients(zip(grads, layer.trainable_variables, strict=True))
+    assert len(calls) == 1 and len(calls[0]) == len(layer.trainable_variables)
+    for ours, theirs in zip(layer.get_weights(), reference_layer.get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    with pytest.raises(CompatError, match="_all_reduce_sum_gradients"):
+        _compat.apply_summed_gradients(object())
+
+
 def test_the_update_counter_is_one_atomic_add():
     layer, grads = _dense_and_grads()
     optimizer = _compat.count_updates_atomically(keras.optimizers.Adam())
@@ -267,7 +286,7 @@ def test_coordinator_internals_on_a_real_cluster():
 
 
 _PROFILE_MATMULS = """
-import glob, sys
+import glob, sys, time
 import tensorflow as tf
 from ralp import _compat
 
@@ -277,9 +296,11 @@ def work(a):
 
 x = tf.ones((64, 64))
 work(x)
+before = time.time()
 tf.profiler.experimental.start(sys.argv[1])
 for _ in range(3):
     work(x).numpy()
+done = time.time()
 tf.profiler.experimental.stop()
 (path,) = glob.glob(sys.argv[1] + "/**/*.xplane.pb", recursive=True)
 # On CPUs with oneDNN custom ops TensorFlow rewrites MatMul to _MklMatMul: the name keeps
@@ -288,6 +309,10 @@ events = list(_compat.read_xspace_events(path))
 matmuls = [e for e in events if e.op_type.endswith("MatMul")]
 assert len(matmuls) >= 3 and all(e.seconds >= 0 for e in matmuls), [e.name for e in events]
 assert all(e.name == "MatMul:" + e.op_type for e in matmuls)  # "scope/op:Type", as parsed
+# the events count from the trace's start: on the epoch's clock they fall inside the trace
+start = _compat.xspace_start_time(path)
+assert before - 0.01 <= start <= done, (before, start, done)
+assert all(before - 0.01 <= start + e.start <= done + 0.01 for e in matmuls), (start, done)
 """
 
 

@@ -12,8 +12,12 @@ other, and each phase ends where a collective's negotiation or operation ends:
 - ``tail``: the FC rank's tail, forward and backward, on the stacked batches: from the end of
   the exchange in to the end of the gradients' negotiation (the FC rank ready to send back);
 - ``exchange_out``: the gradients' alltoall;
-- ``heads_backward``: the head's backward pass, to the last CONV rank ready to allreduce;
-- ``ring``: the CONV ranks' allreduce of the head's gradients.
+- ``heads_backward``: the head's backward pass, to the last CONV rank ready to allreduce its
+  last gradient (the end of the negotiation that ends last);
+- ``ring``: what is left of the CONV ranks' allreduces after that (to the end of the one that
+  ends last). Each head gradient has an allreduce of its own, which starts as soon as every
+  CONV rank has produced it: the part of the ring that runs during the backward pass is in
+  ``heads_backward``.
 
 Their sum is the step, from one exchange in to the next. The FC ranks' own allreduce (n_f > 1)
 and update overlap the CONV ranks' backward pass and are not phases of their own.
@@ -95,24 +99,26 @@ def stanza_phases(events: list[dict]) -> list[StepPhases]:
     act_neg, act_op = spans[ACTIVATIONS]
     _, lab_op = spans[LABELS]
     grad_neg, grad_op = spans[GRADIENTS]
-    head = sorted(n for n in spans if n.startswith(HEAD_GRADS))
-    head_neg, head_op = spans[head[0]] if head else ([], [])
-    steps = min(len(act_neg), len(act_op), len(lab_op), len(grad_neg), len(grad_op))
-    if head:
-        steps = min(steps, len(head_neg), len(head_op))
+    head = [spans[n] for n in sorted(spans) if n.startswith(HEAD_GRADS)]
+    steps = min(len(act_neg), len(act_op), len(lab_op), len(grad_neg), len(grad_op),
+                *(len(part) for spans_of in head for part in spans_of))
+
+    def last_end(i: int, which: int) -> float:  # over the head's allreduces of step i
+        return max(spans_of[which][i][1] for spans_of in head)
+
     rows = []
     for i in range(1, steps - 1):
         # the previous step's end on the CONV ranks: its ring, or its gradients' arrival
-        previous_end = head_op[i - 1][1] if head else grad_op[i - 1][1]
+        previous_end = last_end(i - 1, 1) if head else grad_op[i - 1][1]
         received = max(act_op[i][1], lab_op[i][1])
-        backward_end = head_neg[i][1] if head else grad_op[i][1]
+        backward_end = last_end(i, 0) if head else grad_op[i][1]
         rows.append(StepPhases(
             heads_forward=act_neg[i][1] - previous_end,
             exchange_in=received - act_neg[i][1],
             tail=grad_neg[i][1] - received,
             exchange_out=grad_op[i][1] - grad_neg[i][1],
             heads_backward=backward_end - grad_op[i][1],
-            ring=(head_op[i][1] - head_neg[i][1]) if head else 0.0,
+            ring=(last_end(i, 1) - backward_end) if head else 0.0,
             step=max(act_op[i + 1][1], lab_op[i + 1][1]) - received,
         ))
     if not rows:

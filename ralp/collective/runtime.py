@@ -8,10 +8,21 @@ builds the model and calls it inside the strategy's scope: variables are then mi
 strategy broadcasts every initial value from worker 0, so all replicas start the same.
 
 Each step runs one replica step per worker (``strategy.run``): the worker's own batch forward
-and backward, and the optimizer's ``apply_gradients``, which all-reduces the gradients (a sum:
-Keras 3's TensorFlow optimizer does it in the replica context, over the strategy's ring on CPU,
-NCCL on GPUs) and applies the same update everywhere. The loss each replica differentiates is
-its share of the global batch's mean, so the sum is the global batch's gradient.
+and backward, the sums over the workers (over the strategy's ring on CPU, NCCL on GPUs), and
+the optimizer's update, the same everywhere. The loss each replica differentiates is its share
+of the global batch's mean, so the sum is the global batch's gradient.
+
+The sums start while the backward pass runs, as PyTorch's DistributedDataParallel starts
+them: the gradients in size-bounded buckets in backward order (:mod:`ralp.collective.buckets`),
+one all-reduce per bucket, each depending only on its own gradients (and the loss's divisor,
+which rides in the first). TensorFlow runs a replica's collectives in the order the step issues
+them (each waits for the one before: their ordering token), so the buckets are issued in
+backward order and the last layers' sum crosses while the first layers' gradients are
+computed. The sums are of the gradients themselves; each is divided by the summed divisor
+afterwards. The optimizer then applies the summed gradients as they are
+(:func:`ralp._compat.apply_summed_gradients`): Keras 3's TensorFlow optimizer would otherwise
+sum them again, all at once, after the backward pass. Clipping (``clipnorm``...) sees the
+summed gradient, as in one Keras process.
 
 Keras 3 notes: Keras' own ``fit`` fails under this strategy (keras-team/keras issue 20585), so
 ``fit`` here is ralp's own loop (:mod:`ralp.training.fit_loop`); the optimizer is built
@@ -26,6 +37,8 @@ import itertools
 
 import numpy as np
 
+from ralp._compat import apply_summed_gradients
+from ralp.collective.buckets import backward_buckets
 from ralp.errors import InvalidArgumentError, InvalidTypeError, RalpError
 from ralp.training.ranks import RankRuntime
 
@@ -106,7 +119,7 @@ class CollectiveRuntime(RankRuntime):
             strategy.extended.variable_created_in_scope(w.value) for w in model.weights)
         with strategy.scope():
             self.model = model if in_scope else clone_uncompiled(model)
-            self.optimizer = make_optimizer()
+            self.optimizer = apply_summed_gradients(make_optimizer())  # the step sums them
             self.optimizer.build(self.model.trainable_variables)
         self.original = self.model
         self._reducers: dict = {}
@@ -187,6 +200,7 @@ class CollectiveRuntime(RankRuntime):
         strategy, model, optimizer = self.strategy, self.model, self.optimizer
         variables = model.trainable_variables
         share = 1.0 / self.size
+        self.buckets = backward_buckets([_gradient_bytes(v) for v in variables])
 
         def replica_step(batch):
             x, y, weights, rows = unpack(batch)
@@ -194,12 +208,12 @@ class CollectiveRuntime(RankRuntime):
                 predictions = model(x, training=True)
                 y, predictions, weights = own(rows, y, predictions, weights)
                 num, den = objective.loss_sums(y, predictions, weights, share)
-            total = tf.distribute.get_replica_context().all_reduce("sum", den)
             grads = tape.gradient(num, variables)
+            summed, total = _summed(self.buckets, grads, den)
             reg, reg_grads = regularization_gradients(model, variables)
-            grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r, share)
-                     for g, r in zip(grads, reg_grads, strict=True)]
-            optimizer.apply_gradients(zip(grads, variables, strict=True))  # sums over replicas
+            summed = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r)
+                      for g, r in zip(summed, reg_grads, strict=True)]
+            optimizer.apply_gradients(zip(summed, variables, strict=True))  # as they are
             states = objective.metric_states(y, predictions, weights)
             return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states)
 
@@ -208,6 +222,7 @@ class CollectiveRuntime(RankRuntime):
             sums = strategy.run(replica_step, args=(batch,))
             return strategy.experimental_local_results(sums)[0]
 
+        self.step_function = train_step  # the traced step, for audits of its graph
         self._train = lambda batch: np.asarray(self._collective(train_step, batch))
 
     def _collective(self, fn, *args):
@@ -367,6 +382,36 @@ def check_one_replica_per_worker(strategy) -> None:
 def _backing(variable):
     """The TensorFlow variable behind a Keras 3 variable (a distributed one in the scope)."""
     return getattr(variable, "value", variable)
+
+
+def _summed(buckets: list[list[int]], grads: list, den) -> tuple[list, object]:
+    """The gradients and ``den`` summed over the workers: one all-reduce per bucket, in the
+    buckets' (backward) order, ``den`` in the first. TensorFlow runs a worker's collectives one
+    after the other in the order they are issued, so an all-reduce of ``den`` on its own
+    (right after the forward pass) would hold every bucket until it was done: it rides in the
+    first bucket instead, which starts with the backward pass's first gradients."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    summed, total = list(grads), None
+    for k, bucket in enumerate(buckets):
+        values = [grads[i] for i in bucket]
+        if k == 0:
+            values.append(tf.cast(den, values[0].dtype))
+        with tf.name_scope(f"ralp_bucket_{k}"):
+            parts = context.all_reduce("sum", values)
+        if k == 0:
+            *parts, total = parts
+        for i, part in zip(bucket, parts, strict=True):
+            summed[i] = part
+    return summed, total
+
+
+def _gradient_bytes(variable) -> int:
+    """The bytes of ``variable``'s (dense) gradient."""
+    import math
+
+    return math.prod(variable.shape) * np.dtype(variable.dtype).itemsize
 
 
 def _wire_dtype(variable) -> np.dtype:

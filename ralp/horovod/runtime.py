@@ -4,16 +4,24 @@ This runs in every Horovod rank (a process started by ``horovodrun`` or by
 :mod:`ralp.horovod.launch`); every rank runs the same script, ``ralp.wrap(model,
 mode="horovod")`` and ``fit``. Each rank holds a full replica and reads its share of every
 global batch (:mod:`ralp.training.data`); each step computes the gradient of its rows' loss
-sums, adds them and the ranks' ``den`` up in one grouped allreduce (Horovod fuses the
-tensors; Gloo runs a ring allreduce over them), divides, adds the gradient of the model's own
-losses, and applies the same update everywhere: one Keras step on the global batch, on
-every replica. The initial variables (and the optimizer's) are broadcast from rank 0 before
-the first step.
+sums and adds them and the ranks' ``den`` up over the ranks, divides, adds the gradient of the
+model's own losses, and applies the same update everywhere: one Keras step on the global
+batch, on every replica. The initial variables (and the optimizer's) are broadcast from rank
+0 before the first step.
+
+The sums start while the backward pass runs, as Horovod's own ``DistributedGradientTape``
+starts them: one allreduce op per gradient (and one for ``den``, right after the forward
+pass), each depending only on its own tensor, so the graph hands each gradient to Horovod as
+soon as the backward pass produces it (the last layers' first). Horovod's background thread
+fuses the tensors that are ready on every rank into one ring allreduce (tensor fusion,
+``HOROVOD_FUSION_THRESHOLD``, ``HOROVOD_CYCLE_TIME``) while the earlier layers' gradients are
+still being computed. A grouped allreduce would wait for its last input: the end of the
+backward pass.
 
 Keras 3 notes (docs/how-to/install.md): Horovod's ``DistributedGradientTape`` and its Keras optimizer
 wrapper expect Keras 2 variables and fail on Keras 3 ones (``'Variable' object has no
-attribute 'ref'``), so the step calls ``hvd.grouped_allreduce`` itself and broadcasts the
-backing ``tf.Variable``s (``v.value``).
+attribute 'ref'``), so the step calls ``hvd.allreduce`` itself, per gradient as that tape
+does, and broadcasts the backing ``tf.Variable``s (``v.value``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ import numpy as np
 
 from ralp.horovod.collectives import HorovodCollectives, broadcast_variables
 from ralp.training.ranks import RankRuntime
+
+# Horovod matches collectives across ranks by name: every rank names its step's sums alike.
+DEN, GRADIENT = "ralp_den", "ralp_grad_{}"  # GRADIENT: of the k-th trainable variable
 
 
 def init_horovod(hvd=None):
@@ -67,9 +78,7 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
         hvd, model, optimizer = self.hvd, self.model, self.optimizer
         variables = model.trainable_variables
         share = 1.0 / hvd.size()
-        # Horovod's wrappers have no tensor-dependent control flow; AutoGraph's conversion of
-        # them (per gradient, with its compression) was 2/3 of tracing googlenet's step.
-        grouped_allreduce = tf.autograph.experimental.do_not_convert(hvd.grouped_allreduce)
+        summed = horovod_sum(tf, hvd)
 
         @tf.function
         def train_step(batch):
@@ -78,18 +87,18 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
                 predictions = model(x, training=True)
                 y, predictions, weights = own(rows, y, predictions, weights)
                 num, den = objective.loss_sums(y, predictions, weights, share)
+            total = summed(tf.reshape(den, [1]), DEN)  # starts before the backward pass
             grads = tape.gradient(num, variables)
+            # one allreduce per gradient: each starts when the backward pass produces it
+            grads = [summed(g, GRADIENT.format(k)) for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(model, variables)
-            # One grouped allreduce: the gradients' and den's sums over every rank.
-            *summed, total = grouped_allreduce([*grads, tf.reshape(den, [1])], op=hvd.Sum,
-                                               name="ralp_horovod_gradients",
-                                               ignore_name_scope=True)
             update = [plus(tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)), r)
-                      for g, r in zip(summed, reg_grads, strict=True)]
+                      for g, r in zip(grads, reg_grads, strict=True)]
             optimizer.apply_gradients(zip(update, variables, strict=True))
             states = objective.metric_states(y, predictions, weights)
             return objective.sums(num, den, tf.shape(predictions)[0], reg * share, states)
 
+        self.step_function = train_step  # the traced step, for audits of its graph
         self._train = lambda batch: np.asarray(train_step(batch))
 
     # ------------------------------------------------------------------ state
@@ -126,3 +135,17 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
         if self.rank == 0:
             assign_arrays(self._checkpoint_variables(), load("model"), "model")
         self._broadcast_initial_state()
+
+
+def horovod_sum(tf, hvd, process_set=None):
+    """``sum(tensor, name)``: Horovod's allreduce (a sum over ``process_set``'s ranks, every
+    rank by default) of one tensor under a fixed name, left alone by AutoGraph: Horovod's
+    wrappers have no tensor-dependent control flow, and AutoGraph's conversion of them (per
+    tensor, with its compression) was 2/3 of tracing googlenet's step."""
+    allreduce = tf.autograph.experimental.do_not_convert(hvd.allreduce)
+    where = {} if process_set is None else {"process_set": process_set}
+
+    def total(tensor, name: str):
+        return allreduce(tensor, op=hvd.Sum, name=name, ignore_name_scope=True, **where)
+
+    return total

@@ -13,10 +13,14 @@ One synchronous iteration:
 - each FC rank stacks its group's rows into one batch, runs the tail's forward pass, the loss
   and the backward pass on it (one matmul per layer per iteration, not one per worker), and
   sends each CONV rank the gradient of its own rows back (``hvd.alltoall`` again);
-- with n_f > 1 the FC ranks sum their tail gradients (an allreduce on the FC ranks' process
+- with n_f > 1 the FC ranks sum their tail gradients (allreduces on the FC ranks' process
   set) and every FC rank applies the same update to its full replica of the tail;
 - the CONV ranks finish backprop through the head, sum the head gradients among themselves
-  (an allreduce on the CONV ranks' process set) and apply the same update.
+  (allreduces on the CONV ranks' process set) and apply the same update.
+
+Both rings start while their backward pass runs: one allreduce per gradient (as Horovod's
+``DistributedGradientTape``), which Horovod fuses and sums while the earlier layers' gradients
+are computed; the FC ranks' ``den`` is summed right after their forward pass.
 
 Each FC rank computes its group's loss sums (:mod:`ralp.training.objective`): ``num`` over
 its stacked rows and ``den``; the FC ranks add their ``den`` up, and each differentiates
@@ -41,7 +45,7 @@ import numpy as np
 
 from ralp.horovod import stanza_checkpoints
 from ralp.horovod.collectives import HorovodCollectives, broadcast_arrays, broadcast_variables
-from ralp.horovod.runtime import init_horovod
+from ralp.horovod.runtime import horovod_sum, init_horovod
 from ralp.horovod.stanza_boundary import Boundary, collective_name
 from ralp.horovod.stanza_checkpoints import copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
@@ -52,7 +56,8 @@ from ralp.training.ranks import RankRuntime
 # Horovod matches collectives across ranks by name: every rank uses these.
 ACTIVATIONS, LABELS = "ralp_stanza_activations", "ralp_stanza_labels"
 WEIGHTS = "ralp_stanza_weights"
-GRADIENTS, HEAD_GRADS, TAIL_GRADS = "ralp_stanza_gradients", "ralp_stanza_head", "ralp_stanza_tail"
+GRADIENTS = "ralp_stanza_gradients"
+HEAD_GRADS, TAIL_GRADS = "ralp_stanza_head", "ralp_stanza_tail"  # + "_k": the k-th variable's
 DEN = "ralp_stanza_den"
 _PROCESS_SETS: dict = {}  # ranks -> this process's Horovod process set of them
 
@@ -184,7 +189,8 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
         # What this rank sends where it sends nothing: function arguments, not constants in
         # the graph (see _alltoall).
         empty_rows = [tf.zeros([0, g.width], g.dtype) for g in boundary.computed]
-        alltoall, grouped_allreduce = _unconverted(tf, hvd)
+        alltoall = _unconverted(tf)
+        summed = horovod_sum(tf, hvd, self.conv_set)
 
         width = objective.width
 
@@ -212,9 +218,8 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
             targets = [rows for g, rows in zip(boundary.groups, packed, strict=True)
                        if g.computed]
             grads = tape.gradient(targets, self.variables, output_gradients=back)
-            if self.conv_set is not None:
-                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.conv_set,
-                                          name=HEAD_GRADS, ignore_name_scope=True)
+            if self.conv_set is not None:  # each gradient's sum starts as backprop makes it
+                grads = [summed(g, f"{HEAD_GRADS}_{k}") for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(head, self.variables)
             grads = [plus(g, r) for g, r in zip(grads, reg_grads, strict=True)]
             self.optimizer.apply_gradients(zip(grads, self.variables, strict=True))
@@ -225,6 +230,7 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
             return tf.concat([tf.stack([nothing_sent * 0.0, 0.0, 0.0,
                                         tf.cast(reg, tf.float32) * share]), zeros], axis=0)
 
+        self.step_function = step  # the traced step, for audits of its graph
         return lambda batch: step(batch, empty_rows)
 
     def _fc_step(self, objective):
@@ -245,8 +251,8 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
         empty_rows = [tf.zeros([0, g.width], g.dtype) for g in boundary.groups]
         empty_labels = tf.zeros([0, *self.label_shape], self.label_dtype)
         empty_weights = tf.zeros([0], tf.float32)
-        alltoall, grouped_allreduce = _unconverted(tf, hvd)
-        allreduce = tf.autograph.experimental.do_not_convert(hvd.allreduce)
+        alltoall = _unconverted(tf)
+        summed = horovod_sum(tf, hvd, self.fc_set)
         n = len(self.variables)
 
         @tf.function
@@ -263,17 +269,15 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
                 inputs = boundary.unpack(stacked, rows)
                 predictions = tail(inputs if len(inputs) > 1 else inputs[0], training=True)
                 num, den = objective.loss_sums(labels, predictions, weights, share)
-            total = den if self.fc_set is None else allreduce(
-                den, op=hvd.Sum, process_set=self.fc_set, name=DEN)
+            total = den if self.fc_set is None else summed(den, DEN)
             grads = tape.gradient(num, [*self.variables, *watched])
             grads, grad_stacked = grads[:n], grads[n:]
             back = [alltoall(hvd, tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), back_to,
                              collective_name(GRADIENTS, k), [0, group_.width])
                     for k, (group_, g) in enumerate(zip(boundary.computed, grad_stacked,
                                                         strict=True))]
-            if self.fc_set is not None:
-                grads = grouped_allreduce(grads, op=hvd.Sum, process_set=self.fc_set,
-                                          name=TAIL_GRADS, ignore_name_scope=True)
+            if self.fc_set is not None:  # each gradient's sum starts as backprop makes it
+                grads = [summed(g, f"{TAIL_GRADS}_{k}") for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(tail, self.variables)
             grads = [plus(tf.math.divide_no_nan(g, tf.cast(total, g.dtype)), r)
                      for g, r in zip(grads, reg_grads, strict=True)]
@@ -285,6 +289,7 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
                             or [tf.zeros([], sums.dtype)])
             return sums + sent * 0.0
 
+        self.step_function = step  # the traced step, for audits of its graph
         return lambda batch: step(empty_rows, empty_labels, empty_weights)
 
     # ------------------------------------------------------------------ collectives
@@ -408,12 +413,10 @@ def _split(model, plan, batch_size: int):
     return split, choice.plan
 
 
-def _unconverted(tf, hvd) -> tuple:
-    """``_alltoall`` and Horovod's grouped allreduce, left alone by AutoGraph: they have no
-    tensor-dependent control flow, and converting Horovod's wrappers was 2/3 of tracing a
-    step."""
-    skip = tf.autograph.experimental.do_not_convert
-    return skip(_alltoall), skip(hvd.grouped_allreduce)
+def _unconverted(tf):
+    """``_alltoall``, left alone by AutoGraph: it has no tensor-dependent control flow, and
+    converting Horovod's wrappers was 2/3 of tracing a step."""
+    return tf.autograph.experimental.do_not_convert(_alltoall)
 
 
 def _alltoall(hvd, tensor, splits: list[int], name: str, received_shape: list[int]):

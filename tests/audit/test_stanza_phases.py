@@ -13,14 +13,14 @@ from ralp.audit.stanza_phases import (
 )
 from ralp.horovod.stanza import ACTIVATIONS, GRADIENTS, LABELS
 
-HEAD = "ralp_stanza_head_1of2"
+HEAD, EARLY = "ralp_stanza_head_1", "ralp_stanza_head_0"  # the last gradient; an earlier one
 
 
 def _timeline(durations: list[dict[str, float]]) -> list[dict]:
     """Horovod's events for consecutive steps with the given phase times (seconds), laid out
     as Horovod writes them: per collective a process, NEGOTIATE and operation spans in
     microseconds, sub-activities nested inside the operation."""
-    pids = {name: k + 1 for k, name in enumerate((LABELS, ACTIVATIONS, GRADIENTS, HEAD))}
+    pids = {name: k + 1 for k, name in enumerate((LABELS, ACTIVATIONS, GRADIENTS, HEAD, EARLY))}
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}}
               for name, pid in pids.items()]
 
@@ -45,6 +45,11 @@ def _timeline(durations: list[dict[str, float]]) -> list[dict]:
         span(GRADIENTS, "ALLTOALL", t, t + d["exchange_out"])
         t += d["exchange_out"]
         span(HEAD, "NEGOTIATE_ALLREDUCE", t + 0.3 * d["heads_backward"], t + d["heads_backward"])
+        # a gradient the backward pass made earlier: its ring runs during the backward pass
+        span(EARLY, "NEGOTIATE_ALLREDUCE", t + 0.1 * d["heads_backward"],
+             t + 0.2 * d["heads_backward"])
+        span(EARLY, "ALLREDUCE", t + 0.2 * d["heads_backward"], t + 0.9 * d["heads_backward"],
+             nested=True)
         t += d["heads_backward"]
         span(HEAD, "ALLREDUCE", t, t + d["ring"], nested=True)
         t += d["ring"]

@@ -1,6 +1,6 @@
 """Every mode against one Keras process: the model, data and optimizers of the reference tests,
 the Keras process itself, and each mode's side (a PS coordinator's job, or every rank's script:
-``python tests/training/reference.py OUT_DIR MODE [FC_WORKERS [FEATURES]]``).
+``python tests/training/reference.py OUT_DIR MODE [FC_WORKERS [FEATURES]] [--optimizers NAME,...]``).
 
 A mode trains ``STEPS`` updates of the global batch on the first ``STEPS x batch`` rows, in
 order (``shuffle=False``), from given initial weights; one Keras process ``fit``s the same
@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 IMAGE, CLASSES, STEPS, META = 8, 5, 5, 4
-OPTIMIZERS = ("sgd", "momentum", "adam")
+OPTIMIZERS = ("sgd", "momentum", "adam")  # every mode's; "clipped" on demand
 TWO_INPUT_OPTIMIZERS = ("momentum", "adam")  # dict arrays; a dataset of tuple features
 LAYERS = ("images", "conv", "pool", "flatten", "fc1", "logits")
 HELD = 20  # validation rows of the two-input runs
@@ -83,7 +83,9 @@ def compiled(name: str, seed: int = 0, features: str = "one"):
     model = net(seed) if features == "one" else two_input_net(seed, features == "ids")
     optimizer = {"sgd": lambda: keras.optimizers.SGD(0.05),
                  "momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9),
-                 "adam": lambda: keras.optimizers.Adam(0.01)}[name]()
+                 "adam": lambda: keras.optimizers.Adam(0.01),
+                 # clipnorm binds on every variable here: a sum of clipped parts differs
+                 "clipped": lambda: keras.optimizers.SGD(0.05, clipnorm=0.01)}[name]()
     model.compile(optimizer=optimizer,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
@@ -174,13 +176,14 @@ def ps_job(spec, mode: str, sync: str | None, batch: int, plan_json: str | None 
     return out
 
 
-def ranks_main(out_dir: str, mode: str, fc_workers: int = 1, features: str = "one") -> None:
+def ranks_main(out_dir: str, mode: str, fc_workers: int = 1, features: str = "one",
+               optimizers: tuple[str, ...] | None = None) -> None:
     """Every rank of an allreduce job: each rank builds its model from another seed (the
     replicas agree only through the initial broadcast)."""
     import ralp
 
     out, rank = {}, None
-    for name in _optimizers(features):
+    for name in optimizers or _optimizers(features):
         model = compiled(name, seed=100 + _launched_rank(), features=features)
         trainer = ralp.wrap(model, mode=mode, **({"fc_workers": fc_workers}
                                                  if mode == "stanza" else {}))
@@ -236,4 +239,10 @@ def read_ranks(out_dir) -> dict:
 
 
 if __name__ == "__main__":
-    ranks_main(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:4]), *sys.argv[4:5])
+    args = sys.argv[1:]
+    chosen = None
+    if "--optimizers" in args:
+        at = args.index("--optimizers")
+        chosen = tuple(args[at + 1].split(","))
+        del args[at:at + 2]
+    ranks_main(args[0], args[1], *map(int, args[2:3]), *args[3:4], optimizers=chosen)

@@ -3,7 +3,9 @@ same initial weights, each synchronous mode's weights equal one Keras process's 
 concatenated global batches, with SGD, SGD with momentum and Adam, to rtol 1e-4; the epoch's
 loss and accuracy equal Keras' too. An asynchronous mode with one worker is one Keras process
 step by step. A model of two inputs, fed as dicts, lists, tuples and datasets of them, equals
-Keras too, with its validation, ``evaluate`` and ``predict``."""
+Keras too, with its validation, ``evaluate`` and ``predict``. Gradient clipping (``clipnorm``)
+in horovod and collective: the same as one Keras process, which clips the global batch's
+gradient."""
 
 import sys
 from pathlib import Path
@@ -116,13 +118,6 @@ def test_allreduce_modes_equal_one_keras_process(tmp_path, mode, ranks, extra):
     _compare(results, lambda r: r["batch"])
 
 
-@pytest.mark.parametrize(("mode", "ranks", "features"), [
-    pytest.param("horovod", 2, "two", marks=HOROVOD_MARKS),
-    ("collective", 2, "two"),
-    pytest.param("stanza", 3, "two", marks=HOROVOD_MARKS),  # the second input crosses raw
-    pytest.param("stanza", 3, "ids", marks=HOROVOD_MARKS),  # as integers, beside floats
-], ids=["horovod-2", "collective-2", "stanza-2+1", "stanza-2+1-ids"])
-def test_a_two_input_model_in_an_allreduce_mode_equals_one_keras_process(tmp_path, mode, ranks,
-                                                                           features):
-    results = _ranks(tmp_path, mode, ranks, 1, features)
-    _compare(results, lambda r: r["batch"], features)
+def _ranks(tmp_path, mode: str, ranks: int, *extra, optimizers: str | None = None) -> dict:
+    command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra),
+               *(("--optimizers", optimizers) if optimizers else ())]

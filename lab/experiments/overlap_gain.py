@@ -1,0 +1,34 @@
+"""What starting each gradient's sum during the backward pass gains Horovod and Stanza. Setting
+``horovod``: the issue's bench setting (alexnet and vgg11, mode horovod, N = 4 budgeted devices, 1 Gbit/s, image 75, batch 8,
+20 steps) on the commit before (one grouped allreduce after the backward pass) and the commit
+after (one allreduce per gradient), in interleaved rounds (lab/tools/ab_commits.sh, each commit
+in a worktree of its own), then each side's median (lab/tools/ab_summary.py). The host is
+shared: its load average is recorded before and after the rounds
+(``loadavg.txt``). Setting ``stanza``: alexnet in mode stanza at N = 4 with one FC rank
+(the bench's default) and with two (both rings), the same way."""
+
+from lab.registry import Lab, Step
+
+SUMMARY = "horovod and stanza with per-gradient allreduces against grouped ones, interleaved"
+NEEDS = ("root", "horovod")
+
+BEFORE, AFTER = "960655d", "05b6d2b"
+SETTINGS = {"horovod": "alexnet and vgg11, mode horovod, N = 4, 1 Gbit/s (the issue's)",
+            "stanza": "alexnet, mode stanza with 1 and 2 FC ranks, N = 4, 1 Gbit/s"}
+COMMON = ("--devices", "4", "--bandwidth", "1gbit", "--image-size", "75", "--batch-size", "8",
+          "--steps", "20", "--repeat", "1", "--quiet")
+BENCH = {"horovod": {"": ("--models", "alexnet", "vgg11", "--modes", "horovod", *COMMON)},
+         "stanza": {f"_stanza_fc{f}": ("--models", "alexnet", "--modes", "stanza",
+                                       "--fc-workers", f, *COMMON) for f in ("1", "2")}}
+
+
+def steps(lab: Lab) -> list[Step]:
+    load = lab.path("loadavg.txt" if lab.setting == "horovod" else f"loadavg_{lab.setting}.txt")
+    out = [Step(("cat", "/proc/loadavg"), stdout=load)]
+    for tail, bench in BENCH[lab.setting].items():
+        prefix = lab.path(f"overlap_gain{tail}_n4_1gbit")
+        out += [Step(("lab/tools/ab_commits.sh", BEFORE, AFTER, "2", prefix, "--", *bench)),
+                Step(("cat", "/proc/loadavg"), stdout=load, append=True),
+                Step((lab.python, "-m", "lab.tools.ab_summary", prefix),
+                     stdout=lab.path(f"overlap_gain{tail}_summary.txt"))]
+    return out
