@@ -93,8 +93,9 @@ def test_a_two_input_model_in_a_parameter_server_mode_equals_one_keras_process(m
     _compare(results, lambda r: 12, features)
 
 
-def _ranks(tmp_path, mode: str, ranks: int, *extra) -> dict:
-    command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra)]
+def _ranks(tmp_path, mode: str, ranks: int, *extra, optimizers: str | None = None) -> dict:
+    command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra),
+               *(("--optimizers", optimizers) if optimizers else ())]
     if mode == "collective":
         from ralp.collective.launch import run_workers
 
@@ -118,6 +119,24 @@ def test_allreduce_modes_equal_one_keras_process(tmp_path, mode, ranks, extra):
     _compare(results, lambda r: r["batch"])
 
 
-def _ranks(tmp_path, mode: str, ranks: int, *extra, optimizers: str | None = None) -> dict:
-    command = [sys.executable, SCRIPT, str(tmp_path), mode, *map(str, extra),
-               *(("--optimizers", optimizers) if optimizers else ())]
+@pytest.mark.parametrize(("mode", "ranks", "features"), [
+    pytest.param("horovod", 2, "two", marks=HOROVOD_MARKS),
+    ("collective", 2, "two"),
+    pytest.param("stanza", 3, "two", marks=HOROVOD_MARKS),  # the second input crosses raw
+    pytest.param("stanza", 3, "ids", marks=HOROVOD_MARKS),  # as integers, beside floats
+], ids=["horovod-2", "collective-2", "stanza-2+1", "stanza-2+1-ids"])
+def test_a_two_input_model_in_an_allreduce_mode_equals_one_keras_process(tmp_path, mode, ranks,
+                                                                           features):
+    results = _ranks(tmp_path, mode, ranks, 1, features)
+    _compare(results, lambda r: r["batch"], features)
+
+
+@pytest.mark.parametrize(("mode", "ranks"), [
+    pytest.param("horovod", 2, marks=HOROVOD_MARKS),
+    ("collective", 2),
+], ids=["horovod-2", "collective-2"])
+def test_gradient_clipping_sees_the_summed_gradient_as_one_keras_process(tmp_path, mode, ranks):
+    # clipnorm clips the global batch's gradient in one Keras process; clipping each rank's
+    # part before the sum (Keras 3's optimizer under MultiWorkerMirroredStrategy) differs
+    results = _ranks(tmp_path, mode, ranks, optimizers="clipped")
+    _compare(results, lambda r: r["batch"])
