@@ -17,7 +17,6 @@ MAX_LINES = 450
 LAYERS: list[set[str]] = [
     {"errors"},  # RalpError and the errors every layer raises: no ralp imports at all
     {"_text", "_cli", "_compat", "_messages", "_named", "_process", "defaults"},  # foundation
-    {"_compat_coordinator"},  # the PS coordinator's private APIs, on _compat's checks
     {"units"},  # link rates and delays as users write them
     {"models"},  # the zoo
     {"profiler"},  # profile

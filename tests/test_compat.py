@@ -95,7 +95,7 @@ def _dense_and_grads():
 def test_the_rebound_update_runs_and_computes_the_same_step(monkeypatch):
     calls = []
     original = _compat.variable_device
-    monkeypatch.setattr(_compat, "variable_device", lambda v: calls.append(v) or original(v))
+    monkeypatch.setattr(_compat.keras, "variable_device", lambda v: calls.append(v) or original(v))
     reference_layer, grads = _dense_and_grads()
     keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=0.01).apply_gradients(
         zip(grads, reference_layer.trainable_variables, strict=True))
@@ -113,7 +113,7 @@ def test_summed_gradients_are_applied_as_they_are(monkeypatch):
     # Keras' update sums the gradients through _all_reduce_sum_gradients: our rebinding of it
     # is what runs (once, on every gradient), and the step is Keras' own
     calls = []
-    monkeypatch.setattr(_compat, "_gradients_as_given",
+    monkeypatch.setattr(_compat.keras, "_gradients_as_given",
                         lambda self, pairs: calls.append(list(pairs)) or calls[-1])
     reference_layer, grads = _dense_and_grads()
     keras.optimizers.SGD(0.1, momentum=0.9).apply_gradients(
@@ -219,7 +219,7 @@ def test_per_worker_values_still_hold_each_workers_remote_value():
     import tensorflow as tf
     from tensorflow.python.distribute.coordinator.values import RemoteValueImpl
 
-    from ralp._compat_coordinator import every_worker_done
+    from ralp._compat.coordinator import every_worker_done
 
     made, pending = RemoteValueImpl(None, None), RemoteValueImpl(None, None)
     made._set_values(tf.constant(1))
@@ -235,7 +235,7 @@ def test_a_call_time_value_is_still_a_placeholder_of_the_function():
     from tensorflow.python.distribute.coordinator import coordinator_context
     from tensorflow.python.framework.func_graph import FuncGraph
 
-    from ralp._compat_coordinator import current_worker_index
+    from ralp._compat.coordinator import current_worker_index
 
     assert coordinator_context.get_current_dispatch_context() is None
     with FuncGraph("canary").as_default():

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ralp._compat import remote_value_done
-from ralp._compat_coordinator import every_worker_done
+from ralp._compat.coordinator import every_worker_done
 from ralp.cluster.spec import ClusterError
 from ralp.ps_strategy.staleness import SyncRecord
 

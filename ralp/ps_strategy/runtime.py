@@ -28,7 +28,7 @@ from ralp._compat import (
     update_where_variables_live,
     variable_device,
 )
-from ralp._compat_coordinator import current_worker_index
+from ralp._compat.coordinator import current_worker_index
 from ralp.cluster.probe import describe, unreachable, wait_until_reachable
 from ralp.cluster.spec import ClusterError
 from ralp.placement.plan import Plan, ps_device

@@ -1,10 +1,10 @@
-"""The private TensorFlow APIs of the parameter-server coordinator's first steps, beside
-:mod:`ralp._compat` (whose table lists them, whose rules they follow, and whose line budget
-they did not fit): each checked by a canary in ``tests/test_compat.py``."""
+"""The private TensorFlow APIs of the parameter-server coordinator's first steps (listed in
+:mod:`ralp._compat`'s table): each checked by a canary in ``tests/test_compat.py``."""
 
 from __future__ import annotations
 
-from ralp._compat import _require, remote_value_done
+from ralp._compat._checks import _require
+from ralp._compat.tensorflow import remote_value_done
 
 
 def every_worker_done(per_worker) -> bool:
