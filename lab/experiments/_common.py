@@ -21,17 +21,21 @@ def outputs(lab: Lab, stem: str, plot: bool = True) -> tuple[str, ...]:
     return (*written, "--plot", lab.path(f"{stem}.png")) if plot else written
 
 
-# the bench's --calibrate with the simulated cluster's probes, which the step models read
+# the bench's calibrations with the simulated cluster's probes, which the step models read
 CALIBRATION = {"RALP_BENCH_CALIBRATION": "lab.planner.calibrate:bench_command"}
+LAB_CALIBRATION = "--calibrate"  # a word of these steps, not the bench's: the lab's probes
 
 
 def bench(lab: Lab, *args: str, may_fail: bool = False, paced: bool = False) -> Step:
     """``python -m ralp.bench ARGS``; ``paced``: with the lab's pace probes attached to the
     devices (and the ``paced`` budget offered), as the records of the host's pace were made.
-    With ``--calibrate``, each round's calibration is the lab's (:data:`CALIBRATION`)."""
+    The bench calibrates each workload every round; with :data:`LAB_CALIBRATION` among
+    ``args`` (taken out of them) that calibration is the lab's (:data:`CALIBRATION`)."""
     from lab.host.pace_watcher import ENV
 
-    env = {**(ENV if paced else {}), **(CALIBRATION if "--calibrate" in args else {})}
+    lab_calibration = LAB_CALIBRATION in args
+    env = {**(ENV if paced else {}), **(CALIBRATION if lab_calibration else {})}
+    args = tuple(a for a in args if a != LAB_CALIBRATION)
     prefix = ("env", *(f"{k}={v}" for k, v in env.items())) if env else ()
     return Step((*prefix, lab.python, "-m", "ralp.bench", *args), may_fail=may_fail)
 

@@ -15,6 +15,6 @@ def steps(lab: Lab) -> list[Step]:
     rate = lab.setting
     return [bench(lab, *netns(rate), "--models", "vgg11", "alexnet", *SMALL, "--modes", "ps",
                   "--devices", "4", "--steps", "4", "--warmup", "1", "--pull-schedule",
-                  "default", "layer", "ibatch", "--trace-pulls", "--compute-reference",
+                  "default", "layer", "ibatch", "--trace-pulls",
                   "--device-cpus", "shared", "--quiet", *outputs(lab, f"pulls_{rate}"),
                   may_fail=True)]

@@ -37,7 +37,7 @@ def run_one(model: str, args, workdir: Path) -> dict:
     command = [sys.executable, "-m", "ralp.bench", "--backend", "netns", "--bandwidth",
                args.bandwidth, "--models", model, "--modes", "stanza", "--devices",
                str(args.devices), "--batch-size", str(args.batch_size), "--image-size",
-               str(args.image_size), "--steps", str(args.steps), "--warmup", "2", "--calibrate",
+               str(args.image_size), "--steps", str(args.steps), "--warmup", "2",
                "--out", str(out)]
     env = dict(os.environ, HOROVOD_TIMELINE=str(timeline))
     subprocess.run(command, check=True, cwd=ROOT, env=env)

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ralp._cli import (
@@ -29,7 +30,6 @@ from ralp.bench.runspec import (
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
     MODES,
-    BenchError,
 )
 from ralp.defaults import DEFAULT_BANDWIDTH
 from ralp.errors import RalpError
@@ -142,13 +142,6 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
 
 def _add_measuring_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("measuring and output")
-    g.add_argument("--compute-reference", action="store_true", help="also run each config "
-                   "unshaped on loopback for the compute-only step time and bound ratio")
-    g.add_argument("--calibrate", action="store_true", help="before each workload's first "
-                   "run in each round (--repeat), calibrate its compute here (on budgeted "
-                   "devices inside one device's budget, as python -m ralp.planner.calibrate_cli "
-                   "--device-cpus CPUS --devices N does) and keep that in its records; "
-                   "$RALP_BENCH_CALIBRATION names another calibration command's maker")
     g.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="run the whole "
                    "matrix R times, the order rotated each round; the table gives each "
                    "setting's median and min-max over the rounds (default 1)")
@@ -184,9 +177,9 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         latency=args.latency, sync=listed(args.sync), slow_worker=args.slow_worker,
         pull_schedules=listed(args.pull_schedule), trace_pulls=args.trace_pulls,
         hostfile=args.hostfile, cluster_file=args.cluster,
-        compute_reference=args.compute_reference, jobs=args.jobs,
+        jobs=args.jobs,
         scenarios=tuple(args.scenarios) if args.scenarios else None,
-        compute_profile=args.compute_profile, calibrate=args.calibrate,
+        compute_profile=args.compute_profile,
         device_cpus=listed(args.device_cpus), repeat=args.repeat,
     )
 
@@ -225,10 +218,8 @@ def _run(request: BenchRequest, args) -> int:
     auto = request.mode_names() == [AUTO]  # checks the modes asked for before anything starts
     modes, horovod_missing = _modes_offered(request, auto)
     launcher = _launcher(request, backend, modes)
-    if request.calibrate and (backend == "tf-config" or request.jobs):
-        raise BenchError("--calibrate measures this host for the simulated cluster's tasks, "
-                         "which share it; on tf-config calibrate a worker host with python -m "
-                         "ralp.planner --calibrate, and --jobs runs are not predicted")
+    if backend == "tf-config" or request.jobs:  # another host's devices; jobs not bounded
+        request = replace(request, calibrate=False)
     choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing)
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
@@ -297,8 +288,7 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
         else:
             from ralp.bench.runner import run_all
 
-            run_all(runs, launcher, compute_reference=request.compute_reference,
-                    calibrations=_calibrations(request, launcher),
+            run_all(runs, launcher, calibrations=_calibrations(request, launcher),
                     progress=not args.quiet, on_record=records.append,
                     repeat=request.repeat)
     finally:
@@ -309,8 +299,9 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
 
 
 def _calibrations(request: BenchRequest, launcher):
-    """--calibrate's calibrations (None without it); on the simulated fabric they measure
-    gRPC's CPU per byte at its link rate too."""
+    """Each workload's calibration before its runs, for their compute bound (None where
+    the request takes none); on the simulated fabric they measure gRPC's CPU per byte at
+    its link rate too."""
     if not request.calibrate:
         return None
     from ralp.bench.calibrated import Calibrations

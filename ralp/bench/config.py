@@ -82,11 +82,12 @@ class BenchRequest:
     trace_pulls: bool = False
     hostfile: str | None = None
     cluster_file: str | None = None
-    compute_reference: bool = False
     jobs: int | None = None
     scenarios: tuple[str, ...] | None = None
     compute_profile: str | None = None  # mode auto: the planner's calibration JSON
-    calibrate: bool = False  # calibrate each workload before its runs (ralp.bench.calibrated)
+    # calibrate each workload before its runs (ralp.bench.calibrated): each record's compute
+    # bound; off on tf-config (another host's devices) and for consolidation jobs
+    calibrate: bool = True
     device_cpus: tuple[str, ...] | None = None  # CPUs per simulated device, each a run
     repeat: int = 1  # rounds of the whole matrix, the order rotated each round
 

@@ -42,12 +42,8 @@ def link_figures(
     before: Mapping[str, LinkBytes] | None, after: Mapping[str, LinkBytes] | None, steps: int
 ) -> dict:
     """Measured bytes per worker batch on the worker links and on the PS links, and the
-    busiest link's bytes (for the network-bound step time).
-
-    The busiest link's bytes count both directions: a PS step pulls the variables, computes,
-    then pushes the gradients, so on the bottleneck link the two directions take turns rather
-    than overlap. ``busiest_link_one_way_bytes`` is its busier direction alone (the bound if
-    they overlapped fully)."""
+    link that carried most (``busiest_link_bytes``: both directions;
+    ``busiest_link_one_way_bytes``: its busier direction), all over the counters' window."""
     if before is None or after is None:
         return {"bytes_per_step_measured": None, "ps_bytes_per_step_measured": None,
                 "busiest_link": None, "busiest_link_bytes": None,
@@ -67,6 +63,24 @@ def link_figures(
         "busiest_link_one_way_bytes": max(delta[busiest].tx, delta[busiest].rx),
         "links": {t: {"tx": d.tx, "rx": d.rx} for t, d in sorted(delta.items())},
     }
+
+
+def wire_figures(
+    before: Mapping[str, LinkBytes] | None, after: Mapping[str, LinkBytes] | None
+) -> dict:
+    """The busiest single link direction over the measured window (``before`` and ``after``
+    read at the measured steps' edges): its name (``"ps:0 rx"``) and its bytes.
+
+    Every link is full duplex, each direction shaped to the link's rate on its own, so no
+    direction can carry more than rate x window: its bytes at that rate are a wire time
+    that cannot exceed the window, where both directions summed (or a window wider than
+    the measured steps) could."""
+    if before is None or after is None:
+        return {"busiest_direction": None, "busiest_direction_bytes": None}
+    loads = {f"{task} {side}": getattr(after[task], side) - getattr(before[task], side)
+             for task in after for side in ("tx", "rx")}
+    busiest = max(loads, key=loads.__getitem__)
+    return {"busiest_direction": busiest, "busiest_direction_bytes": loads[busiest]}
 
 
 def control_plane_figures(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralp.bench.measure import cpu_window, link_figures, sync_figures, timing
+from ralp.bench.measure import cpu_window, link_figures, sync_figures, timing, wire_figures
 from ralp.bench.runspec import RunSpec
 from ralp.errors import InvalidArgumentError
 from ralp.profiler.links import LinkBytes
@@ -101,6 +101,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
         **traced,
         **sync_figures(history),
         **link_figures(window.links_before, window.links_after, window.link_steps or steps),
+        **wire_figures(*(window.wire or (window.links_before, window.links_after))),
         **cpu_window(window.cpu_before, window.cpu_after),
     }
 
@@ -152,6 +153,8 @@ class _Window:
     cpu_before: object
     cpu_after: object
     link_steps: int | None = None  # steps the link counters' edges span (None: the window's)
+    # the link counters at the measured steps' own edges (None: links_before/after are)
+    wire: tuple | None = None
 
 
 def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkReader | None,
@@ -163,12 +166,16 @@ def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkRead
     in step for the first cycles (all pull, then all compute, then all push, so those
     steps run longer than later ones), and it ends with the workers running out of steps
     one by one. A user's epoch of hundreds of steps sees neither, so the window leaves both
-    out. The link counters are read at the epoch's edges instead, where no step is in
-    flight: bytes per step are exact over all of its steps (every step moves the same)."""
+    out. The link counters are read at the epoch's edges, where no step is in flight:
+    bytes per step are exact over all of its steps (every step moves the same). They are
+    read at the window's edges too: the busiest direction's load in the time the measured
+    steps took, which the wire time must not outrun (the epoch's edges span more steps,
+    and the warm-up's)."""
     from ralp.cluster.fresh_process import report_progress
 
     W, warm, steps = run.workers, run.warmup_steps, run.measured_steps
-    edges = _callbacks().WindowEdges(warm, warm + steps, read_cpu, clock, report_progress)
+    edges = _callbacks().WindowEdges(warm, warm + steps, read_cpu, clock, report_progress,
+                                     read_links)
     before = dict(read_links()) if read_links else None
     history = trainer.fit(dataset_fn, steps_per_epoch=warm + steps + W, verbose=0,
                           callbacks=[edges])
@@ -177,7 +184,8 @@ def _window_after_warmup(trainer, dataset_fn, run: RunSpec, read_links: LinkRead
     start = ends[warm - 1]
     history.step_end_times = ends[warm:warm + steps]
     return _Window(history, start, ends[warm + steps - 1] - start, before, after,
-                   edges.cpu[0], edges.cpu[1], link_steps=warm + steps + W)
+                   edges.cpu[0], edges.cpu[1], link_steps=warm + steps + W,
+                   wire=tuple(edges.links) if read_links else None)
 
 
 def _window_at_barrier(trainer, dataset_fn, run: RunSpec, barrier: Barrier,

@@ -107,7 +107,13 @@ def window_figures(run, window: dict) -> dict:
     """Rank 0's figures of the measured window: timing, bytes on each link (and the control
     plane's rate), CPU. All ranks finish a step together (a collective): one end time per
     worker batch."""
-    from ralp.bench.measure import control_plane_figures, cpu_window, link_figures, timing
+    from ralp.bench.measure import (
+        control_plane_figures,
+        cpu_window,
+        link_figures,
+        timing,
+        wire_figures,
+    )
 
     history, start, steps = window["history"], window["start"], run.measured_steps
     end_times = [t for t in history.step_end_times for _ in range(run.workers)]
@@ -118,6 +124,7 @@ def window_figures(run, window: dict) -> dict:
         "measured_steps": steps,
         **timing(end_times, start, steps, run.workers, run.batch_size),
         **link_figures(window["before"], window["after"], steps),
+        **wire_figures(window["before"], window["after"]),
         **control,
         **cpu_window(window["cpu_before"], window["cpu_after"]),
     }

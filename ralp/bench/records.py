@@ -3,14 +3,13 @@
 Producers (the PS job, the Horovod rank job, consolidation jobs, failed runs) hand their
 figures to :func:`make_record`, which lays them out in :data:`RECORD_KEYS` order, fills what a
 producer did not measure with None, and refuses figures the schema does not know. Figures
-derived from a record (measured/predicted bytes, the network-bound step time, the bound
-ratio, speedups) are computed here too. No TensorFlow, no matplotlib: re-reading saved JSON is
+derived from a record (measured/predicted bytes, the wire time of a step, speedups) are computed here too. No TensorFlow, no matplotlib: re-reading saved JSON is
 quick.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from ralp.errors import RalpError
 
@@ -24,7 +23,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
-    "compute_step_time_s", "network_step_time_s", "bound_ratio", "sync_max_gap", "sync_waiting_s",
+    "compute_step_time_s", "wire_step_time_s", "bound_step_time_s", "bound_ratio",
+    "sync_max_gap", "sync_waiting_s",
     "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up", "error",
 )
 RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
@@ -32,7 +32,8 @@ RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
 EXTRA_KEYS: tuple[str, ...] = (
     "seed", "device_type", "setup_s", "setup", "offloaded_layers", "split_after",
     "profiler_verdict", "skewness", "wall_s", "measured_steps", "final_loss", "busiest_link",
-    "busiest_link_bytes", "busiest_link_one_way_bytes", "links", "scenario",
+    "busiest_link_bytes", "busiest_link_one_way_bytes", "busiest_direction",
+    "busiest_direction_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
     "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window",
@@ -43,12 +44,6 @@ BASELINE_MODE = "ps"
 # on the same network. Consolidation jobs (``job`` set) are compared only with each other.
 SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
                "slow_worker", "device_cpus", "round")
-# Fields a compute-only reference run (unshaped loopback) shares with the run it serves.
-REFERENCE_KEY = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
-                 "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
-                 "round")
-
-
 class RecordError(RalpError, ValueError):
     """A producer handed figures the record schema does not know."""
 
@@ -68,32 +63,17 @@ def make_record(spec: Mapping, where: Mapping, figures: Mapping | None = None,
 
 
 def derived_figures(record: Mapping, bits_per_s: float | None) -> dict:
-    """Measured/predicted bytes, and the network-bound step time on the busiest link."""
+    """Measured/predicted bytes, and the wire time of a step: the busiest link direction's
+    bytes over the measured window at the link's rate, per step (``workers`` worker
+    batches, as ``step_time_s``). A direction carries at most rate x window, so this never
+    exceeds the step time."""
     measured, predicted = record["bytes_per_step_measured"], record["bytes_per_step_predicted"]
     out = {"bytes_ratio": measured / predicted if measured is not None and predicted else None,
-           "network_step_time_s": None}
-    if bits_per_s and record.get("busiest_link_bytes") is not None:
-        # The busiest link's bytes (both directions) over the measured steps, at its rate,
-        # per worker step: "measured bytes / bandwidth" on the bottleneck.
-        seconds = record["busiest_link_bytes"] * 8 / bits_per_s
-        out["network_step_time_s"] = seconds * record["workers"] / record["measured_steps"]
+           "wire_step_time_s": None}
+    if bits_per_s and record.get("busiest_direction_bytes") is not None:
+        seconds = record["busiest_direction_bytes"] * 8 / bits_per_s
+        out["wire_step_time_s"] = seconds * record["workers"] / record["measured_steps"]
     return out
-
-
-def reference_key(record: Mapping) -> tuple:
-    return tuple(record.get(k) for k in REFERENCE_KEY)
-
-
-def add_compute_reference(records: Iterable[dict], references: Mapping[tuple, Mapping]) -> None:
-    """Fill ``compute_step_time_s`` (the same run on unshaped loopback) and ``bound_ratio`` =
-    step time / max(compute-only step time, network step time)."""
-    for r in records:
-        ref = references.get(reference_key(r))
-        if r.get("error") or ref is None or ref.get("error"):
-            continue
-        r["compute_step_time_s"] = ref["step_time_s"]
-        bound = max(ref["step_time_s"], r.get("network_step_time_s") or 0.0)
-        r["bound_ratio"] = r["step_time_s"] / bound
 
 
 def consolidated(r: Mapping) -> bool:

@@ -48,13 +48,16 @@ def _bytes(n: float | None) -> str:
 
 
 def _bound(r: dict) -> str:
-    """Which side dominates a step (from its compute and network times when both are known)."""
-    compute, network = r.get("compute_step_time_s"), r.get("network_step_time_s")
-    ratio = r.get("bound_ratio")
-    if compute is None or network is None:
-        return _num(ratio, ".2f")
-    side = "network" if network > compute else "compute"
-    return side if ratio is None else f"{side} {ratio:.2f}"
+    """The step over its bound, and which side the bound is: compute alone, or the busiest
+    link direction's wire time (records before the wire time carry neither: '-')."""
+    ratio, compute, wire = (r.get("bound_ratio"), r.get("compute_step_time_s"),
+                            r.get("wire_step_time_s"))
+    if ratio is None:
+        return "-"
+    if compute is None and wire is None:
+        return f"{ratio:.2f}"
+    side = "wire" if (wire or 0.0) > (compute or 0.0) else "compute"
+    return f"{ratio:.2f} {side}"
 
 
 def _mode_cell(r: dict) -> str:

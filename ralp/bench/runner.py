@@ -12,18 +12,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from ralp.bench.bound import bound_figures
 from ralp.bench.calibrated import Calibrations
 from ralp.bench.collective_job import job_command
 from ralp.bench.horovod_job import rank_command
 from ralp.bench.launcher import Launcher
 from ralp.bench.ps_job import bench_job
-from ralp.bench.records import (
-    add_compute_reference,
-    derived_figures,
-    error_text,
-    make_record,
-    reference_key,
-)
+from ralp.bench.records import derived_figures, error_text, make_record
 from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
@@ -93,7 +88,6 @@ def run_all(
     runs: Sequence[RunSpec],
     launcher: Launcher,
     *,
-    compute_reference: bool = False,
     calibrations: Calibrations | None = None,
     progress: bool = True,
     on_record: Callable[[dict], None] | None = None,
@@ -101,24 +95,21 @@ def run_all(
 ) -> list[dict]:
     """Measure every run in order, with a progress bar over all measured steps.
     ``calibrations``: calibrate each workload before its first run in each round
-    (:mod:`ralp.bench.calibrated`) and keep it in that round's records. ``repeat``: the whole
+    (:mod:`ralp.bench.calibrated`), keep it in that round's records and read each record
+    against its bound (:mod:`ralp.bench.bound`). ``repeat``: the whole
     matrix that many rounds, the order rotated by one each round (:func:`rounds`); each record
     keeps its ``round``."""
     from tqdm import tqdm
 
-    plan = [(run, launcher) for run in runs]
-    if compute_reference and launcher.backend == "netns":
-        local = Launcher("local", device_type=launcher.device_type)
-        plan += [(run, local) for run in runs]
-    plan = rounds(plan, repeat)
-    total = sum(run.measured_steps for _, (run, _) in plan)
+    plan = rounds(list(runs), repeat)
+    total = sum(run.measured_steps for _, run in plan)
     bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True)
-    records, references = [], {}
+    records = []
     try:
-        for round_index, (run, where) in plan:
+        for round_index, run in plan:
             done_before = bar.n
             counter = f"round {round_index + 1}/{repeat} " if repeat > 1 else ""
-            bar.set_description(f"{counter}{run.label} [{where.backend}]")
+            bar.set_description(f"{counter}{run.label} [{launcher.backend}]")
 
             def on_progress(message, base=done_before):
                 kind, value = message
@@ -128,23 +119,20 @@ def run_all(
                     bar.update(base + value - bar.n)
 
             calibration = None
-            if calibrations is not None and where is launcher:
+            if calibrations is not None:
                 bar.set_postfix_str("calibrating the workload")
                 calibration = calibrations.for_run(run, round_index)
-            record = measure(run, where, on_progress)
+            record = measure(run, launcher, on_progress)
             record["round"] = round_index
             bar.update(done_before + run.measured_steps - bar.n)
-            if where is launcher:
-                if calibrations is not None:
-                    record["calibration"] = calibration
-                records.append(record)
-                if on_record:
-                    on_record(record)
-            else:
-                references[reference_key(record)] = record
+            if calibrations is not None:
+                record["calibration"] = calibration
+            record.update(bound_figures(record))
+            records.append(record)
+            if on_record:
+                on_record(record)
     finally:
         bar.close()
-    add_compute_reference(records, references)
     return records
 
 

@@ -201,3 +201,22 @@ def stanza_step_s(compute: Compute, layout: StanzaLayout, topo: Topology,
     copies = host_copy_s(layout.head_bytes, topo) if through_host else 0.0
     return (compute.head_s + exchange_s + compute.tail_group_s(layout.group) + rings
             + copies)
+
+
+def compute_step_s(compute: Compute, mode: str, workers: int, ps: int,
+                   sync: str = "async") -> float:
+    """``mode``'s step with every link infinitely fast: its compute alone on ``workers``
+    workers and ``ps`` PS tasks (stanza: CONV and FC ranks), each a device of its own, by
+    the family's own formula. The bound a measured step is read against, beside the busiest
+    link's wire time."""
+    if mode in ("horovod", "collective"):
+        return ring_step_s(compute, 0.0, Topology(max(workers, 1), 1, math.inf, math.inf))
+    if mode == "stanza":
+        layout = StanzaLayout(workers, ps, 0.0, 0.0, 0.0)
+        return stanza_step_s(compute, layout, Topology(workers + ps, 1, math.inf, math.inf))
+    tail = mode in ("ralp-h", "ralp-n")
+    # any boundary bytes mark RALP's exchange; at an infinite rate they cost nothing
+    layout = PSLayout((0,) * ps + (1,) * workers, 1, (0.0,) * ps, 1.0 if tail else 0.0,
+                      compute.tail_s if tail else 0.0)
+    return ps_family_step_s(compute, layout, Topology(ps + workers, 1, math.inf, math.inf),
+                            "bsp" if sync == "bsp" else "async")

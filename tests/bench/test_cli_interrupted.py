@@ -19,7 +19,7 @@ def test_records_measured_before_ctrl_c_are_written(tmp_path, monkeypatch, capsy
         raise KeyboardInterrupt  # during the second run
 
     monkeypatch.setattr(ralp.bench.runner, "run_all", one_run_then_ctrl_c)
-    request = SimpleNamespace(jobs=0, compute_reference=None, calibrate=False, repeat=1)
+    request = SimpleNamespace(jobs=0, calibrate=False, repeat=1)
     out = tmp_path / "bench.json"
     args = SimpleNamespace(out=str(out), csv=str(tmp_path / "bench.csv"), plot=None, quiet=True)
     with pytest.raises(KeyboardInterrupt):

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from ralp.bench.measure import control_plane_figures, link_figures, timing
+from ralp.bench.measure import control_plane_figures, link_figures, timing, wire_figures
 from ralp.bench.ps_job import Barrier
-from ralp.bench.records import add_compute_reference, derived_figures
+from ralp.bench.records import derived_figures
 from ralp.profiler.links import LinkBytes
 
 
@@ -37,30 +37,40 @@ def test_link_figures_are_deltas_per_step():
     assert link_figures(None, None, 4)["bytes_per_step_measured"] is None
 
 
-def test_derived_figures_and_bound_ratio():
-    record = {"model": "m", "mode": "ralp-n", "devices": 4, "workers": 3, "ps": 1,
-              "batch_size": 8, "image_size": 32, "num_classes": 10, "steps": 10, "measured_steps": 30,
-              "bytes_per_step_measured": 1.05e6, "bytes_per_step_predicted": 1.0e6,
-              "busiest_link_bytes": 12.5e6, "step_time_s": 2.0, "error": None}
+def test_the_wire_time_is_the_busiest_direction_over_the_window_per_step():
+    before = {"worker:0": LinkBytes(0, 0), "ps:0": LinkBytes(100, 100)}
+    after = {"worker:0": LinkBytes(3e6, 1e6), "ps:0": LinkBytes(1_000_100, 5_000_100)}
+    w = wire_figures(before, after)
+    assert w == {"busiest_direction": "ps:0 rx", "busiest_direction_bytes": 5e6}
+    assert wire_figures(None, after)["busiest_direction_bytes"] is None
+    record = {"workers": 2, "measured_steps": 20, "busiest_direction_bytes": 5e6,
+              "bytes_per_step_measured": 1.05e6, "bytes_per_step_predicted": 1.0e6}
     d = derived_figures(record, bits_per_s=100e6)
     assert d["bytes_ratio"] == pytest.approx(1.05)
-    # 12.5 MB at 100 Mbit/s = 1 s for 30 steps of 3 workers: 0.1 s per worker step
-    assert d["network_step_time_s"] == pytest.approx(0.1)
-    record.update(d)
-    ref = {**record, "step_time_s": 0.5}
-    # the reference is matched on the workload: model, mode, sizes, data, sync settings,
-    # how the workers pull (another pull schedule is another run), the devices' CPU budget
-    # and the round of a repeated matrix
-    fields = ("model", "mode", "devices", "workers", "ps", "batch_size", "image_size",
-              "num_classes", "data", "sync", "slow_worker", "pull_schedule", "device_cpus",
-              "round")
-    key = tuple(ref.get(k) for k in fields)
-    for other in ({"pull_schedule": "ibatch"}, {"device_cpus": "shared"}, {"round": 1}):
-        add_compute_reference([record], {tuple({**ref, **other}.get(k) for k in fields): ref})
-        assert "compute_step_time_s" not in record
-    add_compute_reference([record], {key: ref})
-    assert record["compute_step_time_s"] == 0.5
-    assert record["bound_ratio"] == pytest.approx(2.0 / 0.5)
+    # 5 MB at 100 Mbit/s = 0.4 s for 20 batches of 2 workers: 0.04 s per step of both
+    assert d["wire_step_time_s"] == pytest.approx(0.04)
+    assert derived_figures(record, None)["wire_step_time_s"] is None
+
+
+@pytest.mark.parametrize("workers", [1, 3, 7])
+def test_the_wire_time_never_exceeds_the_step(workers):
+    """Links as full as shaping lets them be, both directions of every link at the rate for
+    the whole window: the wire time of a step comes to the step, never more."""
+    rng = np.random.default_rng(workers)
+    rate, steps = 1e9, 12 * workers
+    start = 5.0
+    ends = list(start + np.cumsum(rng.uniform(0.05, 0.2, size=steps)))
+    wall = ends[-1] - start
+    full = int(rate / 8 * wall)  # bytes one direction carries in the window at the rate
+    links = ["ps:0", *(f"worker:{k}" for k in range(workers))]
+    before = {t: LinkBytes(0, 0) for t in links}
+    after = {t: LinkBytes(full, full) for t in links}
+    record = {"workers": workers, "measured_steps": steps, "bytes_per_step_measured": None,
+              "bytes_per_step_predicted": None, **timing(ends, start, steps, workers, 8),
+              **wire_figures(before, after)}
+    wire = derived_figures(record, rate)["wire_step_time_s"]
+    assert wire <= record["step_time_s"] * (1 + 1e-9)
+    assert wire == pytest.approx(record["step_time_s"], rel=1e-6)
 
 
 def test_barrier(tmp_path):

@@ -22,7 +22,7 @@ def test_table_shows_the_numbers_and_the_error(mixed):
     assert max(map(len, lines)) <= report.MAX_WIDTH
     ralp_h = next(line for line in lines if "ralp-h" in line and "vgg19" in line)
     for cell in ("150.0 ± 2.5", "1.50", "0.960 ± 0.020", "300.0 MB", "290.0 MB", "1.034",
-                 "network 3.50", "3+1"):
+                 "1.37 wire", "3+1"):
         assert cell in ralp_h, cell
     horovod = next(line for line in lines if "horovod" in line and "vgg19" in line)
     assert "error: worker 1 ran out of memory" in horovod
@@ -38,9 +38,9 @@ def test_table_rows_keep_the_given_order(mixed):
 
 
 def test_table_without_measurements_shows_dashes_and_compute_bound():
-    text = to_table([local(compute_step_time_s=0.5, network_step_time_s=0.1, bound_ratio=0.2)])
+    text = to_table([local(compute_step_time_s=0.5, wire_step_time_s=None, bound_ratio=1.5)])
     row = text.splitlines()[3]
-    assert "compute 0.20" in row
+    assert "1.50 compute" in row
     assert "1.2 GB" in row and " - " in row
     assert "local" in text.splitlines()[2] and "@" not in text.splitlines()[2]
 
@@ -156,3 +156,13 @@ def test_horovod_records_get_a_vs_horovod_column_and_speedup():
     horovod_row = next(line for line in lines if " horovod " in line)
     assert "4+0" in horovod_row and "2.00" in horovod_row and "1.00" in horovod_row
     assert "vs hvd" not in to_table([record()])  # no Horovod run, no column
+
+
+def test_the_bound_column_names_the_longer_side_and_old_records_still_show():
+    assert "1.37 wire" in to_table([record()]).splitlines()[3]
+    # a record written before the wire time: its network figure was no bound, so none shows
+    old = record(bound_ratio=None)
+    del old["wire_step_time_s"], old["bound_step_time_s"]
+    old["network_step_time_s"] = 1.2
+    row = to_table([old]).splitlines()[3]
+    assert row.rstrip().endswith("-")

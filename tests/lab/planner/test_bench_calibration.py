@@ -26,7 +26,7 @@ def test_calibrate_keeps_one_calibration_per_workload_that_validate_predicts_fro
     p = subprocess.run([sys.executable, "-m", "ralp.bench", "--backend", "netns", "--bandwidth",
                         "1gbit", "--models", "lenet", "--modes", "ps", "ralp-n", "--devices", "2",
                         "--batch-size", "16", "--steps", "3", "--warmup", "1", "--num-classes",
-                        "10", "--calibrate", "--out", str(out), "--quiet"],
+                        "10", "--out", str(out), "--quiet"],
                        capture_output=True, text=True, timeout=900, cwd=ROOT,
                        env={**os.environ, **CALIBRATION})
     assert p.returncode == 0, p.stderr
