@@ -7,7 +7,7 @@ and the Horovod rank job; checked against numpy in ``tests/bench/test_measure.py
 
 from __future__ import annotations
 
-import math
+import statistics
 from collections.abc import Mapping
 
 from ralp.profiler.links import LinkBytes
@@ -20,21 +20,21 @@ def timing(end_times: list[float], start: float, steps: int, workers: int, batch
 
     A window is one round: as many steps as workers, so each window is about one step time
     of a worker. Throughput is images of all workers per second; step time is the time a
-    worker takes for one batch (``workers`` x wall time / steps).
+    worker takes for one batch (``workers`` x wall time / steps). The spread is the windows'
+    interquartile range: ``[q1, q3]`` of their spans, and the rates those spans make (None
+    under two windows). It lies inside the windows' own range; a standard deviation of the
+    windows' rates grew past the figure itself whenever one window was short (workers
+    finishing at nearly one instant make a rate without bound).
     """
     wall = end_times[-1] - start
-    rates, step_times = [], []
-    previous = start
-    for k in range(workers - 1, len(end_times), workers):
-        span = max(end_times[k] - previous, 1e-9)
-        rates.append(workers * batch / span)
-        step_times.append(span)
-        previous = end_times[k]
+    bounds = [start, *end_times[workers - 1::workers]]
+    spans = _quartiles([max(b - a, 1e-9) for a, b in zip(bounds, bounds[1:], strict=False)])
     return {
         "images_per_sec": steps * batch / wall,
-        "images_per_sec_std": _std(rates),
+        "images_per_sec_iqr": None if spans is None else [workers * batch / spans[1],
+                                                          workers * batch / spans[0]],
         "step_time_s": workers * wall / steps,
-        "step_time_std_s": _std(step_times),
+        "step_time_iqr_s": spans,
     }
 
 
@@ -107,11 +107,12 @@ def sync_figures(history) -> dict:
             "sync_waiting_s": sum(sum(r.waiting_s) for r in history.sync)}
 
 
-def _std(values: list[float]) -> float:
+def _quartiles(values: list[float]) -> list[float] | None:
+    """``[q1, q3]`` of ``values`` (inclusive quartiles: within their min and max)."""
     if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+        return None
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return [q1, q3]
 
 
 def cpu_window(before, after) -> dict:

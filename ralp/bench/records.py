@@ -20,7 +20,7 @@ SPEC_KEYS: tuple[str, ...] = (
     "steps", "warmup",
 )
 FIGURE_KEYS: tuple[str, ...] = (
-    "images_per_sec", "images_per_sec_std", "step_time_s", "step_time_std_s",
+    "images_per_sec", "images_per_sec_iqr", "step_time_s", "step_time_iqr_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
     "compute_step_time_s", "wire_step_time_s", "bound_step_time_s", "bound_ratio",

@@ -36,10 +36,12 @@ def _num(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
-def _mean_std(mean: float | None, std: float | None, spec: str) -> str:
-    if mean is None:
+def _with_iqr(value: float | None, iqr: list[float] | None, spec: str) -> str:
+    """A figure with its windows' interquartile range (a record of an older bench, which
+    kept a standard deviation instead, shows the figure alone)."""
+    if value is None:
         return "-"
-    return format(mean, spec) if std is None else f"{mean:{spec}} ± {std:{spec}}"
+    return format(value, spec) if not iqr else f"{value:{spec}} [{iqr[0]:{spec}}-{iqr[1]:{spec}}]"
 
 
 def _bytes(n: float | None) -> str:
@@ -105,12 +107,12 @@ def _id_cells(r: dict) -> list[str]:
 
 def _table_row(r: dict, with_horovod: bool = False) -> list[str]:
     rate = (_with_spread(r, "images_per_sec", ".1f") if "rounds" in r
-            else _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f"))
+            else _with_iqr(r.get("images_per_sec"), r.get("images_per_sec_iqr"), ".1f"))
     row = [
         *_id_cells(r),
         rate,
         _with_spread(r, "speedup_vs_ps", ".2f"),
-        _mean_std(r.get("step_time_s"), r.get("step_time_std_s"), ".3f"),
+        _num(r.get("step_time_s"), ".3f"),
         _bytes(r.get("bytes_per_step_measured")),
         _bytes(r.get("bytes_per_step_predicted")),
         _num(r.get("bytes_ratio"), ".3f"),
@@ -331,7 +333,7 @@ def _job_row(r: dict) -> list[str]:
     if r.get("error"):
         rate = f"error: {short_error(r['error'])}"
     else:
-        rate = _mean_std(r.get("images_per_sec"), r.get("images_per_sec_std"), ".1f")
+        rate = _with_iqr(r.get("images_per_sec"), r.get("images_per_sec_iqr"), ".1f")
     return [str(r["job"]), str(r.get("model")), str(r.get("mode")), rate]
 
 

@@ -66,7 +66,7 @@ def summarize(records: Sequence[dict]) -> list[dict]:
         for field in MEDIAN_FIELDS:
             values = [r[field] for r in ok if r.get(field) is not None]
             summary[field] = median(values) if values else None
-        summary["images_per_sec_std"] = summary["step_time_std_s"] = None
+        summary["images_per_sec_iqr"] = summary["step_time_iqr_s"] = None
         out.append(summary)
     return out
 

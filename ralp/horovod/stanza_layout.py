@@ -50,9 +50,6 @@ class StanzaLayout:
 
         return tuple(stanza_groups(self.conv_workers, self.fc_workers)[fc_index])
 
-    def group_sizes(self) -> tuple[int, ...]:
-        return tuple(len(self.group(g)) for g in range(self.fc_workers))
-
     def share(self, fc_index: int) -> float:
         """The fraction of the global batch that FC rank ``fc_index``'s group holds."""
         return len(self.group(fc_index)) / self.conv_workers

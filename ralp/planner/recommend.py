@@ -34,8 +34,7 @@ def subject(args, workload_for: Callable[[str, int, int, int], Workload]) -> Sub
     from ralp.profiler.api import profile
 
     if args.model is None and args.keras_model is None:
-        raise UsageError("say which model: --model NAME or --keras-model PATH "
-                         "(or --calibrate / --validate)")
+        raise UsageError("say which model: --model NAME or --keras-model PATH")
     if args.model is not None:
         spec = get_model_spec(args.model)
         batch = args.batch_size or spec.default_batch_size

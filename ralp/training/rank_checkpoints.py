@@ -209,6 +209,3 @@ class LockstepCheckpoints:
                                   f"{str(self.directory)!r} (this rank's file {path.name})") from None
         except (OSError, ValueError) as e:
             raise CheckpointError(f"cannot read {path}: {e}") from None
-
-    def has_part(self, number: int, part: str) -> bool:
-        return (self.directory / f"ckpt-{number}.{part}.npz").exists()

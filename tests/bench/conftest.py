@@ -10,7 +10,8 @@ from tests.bench.records_fixtures import failed, record
 def mixed() -> list[dict]:
     return add_speedups([
         record(),
-        record(mode="ralp-h", images_per_sec=150.0, bytes_per_step_measured=3.0e8,
+        record(mode="ralp-h", images_per_sec=150.0, images_per_sec_iqr=[146.2, 153.8],
+               bytes_per_step_measured=3.0e8,
                bytes_per_step_predicted=2.9e8, bytes_ratio=3.0e8 / 2.9e8),
         record(mode="ralp-n", images_per_sec=130.0, bytes_per_step_measured=None,
                bytes_per_step_predicted=4.0e8, bytes_ratio=None),

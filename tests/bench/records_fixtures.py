@@ -11,8 +11,8 @@ def record(**overrides) -> dict:
         "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
         "sync": None, "slow_worker": None, "pull_schedule": "default",
         "steps": 20, "warmup": 3,
-        "images_per_sec": 100.0, "images_per_sec_std": 2.5,
-        "step_time_s": 0.96, "step_time_std_s": 0.02,
+        "images_per_sec": 100.0, "images_per_sec_iqr": [97.5, 102.5],
+        "step_time_s": 0.96, "step_time_iqr_s": [0.94, 0.98],
         "bytes_per_step_measured": 1.2e9, "bytes_per_step_predicted": 1.19e9,
         "bytes_ratio": 1.2e9 / 1.19e9,
         "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
@@ -29,7 +29,7 @@ def record(**overrides) -> dict:
 
 def failed(**overrides) -> dict:
     numeric = {k: None for k in RECORD_KEYS if k.endswith(("_s", "_measured", "_predicted"))}
-    numeric |= {"images_per_sec": None, "images_per_sec_std": None, "bytes_ratio": None,
+    numeric |= {"images_per_sec": None, "images_per_sec_iqr": None, "bytes_ratio": None,
                 "bound_ratio": None}
     return record(**numeric | {"error": "worker 1 ran out of memory"} | overrides)
 

@@ -367,8 +367,8 @@ def test_show_reprints_saved_results_without_running(tmp_path):
     record = dict.fromkeys(RECORD_KEYS)
     record.update(model="vgg11", mode="ps", devices=4, workers=2, ps=2, backend="netns",
                   bandwidth="1gbit", batch_size=8, image_size=64, num_classes=1000, steps=5,
-                  warmup=2, images_per_sec=5.0, images_per_sec_std=0.1, step_time_s=3.1,
-                  step_time_std_s=0.1, bytes_per_step_measured=3.09e8,
+                  warmup=2, images_per_sec=5.0, images_per_sec_iqr=[4.9, 5.1], step_time_s=3.1,
+                  step_time_iqr_s=[3.0, 3.2], bytes_per_step_measured=3.09e8,
                   bytes_per_step_predicted=3.08e8, bytes_ratio=1.003)
     saved = tmp_path / "r.json"
     saved.write_text(json.dumps([record]))

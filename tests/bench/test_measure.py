@@ -19,8 +19,24 @@ def test_timing_matches_numpy():
     assert t["step_time_s"] == pytest.approx(workers * wall / 12)
     bounds = np.concatenate([[start], ends[workers - 1 :: workers]])
     spans = np.diff(bounds)
-    assert t["step_time_std_s"] == pytest.approx(np.std(spans, ddof=1))
-    assert t["images_per_sec_std"] == pytest.approx(np.std(workers * batch / spans, ddof=1))
+    q1, q3 = np.percentile(spans, [25, 75])
+    assert t["step_time_iqr_s"] == pytest.approx([q1, q3])
+    assert t["images_per_sec_iqr"] == pytest.approx([workers * batch / q3, workers * batch / q1])
+
+
+def test_the_spread_of_a_rate_stays_inside_its_windows_range():
+    """A short window (two workers ending at nearly one instant) makes a huge rate: the
+    spread shown beside the rate stays inside the windows' rates and narrower than the figure
+    itself, where a standard deviation of the rates grew past it."""
+    start, workers, batch = 0.0, 2, 8
+    ends = list(np.arange(1, 17) * 0.5)
+    ends[4:6] = [2.0 + 1e-7, 2.0 + 2e-7]  # the third window is 2e-7 s long
+    t = timing(ends, start, len(ends), workers, batch)
+    rates = [workers * batch / s for s in np.diff([start, *ends[workers - 1::workers]])]
+    assert max(rates) > 1e6 * t["images_per_sec"]
+    low, high = t["images_per_sec_iqr"]
+    assert min(rates) <= low <= high <= max(rates)
+    assert high - low < t["images_per_sec"]
 
 
 def test_link_figures_are_deltas_per_step():

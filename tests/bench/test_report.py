@@ -21,7 +21,7 @@ def test_table_shows_the_numbers_and_the_error(mixed):
     assert lines[0].split()[:4] == ["model", "N", "mode", "W+PS"]
     assert max(map(len, lines)) <= report.MAX_WIDTH
     ralp_h = next(line for line in lines if "ralp-h" in line and "vgg19" in line)
-    for cell in ("150.0 ± 2.5", "1.50", "0.960 ± 0.020", "300.0 MB", "290.0 MB", "1.034",
+    for cell in ("150.0 [146.2-153.8]", "1.50", "0.960", "300.0 MB", "290.0 MB", "1.034",
                  "1.37 wire", "3+1"):
         assert cell in ralp_h, cell
     horovod = next(line for line in lines if "horovod" in line and "vgg19" in line)
@@ -117,7 +117,7 @@ def test_consolidation_table():
         record(job=0, scenario="all-ps", images_per_sec=40.0),
         record(job=1, scenario="all-ps", model="resnet50", images_per_sec=60.0),
         record(job=1, scenario="mixed", model="resnet50", mode="ralp-h", images_per_sec=90.0),
-        record(job=0, scenario="mixed", images_per_sec=50.0, images_per_sec_std=1.0),
+        record(job=0, scenario="mixed", images_per_sec=50.0, images_per_sec_iqr=[49.0, 51.0]),
         record(job=2, scenario="mixed", images_per_sec=70.0),
         failed(job=3, scenario="mixed", model="resnet50"),
     ]
@@ -129,7 +129,7 @@ def test_consolidation_table():
     assert "x all-ps" not in all_ps
     jobs = [line.split()[0] for line in mixed.splitlines()[3:-1]]
     assert jobs == ["0", "1", "2", "3"]  # sorted by job
-    assert "50.0 ± 1.0" in mixed and "error: worker 1 ran out of memory" in mixed
+    assert "50.0 [49.0-51.0]" in mixed and "error: worker 1 ran out of memory" in mixed
     summary = mixed.splitlines()[-1]
     assert "total 210.0 img/s" in summary
     assert "vgg19 60.0, resnet50 90.0" in summary
