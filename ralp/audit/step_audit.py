@@ -116,8 +116,7 @@ def _worker0_partitions(trainer, dump_dir: str, settings: AuditSettings, image_s
     runtime = trainer.runtime
     for _ in range(10):  # BSP: one round is a step of every worker
         trainer.fit(dataset_fn, steps_per_epoch=1 if runtime.bsp else settings.workers, verbose=0)
-        step = runtime._bsp[0] if runtime.bsp else runtime.step
-        functions = [f for f in concrete_functions(step)
+        functions = [f for f in concrete_functions(runtime.step_function)
                      if _name(f).startswith(STEP_FUNCTION)]
         if functions:
             function = functions[-1]

@@ -308,7 +308,7 @@ class CollectiveRuntime(RankRuntime):
         return {"model": read_arrays(self._checkpoint_variables(),
                                      lambda v: local(_backing(v))[0].numpy())}
 
-    def restore_checkpoint(self, load) -> None:
+    def restore_parts(self, load) -> None:
         """Worker 0 reads the checkpoint; every worker gets its values: a sum over the workers
         of worker 0's values and the others' zeros (exact: x + 0 = x)."""
         from ralp.training.rank_checkpoints import assign_arrays

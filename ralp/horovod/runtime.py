@@ -128,7 +128,7 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
 
         return {"model": read_arrays(self._checkpoint_variables())} if self.rank == 0 else {}
 
-    def restore_checkpoint(self, load) -> None:
+    def restore_parts(self, load) -> None:
         """Rank 0 reads the checkpoint; every rank gets its values (a broadcast)."""
         from ralp.training.rank_checkpoints import assign_arrays
 

@@ -367,7 +367,7 @@ class StanzaRuntime(HorovodCollectives, RankRuntime):
     def start_copies(self, write):  # the FC copies cross while the next step computes
         return stanza_checkpoints.start_copies(self, write)
 
-    def restore_checkpoint(self, load) -> None:
+    def restore_parts(self, load) -> None:
         stanza_checkpoints.restore_checkpoint(self, load)
 
 

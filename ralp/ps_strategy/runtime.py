@@ -73,6 +73,7 @@ class PSRuntime:
     """Plain PS or RALP on a connected cluster (the module's docstring)."""
 
     is_chief = True
+    size = 1  # processes that run the fit: the coordinator alone
 
     def __init__(self, model, connection: Connection, plan: Plan, *, profile, make_optimizer,
                  state: list, device_type: str = "cpu", sync: SyncPolicy | None = None,
@@ -102,6 +103,9 @@ class PSRuntime:
     @property
     def bsp(self) -> bool:
         return self.sync is not None and self.sync.paradigm == "bsp"
+
+    # the traced step a worker runs (BSP's of a round), for audits of its graph
+    step_function = property(lambda self: self._bsp[0] if self.bsp else self.step)
 
     def describe(self) -> str:
         return f"workers={self.workers} ps={self.connection.num_ps}\n{self.plan}"
@@ -231,6 +235,9 @@ class PSRuntime:
 
     def agree(self, flag: bool) -> bool:
         return bool(flag)
+
+    def barrier(self) -> None:
+        """Nothing to wait for: the coordinator is the only process that runs the fit."""
 
     def share_text(self, text: str) -> str:
         return text  # one process

@@ -31,6 +31,7 @@ from ralp.training.checkpoints import Failure, Position, Recoveries, TrainingSta
 from ralp.training.history import History
 from ralp.training.model_view import ModelView, ViewCallbacks, callbacks_here, saves_by_batch
 from ralp.training.objective import EpochSums, step_loss
+from ralp.training.runtime import Runtime
 
 
 def _wants_batch_logs(callbacks) -> bool:
@@ -44,7 +45,7 @@ class FitLoop:
     :class:`ralp.training.validation.Validation` or None; ``store`` the runtime's checkpoints
     or None."""
 
-    def __init__(self, runtime, data, objective, *, epochs: int, initial_epoch: int,
+    def __init__(self, runtime: Runtime, data, objective, *, epochs: int, initial_epoch: int,
                  callbacks, verbose: int, validation, store, restart_timeout: float,
                  seed: int | None, evaluate, view: ModelView):
         self.runtime, self.data, self.objective = runtime, data, objective

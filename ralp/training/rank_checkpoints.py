@@ -15,7 +15,7 @@ barrier that follows every rank's parts (for Stanza, after the step that follows
 the FC ranks' copies crossed), so a rank lost halfway leaves the previous checkpoint the newest
 complete one. On ``restore`` rank 0 picks the newest complete checkpoint and shares
 its state with every rank, so all agree on the step; each trainer then reads its parts and
-broadcasts them (``restore_checkpoint``).
+broadcasts them (``restore_parts``).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class LockstepCheckpoints:
 
     ``trainer`` provides ``rank``, ``barrier()``, ``share_text(text)`` (rank 0's text on
     every rank), ``checkpoint_parts()`` (part name -> {key: array} this rank writes) and
-    ``restore_checkpoint(load)`` (reads its parts with ``load(part)`` and broadcasts them).
+    ``restore_parts(load)`` (reads its parts with ``load(part)`` and broadcasts them).
     """
 
     def __init__(self, trainer, directory: str | os.PathLike, every: int | None,
@@ -176,7 +176,7 @@ class LockstepCheckpoints:
             raise CheckpointError(shared["error"])
         state = TrainingState.from_json(shared["state"])
         number = state.total_steps
-        self.trainer.restore_checkpoint(lambda part: self._read_part(number, part))
+        self.trainer.restore_parts(lambda part: self._read_part(number, part))
         return state
 
     def _latest_text(self) -> dict | None:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ralp.errors import InvalidArgumentError
 from ralp.training.checkpoints import Failure, TrainingState
 from ralp.training.data import Sharding
 from ralp.training.optimizer_state import OptimizerState
@@ -39,6 +40,8 @@ class RankRuntime:
 
     restart_timeout = 0.0
     fixed_batch = False  # stanza: every rank's batch has the same, fixed size
+    plan = profile = None  # stanza: its plan; no rank mode keeps a profile
+    step_function = None  # the traced step, for audits of its graph (set where it is built)
 
     def __init__(self):
         self.total_steps = 0
@@ -109,6 +112,15 @@ class RankRuntime:
 
     def recoverable(self, error: BaseException) -> bool:
         return False  # a lost rank ends the job: a supervisor restarts it whole
+
+    def recover(self, error: BaseException, timeout: float) -> None:
+        raise error  # never recoverable (above)
+
+    def save_checkpoint(self, path: str) -> str:
+        raise _parameter_server_only("save_checkpoint", self.mode)
+
+    def restore_checkpoint(self, path: str) -> None:
+        raise _parameter_server_only("restore_checkpoint", self.mode)
 
     def finish(self) -> None:
         """The fit is over (the collective runtime waits for every worker here)."""
@@ -220,3 +232,9 @@ def statistics_variables(model) -> list:
     mean and variance; a frozen layer's weights, equal everywhere, average to themselves)."""
     return [v for v in model.non_trainable_weights
             if np.issubdtype(np.dtype(v.dtype), np.floating)]
+
+
+def _parameter_server_only(name: str, mode: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{name} is for the parameter-server modes; in mode {mode!r} checkpoint with "
+        "fit(checkpoint_dir=...), or save the model with trainer.unwrap().save(path)")

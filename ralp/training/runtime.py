@@ -19,14 +19,23 @@ from ralp.training.optimizer_state import OptimizerState
 
 
 class Runtime(Protocol):
-    """A mode's runtime, as the fit loop and the trainer use it."""
+    """A mode's runtime, as the trainer, the fit loop and the stepper use it: everything they
+    use is declared here (``tests/training/test_runtime_contract.py`` checks each runtime
+    against it, name and parameters)."""
 
     mode: str  # "ps", "ralp", "horovod", "stanza" or "collective"
     model: object  # the model as it trains: the callbacks get it
+    plan: object  # the placement it runs (a Plan or a StanzaPlan), or None
+    profile: object  # the model's profile the plan came from, or None
     is_chief: bool  # this process prints and writes (the coordinator, or rank 0)
+    size: int  # the processes that run the fit (1: a PS coordinator; every rank)
     synchronous_workers: int  # the workers one update's batch is split over
     restart_timeout: float  # seconds to wait for a lost task (0: a lost rank ends the job)
     total_steps: int  # updates this model has trained, over every fit
+    step_function: object  # the traced step a worker runs, for audits of its graph
+
+    def describe(self) -> str:
+        """The runtime in a few words, for the trainer's repr."""
 
     def sharding(self, data):
         """How ``data``'s batches go to the workers (:class:`ralp.training.data.Sharding`)."""
@@ -39,6 +48,9 @@ class Runtime(Protocol):
 
     def agree(self, flag: bool) -> bool:
         """Whether any process's ``flag`` is set (a collective)."""
+
+    def barrier(self) -> None:
+        """Wait until every process gets here (a collective)."""
 
     def share_text(self, text: str) -> str:
         """The first process's ``text``, on every process (a collective)."""
@@ -69,6 +81,13 @@ class Runtime(Protocol):
     def checkpoint_store(self, directory, every: int | None):
         """The fit's checkpoints in ``directory``: ``save``, ``restore``, ``restored``,
         ``step_done``, ``finish``."""
+
+    def save_checkpoint(self, path: str) -> str:
+        """Save every variable and the optimizers' state; the checkpoint's path (the PS
+        modes; the others refuse)."""
+
+    def restore_checkpoint(self, path: str) -> None:
+        """Restore what :meth:`save_checkpoint` wrote (the PS modes; the others refuse)."""
 
     def weights(self) -> list[np.ndarray]:
         """The current weights, in the model's ``get_weights()`` order (a collective)."""

@@ -13,6 +13,7 @@ import numpy as np
 from ralp.training.checkpoints import Position
 from ralp.training.fit_inputs import fit_data
 from ralp.training.objective import step_loss
+from ralp.training.runtime import Runtime
 
 
 @dataclass
@@ -32,7 +33,8 @@ class Stepper:
                  shuffle: bool = False):
         from ralp.training.trainer import _label_spec
 
-        self.runtime = runtime = trainer.runtime
+        self.runtime: Runtime = trainer.runtime
+        runtime = self.runtime
         self.objective = trainer._objective(_label_spec(x, y))
         data = fit_data(x, y, sample_weight=None, class_weight=None, batch_size=batch_size,
                         steps_per_epoch=1, shuffle=shuffle, model=trainer.original,
@@ -63,9 +65,7 @@ class Stepper:
 
     def barrier(self) -> None:
         """Wait until every process gets here (a collective; nothing in a PS coordinator)."""
-        barrier = getattr(self.runtime, "barrier", None)
-        if barrier is not None:
-            barrier()
+        self.runtime.barrier()
 
 
 class _Quiet:

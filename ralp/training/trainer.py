@@ -33,6 +33,7 @@ from ralp.training.fit_inputs import (
 from ralp.training.history import History
 from ralp.training.model_view import ModelView, check_callbacks
 from ralp.training.objective import Objective, spec_of
+from ralp.training.runtime import Runtime
 from ralp.training.validation import Validation, validation_for
 
 
@@ -93,18 +94,18 @@ class Trainer:
     (:mod:`ralp.training.model_view`).
     """
 
-    def __init__(self, runtime, setup: TrainingSetup, original: keras.Model, *,
+    def __init__(self, runtime: Runtime, setup: TrainingSetup, original: keras.Model, *,
                  batch_size: int | None = None, auto=None):
         self.runtime, self.setup, self.original = runtime, setup, original
         self.batch_size = batch_size
         self.auto = auto
         self._objectives: dict = {}
         # what callbacks, evaluate and predict see: made at first use, kept in step
-        self.view = ModelView(runtime, self._make_view, getattr(runtime, "size", 1))
+        self.view = ModelView(runtime, self._make_view, runtime.size)
 
     mode = property(lambda self: self.runtime.mode)
-    plan = property(lambda self: getattr(self.runtime, "plan", None))
-    profile = property(lambda self: getattr(self.runtime, "profile", None))
+    plan = property(lambda self: self.runtime.plan)
+    profile = property(lambda self: self.runtime.profile)
     model = property(lambda self: self.runtime.model)
 
     # ------------------------------------------------------------------ fit
@@ -283,18 +284,11 @@ class Trainer:
         """Save every variable and the optimizers' state (wherever they live); returns the
         checkpoint's path. Parameter-server modes; elsewhere ``fit(checkpoint_dir=...)`` or
         ``unwrap().save(...)``."""
-        return self._checkpoints("save_checkpoint")(path)
+        return self.runtime.save_checkpoint(path)
 
     def restore_checkpoint(self, path: str) -> None:
         """Restore a checkpoint :meth:`save_checkpoint` (or ``fit``) wrote."""
-        self._checkpoints("restore_checkpoint")(path)
-
-    def _checkpoints(self, name: str):
-        if not hasattr(self.runtime, "save_checkpoint"):
-            raise InvalidArgumentError(
-                f"{name} is for the parameter-server modes; in mode {self.mode!r} checkpoint with "
-                "fit(checkpoint_dir=...), or save the model with trainer.unwrap().save(path)")
-        return getattr(self.runtime, name)
+        self.runtime.restore_checkpoint(path)
 
     def __repr__(self) -> str:
         return f"<ralp.Trainer mode={self.mode!r} {self.runtime.describe()}>"
