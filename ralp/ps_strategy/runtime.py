@@ -104,8 +104,7 @@ class PSRuntime:
     def bsp(self) -> bool:
         return self.sync is not None and self.sync.paradigm == "bsp"
 
-    # the traced step a worker runs (BSP's of a round), for audits of its graph
-    step_function = property(lambda self: self._bsp[0] if self.bsp else self.step)
+    step_function = property(lambda self: self._bsp[0] if self.bsp else self.step)  # audits
 
     def describe(self) -> str:
         return f"workers={self.workers} ps={self.connection.num_ps}\n{self.plan}"
