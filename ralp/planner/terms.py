@@ -10,11 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs
-# The share of a backward pass that transfers started as its gradients come out can run beside:
+# The share of a backward pass that transfers started as its gradients come out run beside:
 # the first gradients (the output layers', a small part of a CNN's backward FLOPs) are ready
-# almost as the backward pass starts. Measured on the simulated cluster from the allreduce
-# modes' step timelines (docs/explanation/cost-model.md, "Overlap").
-OVERLAP_SHARE = 0.977
+# almost as the backward pass starts, and their bytes go on the wire a little later. Measured
+# on the simulated cluster from the allreduce modes' step timelines, the first gradient's
+# bytes on the wire against the backward pass (docs/explanation/cost-model.md, "Overlap").
+OVERLAP_SHARE = 0.861
+
+
+def forward_backward_s(step_s: float) -> tuple[float, float]:
+    """A training step's compute split into its forward and backward passes, the backward
+    costing :data:`BACKWARD_RATIO` times the forward."""
+    return step_s / (1 + BACKWARD_RATIO), step_s * BACKWARD_RATIO / (1 + BACKWARD_RATIO)
 
 
 def behind_backward_s(backward_s: float, transfer_s: float,
