@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 
 from ralp.planner.modes import PlannerError
-from ralp.planner.terms import BACKWARD_RATIO, Compute, behind_backward_s
+from ralp.planner.terms import Compute, behind_backward_s, forward_backward_s
 
 # PCIe 3.0 x16: 985 MB/s per lane each way (PCI-SIG's PCIe 3.0 base specification), the link
 # most GPUs of a node reach each other and the host through when nothing faster is given.
@@ -145,12 +145,6 @@ def ps_family_step_s(compute: Compute, layout: PSLayout, topo: Topology,
     # gradients of every remote worker
     round_s = 2 * moving + remote * layout.boundary_bytes / topo.nic
     return max(alone, round_s, layout.workers * layout.tail_s)
-
-
-def forward_backward_s(step_s: float) -> tuple[float, float]:
-    """A training step's compute split into its forward and backward passes, the backward
-    costing :data:`BACKWARD_RATIO` times the forward."""
-    return step_s / (1 + BACKWARD_RATIO), step_s * BACKWARD_RATIO / (1 + BACKWARD_RATIO)
 
 
 def ring_allreduce_s(nbytes: float, ranks: int, topo: Topology) -> float:
