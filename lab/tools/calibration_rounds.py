@@ -41,7 +41,7 @@ def compute_by_round(records: list[dict]) -> list[str]:
 
 def report(records: list[dict]) -> list[str]:
     from lab.planner import repeats, validate
-    from ralp.planner.cli import _in_step_workload, _queue_workload
+    from lab.planner.cli import _in_step_workload, _queue_workload
 
     first = first_calibrations(records)
     kept = [r for r in records if not repeats.flagged(r) and not r.get("error")]
