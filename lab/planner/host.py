@@ -131,9 +131,10 @@ class Host:
         return compute_s / self.capacity_at(processes)
 
     def bytes_phase_s(self, wire_s: float, byte_cpu_s: float) -> float:
-        """A lockstep phase that only moves bytes (a Horovod collective: no compute runs
-        beside it) on a shared host: the wire and the CPU work of its bytes pipeline (Gloo
-        sends a chunk while it reduces the previous one), so the slower of the two counts.
+        """A phase that only moves bytes (a Horovod collective's, timed alone: what runs
+        beside it is the step models' business) on a shared host: the wire and the CPU work of
+        its bytes pipeline (Gloo sends a chunk while it reduces the previous one), so the
+        slower of the two counts.
         An older calibration (no ``cores``) keeps the earlier rule: they add."""
         if not self.cores:
             return wire_s + byte_cpu_s / self.capacity

@@ -2,27 +2,28 @@
 (``MultiWorkerMirroredStrategy``), and the ring's terms Stanza's step shares
 (:mod:`lab.planner.stanza_step`). Small pure functions of measured inputs (no TensorFlow).
 
-Horovod steps in lockstep (a collective): every worker runs the whole model, then all
-allreduce the gradients, so the terms add. A ring phase that only moves bytes takes the wire
-or its bytes' CPU on the busiest rank's device, the slower, plus the part of the faster that
-does not hide behind it (:func:`device_bytes_phase`).
+Every worker runs the whole model and allreduces each gradient as its backward pass
+produces it: the ring runs beside the backward pass by the planner's one overlap rule
+(:func:`ralp.planner.terms.behind_backward_s`), but its bytes' CPU work and the compute share
+the rank's processor, so they add (:func:`beside_backward_s`). A ring phase that only moves
+bytes takes the wire or its bytes' CPU on the busiest rank's device, the slower, plus the
+part of the faster that does not hide behind it (:func:`device_bytes_phase`).
 """
 
 from __future__ import annotations
 
 from lab.planner.host import Host
-from ralp.planner.terms import Compute, Links
+from ralp.planner.terms import Compute, Links, behind_backward_s, forward_backward_s
 
 
 def horovod_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                       host: Host) -> float:
-    """Horovod ring allreduce: every worker runs the whole model, then all allreduce the
-    gradients together (lockstep: no overlap with compute, as the trainer allreduces after
-    the backward pass). The ring sends 2 x S x (W-1)/W per worker, both directions at once
-    (full duplex), in 2 (W-1) hops. On a shared host the W workers compute together
-    (:meth:`Host.together_s`), then allreduce alone: the ring's wire time or its bytes' CPU
-    time (Gloo's, :attr:`Host.ring_cost`, over every core), the slower
-    (:meth:`Host.bytes_phase_s`)."""
+    """Horovod ring allreduce: every worker runs the whole model and allreduces each
+    gradient as its backward pass produces it (:func:`beside_backward_s`). The ring sends
+    2 x S x (W-1)/W per worker, both directions at once (full duplex), in 2 (W-1) hops. On a
+    shared host the W workers compute together (:meth:`Host.together_s`) and the ring takes
+    its wire time or its bytes' CPU time (Gloo's, :attr:`Host.ring_cost`, over every core),
+    the slower (:meth:`Host.bytes_phase_s`)."""
     return _ring_step_time(compute, links, workers, bandwidth, host, host.ring_cost)
 
 
@@ -40,10 +41,29 @@ def _ring_step_time(compute: Compute, links: Links, workers: int, bandwidth: flo
     ring_s, _ = ring_phase_terms(host, workers, links.worker_tx, bandwidth, ring_cost,
                                  collective)
     if host.shared:
-        return (host.together_s(workers * compute.full_s, workers)
-                + host.bytes_phase_s(ring_s, ring_cost * links.total))
-    return compute.full_s + device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
-                                               collective)
+        return beside_backward_s(host.together_s(workers * compute.full_s, workers),
+                                 host.bytes_phase_s(ring_s, ring_cost * links.total),
+                                 shared_cpu_s(host, ring_cost * links.total))
+    return beside_backward_s(compute.full_s,
+                             device_bytes_phase(host, ring_s, links.worker_tx, ring_cost,
+                                                collective),
+                             host.on_device(ring_cost * links.worker_tx))
+
+
+def beside_backward_s(compute_s: float, ring_s: float, cpu_s: float) -> float:
+    """A step's compute (``compute_s``, forward and backward) with a ring of its gradients
+    (``ring_s``) started as the backward pass produces them: the ring runs beside the
+    backward pass by the planner's rule (:func:`ralp.planner.terms.behind_backward_s`), but
+    its bytes' CPU work (``cpu_s``) takes the same processor as the compute, so the step is
+    at least the two together."""
+    forward_s, backward_s = forward_backward_s(compute_s)
+    return max(compute_s + cpu_s, forward_s + behind_backward_s(backward_s, ring_s))
+
+
+def shared_cpu_s(host: Host, byte_cpu_s: float) -> float:
+    """Seconds a shared host's cores spend on ``byte_cpu_s`` CPU seconds of a ring's bytes
+    (as :meth:`Host.bytes_phase_s` counts them)."""
+    return byte_cpu_s / host.cores if host.cores else byte_cpu_s / host.capacity
 
 
 def ring_phase_terms(host: Host, ranks: int, rank_bytes: float, bandwidth: float,

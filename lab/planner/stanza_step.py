@@ -5,7 +5,12 @@ inputs, as :mod:`lab.planner.ring_step`, whose ring terms it uses."""
 from __future__ import annotations
 
 from lab.planner.host import Host
-from lab.planner.ring_step import device_bytes_phase, ring_wire_s
+from lab.planner.ring_step import (
+    beside_backward_s,
+    device_bytes_phase,
+    ring_wire_s,
+    shared_cpu_s,
+)
 from ralp.planner.terms import Compute, Links
 
 
@@ -27,16 +32,29 @@ def _beside_factors(compute: Compute, host: Host) -> tuple[float, float]:
 
 def stanza_step_time(compute: Compute, links: Links, workers: int, bandwidth: float,
                      host: Host) -> float:
-    """Stanza's step: the sum of its phases (:func:`stanza_phase_times`)."""
-    return sum(stanza_phase_times(compute, links, workers, bandwidth, host).values())
+    """Stanza's step: its phases (:func:`stanza_phase_times`) one after another, except that
+    the rings start as the CONV ranks' backward pass produces the head's gradients: they run
+    beside it by the planner's one overlap rule, their bytes' CPU on the same processor
+    (:func:`lab.planner.ring_step.beside_backward_s`). The heads' phase is taken as a third
+    forward and two thirds backward, the backward pass after the tail."""
+    phases = stanza_phase_times(compute, links, workers, bandwidth, host)
+    head_ring, tail_ring = links.rings
+    fc = len(links.ps_tx)
+    if host.shared:
+        ring_bytes = workers * head_ring + (fc * tail_ring if fc > 1 else 0)
+        cpu_s = shared_cpu_s(host, host.ring_cost * ring_bytes)
+    else:
+        cpu_s = host.on_device(host.ring_cost * max(head_ring, tail_ring if fc > 1 else 0))
+    return (phases["tail"] + phases["exchange"]
+            + beside_backward_s(phases["heads"], phases["rings"], cpu_s))
 
 
 def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: float,
                        host: Host) -> dict[str, float]:
     """Stanza (layer separation on Horovod), ``workers`` = n_c CONV ranks, ``len(links.ps_tx)``
     = n_f FC ranks, each FC rank serving a group of at most g = ceil(n_c / n_f) CONV ranks.
-    One lockstep step, its phases one after the other (nothing overlaps, as the trainer runs
-    them in order):
+    One lockstep step, its phases in order (the rings overlap the heads' backward pass in the
+    step, :func:`stanza_step_time`; here each phase's time alone):
 
     1. every CONV rank runs the head forward and sends its boundary activations and labels
        to its group's FC rank;

@@ -10,6 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BACKWARD_RATIO = 2.0  # backward FLOPs over forward FLOPs
+# The share of a backward pass that transfers started as its gradients come out run beside:
+# the first gradients (the output layers', a small part of a CNN's backward FLOPs) are ready
+# almost as the backward pass starts, and their bytes go on the wire a little later. Measured
+# on the simulated cluster from the allreduce modes' step timelines, the first gradient's
+# bytes on the wire against the backward pass (docs/explanation/cost-model.md, "Overlap").
+OVERLAP_SHARE = 0.861
+
+
+def forward_backward_s(step_s: float) -> tuple[float, float]:
+    """A training step's compute split into its forward and backward passes, the backward
+    costing :data:`BACKWARD_RATIO` times the forward."""
+    return step_s / (1 + BACKWARD_RATIO), step_s * BACKWARD_RATIO / (1 + BACKWARD_RATIO)
+
+
+def behind_backward_s(backward_s: float, transfer_s: float,
+                      share: float = OVERLAP_SHARE) -> float:
+    """A backward pass with the transfers of its gradients (PS pushes, ring reductions)
+    started as the gradients come out: they run beside its last ``share``, so the phase
+    lasts the backward pass, or its part before that share plus the transfers, the longer.
+    One rule for every mode family (docs/explanation/cost-model.md, "Overlap")."""
+    return max(backward_s, (1.0 - share) * backward_s + transfer_s)
 
 
 @dataclass(frozen=True)

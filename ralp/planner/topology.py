@@ -12,15 +12,17 @@ Families (docs/explanation/cost-model.md, "A real cluster"):
   its forward pass, (RALP) sends the boundary activations to the tail on the PS and gets
   their gradients back, and runs its backward pass, pushing each layer's gradients as soon
   as they are computed. Pulls are exposed; pushes hide behind the backward pass as far as
-  it lasts (:func:`ps_family_step_s`). Synchronous (``bsp``) workers move in step, so a
+  it lasts (:func:`ralp.planner.terms.behind_backward_s`, :func:`ps_family_step_s`). Synchronous (``bsp``) workers move in step, so a
   node's NIC carries every worker's phase at once; asynchronous workers spread out and the
   step is the longer of a worker's step alone and the busiest shared resource's load.
-- **Ring** (``horovod``, ``collective``): every GPU runs the whole model, then one ring
-  allreduce over every GPU, crossing each node's NIC once per direction
+- **Ring** (``horovod``, ``collective``): every GPU runs the whole model and ring-allreduces
+  each gradient as its backward pass produces it, crossing each node's NIC once per
+  direction; the reductions hide behind the backward pass by the PS family's rule
   (:func:`ring_step_s`). A ring that goes through host memory (Horovod built with Gloo
   only) also copies each gradient to the host and back over the GPU's link.
-- **Stanza**: CONV ranks run the head and allreduce it, FC ranks run the tail on their
-  group's stacked batches; the phases follow one another (:func:`stanza_step_s`).
+- **Stanza**: CONV ranks run the head, FC ranks run the tail on their group's stacked
+  batches, one phase after another; the head's ring hides behind the heads' backward pass
+  by the same rule (:func:`stanza_step_s`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import math
 from dataclasses import dataclass
 
 from ralp.planner.modes import PlannerError
-from ralp.planner.terms import BACKWARD_RATIO, Compute
+from ralp.planner.terms import Compute, behind_backward_s, forward_backward_s
 
 # PCIe 3.0 x16: 985 MB/s per lane each way (PCI-SIG's PCIe 3.0 base specification), the link
 # most GPUs of a node reach each other and the host through when nothing faster is given.
@@ -119,8 +121,7 @@ def ps_family_step_s(compute: Compute, layout: PSLayout, topo: Topology,
     if sync not in ("async", "bsp"):
         raise PlannerError(f"sync {sync!r}: choose 'async' or 'bsp'")
     head_s = compute.head_s if layout.boundary_bytes else compute.full_s
-    forward_s, backward_s = (head_s / (1 + BACKWARD_RATIO),
-                             head_s * BACKWARD_RATIO / (1 + BACKWARD_RATIO))
+    forward_s, backward_s = forward_backward_s(head_s)
     gpu_link_s = layout.kept_bytes / topo.intra if topo.devices > 1 else 0.0
     moving = _busiest_nic_bytes(layout) / topo.nic
     remote = layout.workers - layout.workers_per_node[0]
@@ -131,13 +132,14 @@ def ps_family_step_s(compute: Compute, layout: PSLayout, topo: Topology,
                               remote * layout.boundary_bytes / topo.nic)
                           + 2 * layout.boundary_bytes / topo.nic)
         push_s = moving + gpu_link_s
-        return moving + gpu_link_s + forward_s + exchange_s + max(backward_s, push_s)
+        return (moving + gpu_link_s + forward_s + exchange_s
+                + behind_backward_s(backward_s, push_s))
     busiest_node = max(layout.workers_per_node)
     alone_nic = busiest_node * layout.kept_bytes / topo.nic
     exchange_s = (2 * busiest_node * layout.boundary_bytes / topo.nic + layout.tail_s
                   if layout.boundary_bytes else 0.0)
     alone = (alone_nic + gpu_link_s + forward_s + exchange_s
-             + max(backward_s, alone_nic + gpu_link_s))
+             + behind_backward_s(backward_s, alone_nic + gpu_link_s))
     # a round of every worker's batch: each direction of the busiest NIC carries the pulls
     # or the pushes of the variables and, at the PS's node, the activations or their
     # gradients of every remote worker
@@ -164,10 +166,13 @@ def host_copy_s(nbytes: float, topo: Topology) -> float:
 
 def ring_step_s(compute: Compute, gradient_bytes: float, topo: Topology,
                 through_host: bool = False) -> float:
-    """Every device runs the whole model, then all allreduce the gradients (lockstep: the
-    trainers allreduce after the backward pass, nothing overlaps)."""
+    """Every device runs the whole model and allreduces each gradient as its backward pass
+    produces it: the ring (and a host ring's copies) hides behind the backward pass as the
+    PS family's pushes do (:func:`ralp.planner.terms.behind_backward_s`)."""
     copies = host_copy_s(gradient_bytes, topo) if through_host else 0.0
-    return compute.full_s + ring_allreduce_s(gradient_bytes, topo.devices, topo) + copies
+    forward_s, backward_s = forward_backward_s(compute.full_s)
+    return forward_s + behind_backward_s(
+        backward_s, ring_allreduce_s(gradient_bytes, topo.devices, topo) + copies)
 
 
 @dataclass(frozen=True)
@@ -189,18 +194,24 @@ class StanzaLayout:
 
 def stanza_step_s(compute: Compute, layout: StanzaLayout, topo: Topology,
                   through_host: bool = False) -> float:
-    """Stanza's phases one after another: the heads (forward and backward), the exchange
-    (a group's activations into its FC rank's NIC and their gradients out), the tail on the
-    group's stacked batches, and the two rings (the slower counts)."""
+    """Stanza's phases one after another: the heads' forward pass, the exchange (a group's
+    activations into its FC rank's NIC and their gradients out), the tail on the group's
+    stacked batches, then the heads' backward pass with the head's ring (and a host ring's
+    copies) behind it (:func:`ralp.planner.terms.behind_backward_s`) beside what the tail's
+    ring, behind the tail's backward pass by the same rule, has left; the slower counts."""
     per_node = max(1, math.ceil(layout.fc / topo.nodes))
     exchange_s = 2 * per_node * layout.group * layout.boundary_bytes / topo.nic
     if topo.nodes == 1:
         exchange_s = 2 * layout.group * layout.boundary_bytes / topo.intra
-    rings = max(ring_allreduce_s(layout.head_bytes, layout.conv, topo),
-                ring_allreduce_s(layout.tail_bytes, layout.fc, topo))
     copies = host_copy_s(layout.head_bytes, topo) if through_host else 0.0
-    return (compute.head_s + exchange_s + compute.tail_group_s(layout.group) + rings
-            + copies)
+    forward_s, backward_s = forward_backward_s(compute.head_s)
+    heads = behind_backward_s(backward_s,
+                              ring_allreduce_s(layout.head_bytes, layout.conv, topo) + copies)
+    tail_s = compute.tail_group_s(layout.group)
+    tail_backward_s = forward_backward_s(tail_s)[1]
+    tail_ring = behind_backward_s(
+        tail_backward_s, ring_allreduce_s(layout.tail_bytes, layout.fc, topo)) - tail_backward_s
+    return forward_s + exchange_s + tail_s + max(heads, tail_ring)
 
 
 def compute_step_s(compute: Compute, mode: str, workers: int, ps: int,
