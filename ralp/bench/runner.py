@@ -88,6 +88,12 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
     return record
 
 
+def dilated_launcher(launcher: Launcher, dilation: float) -> Launcher:
+    """``launcher`` with its links dilated: rates divided by ``dilation``, delays multiplied."""
+    bandwidth, latency = dilated_link(launcher.bandwidth, launcher.latency, dilation)
+    return replace(launcher, bandwidth=bandwidth, latency=latency)
+
+
 def measure_paced(run: RunSpec, launcher: Launcher, pace: Pace | None,
                   on_progress: Callable | None = None) -> dict:
     """:func:`measure` on ``launcher``'s links dilated by ``pace`` (None: as they are), its
@@ -96,9 +102,8 @@ def measure_paced(run: RunSpec, launcher: Launcher, pace: Pace | None,
     nominal = {"bandwidth": launcher.bandwidth, "latency": launcher.latency}
     if pace is None:
         return {**measure(run, launcher, on_progress), **nominal}
-    bandwidth, latency = dilated_link(launcher.bandwidth, launcher.latency, pace.dilation)
-    dilated = replace(launcher, bandwidth=bandwidth, latency=latency)
-    record = measure(run, dilated, on_progress, RUN_TIMEOUT_S * max(1.0, pace.dilation))
+    record = measure(run, dilated_launcher(launcher, pace.dilation), on_progress,
+                     RUN_TIMEOUT_S * max(1.0, pace.dilation))
     return {**record, **nominal, **pace.record_fields(launcher.bandwidth, launcher.latency)}
 
 
