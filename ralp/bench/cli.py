@@ -225,6 +225,7 @@ def _run(request: BenchRequest, args) -> int:
     auto = request.mode_names() == [AUTO]  # checks the modes asked for before anything starts
     modes, horovod_missing = _modes_offered(request, auto)
     launcher = _launcher(request, backend, modes)
+    paces = _paces(request, launcher)  # before any run: --dilation checked against the backend
     if backend == "tf-config" or request.jobs:  # another host's devices; jobs not bounded
         request = replace(request, calibrate=False)
     choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing)
@@ -239,7 +240,7 @@ def _run(request: BenchRequest, args) -> int:
     for run in runs:
         if run.auto:
             print(f"{run.model} N={run.devices}: {run.auto['why']}")
-    return _execute(request, runs, launcher, args)
+    return _execute(request, runs, launcher, args, paces)
 
 
 def _modes_offered(request: BenchRequest, auto: bool) -> tuple[list[str], str | None]:
@@ -283,7 +284,7 @@ def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
     return None, chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
 
 
-def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
+def _execute(request: BenchRequest, runs: list, launcher, args, paces=None) -> int:
     """Run them; print and write the records, also after Ctrl-C (what was measured is kept).
     Returns the exit status: 1 if any run failed."""
     records: list[dict] = []
@@ -296,7 +297,7 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
             from ralp.bench.runner import run_all
 
             run_all(runs, launcher, calibrations=_calibrations(request, launcher),
-                    paces=_paces(request, launcher), progress=not args.quiet, on_record=records.append,
+                    paces=paces, progress=not args.quiet, on_record=records.append,
                     repeat=request.repeat)
     finally:
         if records:

@@ -216,6 +216,8 @@ def test_pull_schedules_and_their_trace(tmp_path):
         (["--backend", "local", "--modes", "auto", "ps"], "the planner's choice on its own"),
         (["--backend", "local", "--modes", "auto"], "use the netns backend"),
         (["--backend", "local", "--modes", "ps", "--compute-profile", "c.json"], "--modes auto"),
+        (["--backend", "local", "--dilation", "2"], "--dilation slows the simulated links"),
+        (["--backend", "local", "--dilation", "0"], "--dilation '0': give 'auto'"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):
