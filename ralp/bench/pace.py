@@ -171,8 +171,7 @@ class Paces:
             pace = measure_pace(run.device_cpus, run.devices)
             self._taken[key] = pace
             if pace is not None:
-                self._announce(f"N={run.devices}, {run.device_cpus} CPU: "
-                               f"{pace.line(self.bandwidth, self.latency)}")
+                self._announce(f"N={run.devices}: {pace.line(self.bandwidth, self.latency)}")
                 if pace.dilation > MAX_DILATION:
                     self._announce(too_slow(pace))
         return self._taken[key]
