@@ -34,3 +34,20 @@ def parse_latency(text: str) -> float:
             "'100us' (omit it for none)"
         )
     return seconds
+
+
+def format_bandwidth(bits_per_s: float) -> str:
+    """A rate in bits per second as tc writes it ('1gbit', '250mbit', '333.333mbit'), to the
+    bit; :func:`parse_bandwidth` reads it back."""
+    rate = max(1, round(bits_per_s))
+    for unit in ("gbit", "mbit", "kbit"):
+        scale = _RATE_UNITS[unit]
+        if rate >= scale:
+            return f"{rate / scale:.12g}{unit}"
+    return f"{rate}bit"
+
+
+def format_latency(seconds: float) -> str:
+    """A delay in seconds as '10ms', '2.5ms' or '250us' (to the microsecond, at least 1 us)."""
+    micros = max(1, round(seconds * 1e6))
+    return f"{micros / 1000:g}ms" if micros >= 1000 else f"{micros}us"

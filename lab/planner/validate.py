@@ -100,11 +100,15 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: HostCalibr
             on = replace(on, capacity=capacity, capacities=())
         if overlaps is not None and on.device_cpus:
             on = with_overlaps(on, overlaps)
-        # on the shape it ran (the mode's resources, or --workers/--ps given by hand)
+        # on the shape it ran (the mode's resources, or --workers/--ps given by hand), on the
+        # link it ran on; a dilated run's prediction in the reference device's time, as its
+        # images/s (ralp.bench.pace): its calibration is the host's, its link the applied one
+        link = r.get("applied_bandwidth") or r["bandwidth"]
         p = predict_on(workload_for(*key), entry.compute, on, r["mode"], r["workers"], r["ps"],
-                       parse_bandwidth(r["bandwidth"]), r["devices"])
+                       parse_bandwidth(link), r["devices"])
         rows.append(Row(source, r["model"], r["mode"], r["devices"], r["bandwidth"],
-                        r["batch_size"], r["image_size"], p.images_per_sec,
+                        r["batch_size"], r["image_size"],
+                        p.images_per_sec * (r.get("dilation") or 1.0),
                         r["images_per_sec"], cal is not calibration))
     return rows
 

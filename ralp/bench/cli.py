@@ -108,6 +108,10 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bandwidth", help="netns: each task's link rate, e.g. 100mbit, 1gbit "
                    f"(default {DEFAULT_BANDWIDTH})")
     g.add_argument("--latency", help="netns: one-way delay per link, e.g. 1ms (needs netem)")
+    g.add_argument("--dilation", default="auto", metavar="auto|off|D", help="netns: the "
+                   "links slowed by the host's pace against the reference device, measured "
+                   "before each budget's runs, figures in the reference's time (auto, "
+                   "default); off; or a factor D")
     g.add_argument("--hostfile", metavar="FILE", help="tf-config, mode horovod: horovodrun's "
                    "host file ('host slots=N' lines); ranks are started over ssh")
     g.add_argument("--cluster", metavar="FILE", help="tf-config: a JSON file of the cluster "
@@ -164,6 +168,8 @@ def _fc_workers(text: str) -> int | str:
 def request_from(args: argparse.Namespace) -> BenchRequest:
     """The parsed options as a :class:`BenchRequest` (lists given as "a b" or "a,b")."""
 
+    from ralp.bench.pace import dilation_choice
+
     def listed(values):
         return tuple(words(values)) if values else None
 
@@ -181,6 +187,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
         scenarios=tuple(args.scenarios) if args.scenarios else None,
         compute_profile=args.compute_profile,
         device_cpus=listed(args.device_cpus), repeat=args.repeat,
+        dilation=dilation_choice(args.dilation),
     )
 
 
@@ -218,6 +225,7 @@ def _run(request: BenchRequest, args) -> int:
     auto = request.mode_names() == [AUTO]  # checks the modes asked for before anything starts
     modes, horovod_missing = _modes_offered(request, auto)
     launcher = _launcher(request, backend, modes)
+    paces = _paces(request, launcher)  # before any run: --dilation checked against the backend
     if backend == "tf-config" or request.jobs:  # another host's devices; jobs not bounded
         request = replace(request, calibrate=False)
     choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing)
@@ -232,7 +240,7 @@ def _run(request: BenchRequest, args) -> int:
     for run in runs:
         if run.auto:
             print(f"{run.model} N={run.devices}: {run.auto['why']}")
-    return _execute(request, runs, launcher, args)
+    return _execute(request, runs, launcher, args, paces)
 
 
 def _modes_offered(request: BenchRequest, auto: bool) -> tuple[list[str], str | None]:
@@ -276,7 +284,7 @@ def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
     return None, chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
 
 
-def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
+def _execute(request: BenchRequest, runs: list, launcher, args, paces=None) -> int:
     """Run them; print and write the records, also after Ctrl-C (what was measured is kept).
     Returns the exit status: 1 if any run failed."""
     records: list[dict] = []
@@ -289,7 +297,7 @@ def _execute(request: BenchRequest, runs: list, launcher, args) -> int:
             from ralp.bench.runner import run_all
 
             run_all(runs, launcher, calibrations=_calibrations(request, launcher),
-                    progress=not args.quiet, on_record=records.append,
+                    paces=paces, progress=not args.quiet, on_record=records.append,
                     repeat=request.repeat)
     finally:
         if records:
@@ -308,6 +316,19 @@ def _calibrations(request: BenchRequest, launcher):
 
     netns = launcher.backend == "netns" and launcher.bandwidth
     return Calibrations(transfer_rate=launcher.bandwidth if netns else None)
+
+
+def _paces(request: BenchRequest, launcher):
+    """The pace of each budget's devices, dilating the simulated links (None: no links to
+    dilate, or --dilation off)."""
+    from ralp.bench.pace import OFF, Paces
+    from ralp.bench.runspec import BenchError
+
+    if launcher.backend != "netns" or request.dilation == OFF:
+        if request.dilation not in ("auto", OFF):
+            raise BenchError("--dilation slows the simulated links: it needs the netns backend")
+        return None
+    return Paces(request.dilation, launcher.bandwidth, launcher.latency)
 
 
 def _budget_line(settings: list[tuple[str, int]]) -> str:

@@ -90,6 +90,9 @@ class BenchRequest:
     calibrate: bool = True
     device_cpus: tuple[str, ...] | None = None  # CPUs per simulated device, each a run
     repeat: int = 1  # rounds of the whole matrix, the order rotated each round
+    # netns: 'auto' (the links dilated by the host's pace, measured; ralp.bench.pace), 'off',
+    # or a dilation factor given
+    dilation: str | float = "auto"
 
     @property
     def is_default_comparison(self) -> bool:

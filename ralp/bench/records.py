@@ -13,9 +13,11 @@ from collections.abc import Mapping
 
 from ralp.errors import RalpError
 
-# The run's identity (RunSpec fields and where it ran), then its figures.
+# The run's identity (RunSpec fields and where it ran: ``bandwidth`` and ``latency`` are the
+# nominal link, as asked), then its figures.
 SPEC_KEYS: tuple[str, ...] = (
-    "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "device_cpus", "job",
+    "model", "mode", "devices", "workers", "ps", "backend", "bandwidth", "latency", "device_cpus",
+    "job",
     "batch_size", "image_size", "num_classes", "data", "sync", "slow_worker", "pull_schedule",
     "steps", "warmup",
 )
@@ -25,7 +27,11 @@ FIGURE_KEYS: tuple[str, ...] = (
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
     "compute_step_time_s", "wire_step_time_s", "bound_step_time_s", "bound_ratio",
     "sync_max_gap", "sync_waiting_s",
-    "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up", "error",
+    "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up",
+    # the simulated cluster in the reference device's time (ralp.bench.pace): the figures
+    # above are in its time where ``dilation`` is set, the host's beside them
+    "reference_device", "device_pace", "dilation", "applied_bandwidth", "applied_latency",
+    "host_images_per_sec", "host_step_time_s", "error",
 )
 RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS
 # Further fields, after the schema's in CSV: what a job reports beyond the table's figures.
@@ -36,7 +42,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "busiest_direction_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
-    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window",
+    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window", "pace_probe",
 )
 
 BASELINE_MODE = "ps"

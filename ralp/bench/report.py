@@ -136,12 +136,31 @@ def _group_label(r: dict) -> str:
     label = f"{r.get('model')}  {r.get('backend')}"
     if r.get("bandwidth"):
         label += f" @ {r['bandwidth']}"
+    if r.get("dilation"):
+        label += f" {_dilation_cell(r)}"
     cpus = cpus_label(r)
     if cpus:
         label += f", {cpus}"
     if r.get("scenario"):
         label += f"  scenario {r['scenario']}"
     return label
+
+
+def _dilation_cell(r: dict) -> str:
+    """A dilated setting's applied link (one round's: each round has its own), dilation and
+    the pace it came from."""
+    applied = "" if r.get("rounds") else f"applied {r.get('applied_bandwidth')}, "
+    pace = f", pace {r['device_pace']:.3g}" if r.get("device_pace") else ""
+    return f"({applied}dilation {r['dilation']:.3g}{pace})"
+
+
+def reference_line(records: Sequence[dict]) -> str | None:
+    """The table's first line where its figures are in a reference device's time."""
+    named = sorted({r["reference_device"] for r in records if r.get("reference_device")})
+    if not named:
+        return None
+    return (f"reference device: {'; '.join(named)}. Dilated runs: links slowed by the "
+            "dilation (1 / the host's pace), images/s and step times in the reference's time")
 
 
 def _group_key(r: dict) -> tuple:
@@ -159,7 +178,7 @@ def to_table(records: Sequence[dict]) -> str:
 
     if not records:
         return "(no records)"
-    pace = pace_line(records)
+    pace, reference = pace_line(records), reference_line(records)
     if repeated(records):
         records = summarize(records)
     with_horovod = any(r.get("mode") == "horovod" for r in records)
@@ -174,7 +193,7 @@ def to_table(records: Sequence[dict]) -> str:
     grid = text_grid(header, ok_rows)
     rule_width = len(grid[1])
     ok_lines = iter(grid[2:])
-    out, last = grid[:2], None
+    out, last = ([reference] if reference else []) + grid[:2], None
     for row, r in zip(body, records, strict=True):
         if _group_key(r) != last:
             out.append(f"---- {_group_label(r)} ".ljust(rule_width, "-"))

@@ -20,7 +20,8 @@ from ralp.bench.records import SPEC_KEYS, succeeded
 SPREAD_FIELDS = ("images_per_sec", "speedup_vs_ps", "speedup_vs_horovod")
 MEDIAN_FIELDS = ("step_time_s", "bytes_per_step_measured", "bytes_per_step_predicted",
                  "bytes_ratio", "compute_step_time_s", "wire_step_time_s", "bound_step_time_s",
-                 "bound_ratio")
+                 "bound_ratio", "device_pace", "dilation", "host_images_per_sec",
+                 "host_step_time_s")
 
 
 def setting_key(r: dict) -> tuple:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from ralp.bench.bound import bound_figures
@@ -17,6 +18,7 @@ from ralp.bench.calibrated import Calibrations
 from ralp.bench.collective_job import job_command
 from ralp.bench.horovod_job import rank_command
 from ralp.bench.launcher import Launcher
+from ralp.bench.pace import Pace, Paces, dilated_link, reference_time_figures
 from ralp.bench.ps_job import bench_job
 from ralp.bench.records import derived_figures, error_text, make_record
 from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
@@ -41,9 +43,11 @@ def bits_per_second(bandwidth: str | None) -> float | None:
     return float(parse_bandwidth(bandwidth))
 
 
-def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = None) -> dict:
+def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = None,
+            timeout: float = RUN_TIMEOUT_S) -> dict:
     """One run on a fresh cluster; a record (with ``error`` set if it failed)."""
-    where = {"backend": launcher.backend, "bandwidth": launcher.bandwidth, "job": None}
+    where = {"backend": launcher.backend, "bandwidth": launcher.bandwidth,
+             "latency": launcher.latency, "job": None}
     try:
         budget = launcher.budget(run.device_cpus, run.devices)
         if run.mode in HOROVOD_MODES:  # stanza: ``ps`` counts its FC ranks
@@ -51,7 +55,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
             figures = launch(
                 lambda links, cpu: rank_command(run, links, started, cpu), run.workers,
                 launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
-                hostfile=launcher.hostfile, on_progress=on_progress, timeout=RUN_TIMEOUT_S,
+                hostfile=launcher.hostfile, on_progress=on_progress, timeout=timeout,
                 fc_ranks=run.ps, budget=budget,
             )
             counted_apart = (DRIVER,)
@@ -60,7 +64,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
             figures = collective_launch(
                 lambda links, cpu: job_command(run, links, started, cpu), run.workers,
                 launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
-                budget=budget, on_progress=on_progress, timeout=RUN_TIMEOUT_S)
+                budget=budget, on_progress=on_progress, timeout=timeout)
             counted_apart = ()
         else:
             with launcher.cluster(run.workers, run.ps, run.trace_pulls, budget) as handle:
@@ -68,7 +72,7 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
                     bench_job, handle.spec, run, handle.read_links, started=time.time(),
                     profiler_address=handle.profiler_address, read_cpu=handle.read_cpu,
                     netns=handle.netns, group=handle.chief_group, on_progress=on_progress,
-                    timeout=RUN_TIMEOUT_S, env={"CUDA_VISIBLE_DEVICES": "-1"},  # computes nothing
+                    timeout=timeout, env={"CUDA_VISIBLE_DEVICES": "-1"},  # computes nothing
                 )
                 figures["setup"] = {"cluster_start": handle.start_s, **figures["setup"]}
             counted_apart = ("chief:0",)
@@ -84,11 +88,31 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
     return record
 
 
+def dilated_launcher(launcher: Launcher, dilation: float) -> Launcher:
+    """``launcher`` with its links dilated: rates divided by ``dilation``, delays multiplied."""
+    bandwidth, latency = dilated_link(launcher.bandwidth, launcher.latency, dilation)
+    return replace(launcher, bandwidth=bandwidth, latency=latency)
+
+
+def measure_paced(run: RunSpec, launcher: Launcher, pace: Pace | None,
+                  on_progress: Callable | None = None) -> dict:
+    """:func:`measure` on ``launcher``'s links dilated by ``pace`` (None: as they are), its
+    time limit stretched alike; the record says the nominal link, the applied one and the
+    pace (its figures still in the host's time)."""
+    nominal = {"bandwidth": launcher.bandwidth, "latency": launcher.latency}
+    if pace is None:
+        return {**measure(run, launcher, on_progress), **nominal}
+    record = measure(run, dilated_launcher(launcher, pace.dilation), on_progress,
+                     RUN_TIMEOUT_S * max(1.0, pace.dilation))
+    return {**record, **nominal, **pace.record_fields(launcher.bandwidth, launcher.latency)}
+
+
 def run_all(
     runs: Sequence[RunSpec],
     launcher: Launcher,
     *,
     calibrations: Calibrations | None = None,
+    paces: Paces | None = None,
     progress: bool = True,
     on_record: Callable[[dict], None] | None = None,
     repeat: int = 1,
@@ -96,7 +120,9 @@ def run_all(
     """Measure every run in order, with a progress bar over all measured steps.
     ``calibrations``: calibrate each workload before its first run in each round
     (:mod:`ralp.bench.calibrated`), keep it in that round's records and read each record
-    against its bound (:mod:`ralp.bench.bound`). ``repeat``: the whole
+    against its bound (:mod:`ralp.bench.bound`). ``paces``: run each on links dilated by
+    its budget's pace in its round, its figures in the reference device's time
+    (:mod:`ralp.bench.pace`). ``repeat``: the whole
     matrix that many rounds, the order rotated by one each round (:func:`rounds`); each record
     keeps its ``round``."""
     from tqdm import tqdm
@@ -122,12 +148,14 @@ def run_all(
             if calibrations is not None:
                 bar.set_postfix_str("calibrating the workload")
                 calibration = calibrations.for_run(run, round_index)
-            record = measure(run, launcher, on_progress)
+            pace = paces.for_run(run, round_index) if paces is not None else None
+            record = measure_paced(run, launcher, pace, on_progress)
             record["round"] = round_index
             bar.update(done_before + run.measured_steps - bar.n)
             if calibrations is not None:
                 record["calibration"] = calibration
             record.update(bound_figures(record))
+            record.update(reference_time_figures(record, pace.dilation if pace else None))
             records.append(record)
             if on_record:
                 on_record(record)

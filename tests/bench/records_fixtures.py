@@ -7,7 +7,8 @@ def record(**overrides) -> dict:
     """A complete, successful record (every schema key), with ``overrides`` applied."""
     r = {
         "model": "vgg19", "mode": "ps", "devices": 4, "workers": 3, "ps": 1,
-        "backend": "netns", "bandwidth": "1gbit", "device_cpus": "auto", "job": None,
+        "backend": "netns", "bandwidth": "1gbit", "latency": None, "device_cpus": "auto",
+        "job": None,
         "batch_size": 32, "image_size": 64, "num_classes": 10, "data": "synthetic",
         "sync": None, "slow_worker": None, "pull_schedule": "default",
         "steps": 20, "warmup": 3,
@@ -19,7 +20,10 @@ def record(**overrides) -> dict:
         "compute_step_time_s": 0.2, "wire_step_time_s": 0.7, "bound_step_time_s": 0.7,
         "bound_ratio": 0.96 / 0.7,
         "sync_max_gap": None, "sync_waiting_s": None,
-        "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True, "error": None,
+        "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True,
+        "reference_device": None, "device_pace": None, "dilation": None,
+        "applied_bandwidth": None, "applied_latency": None, "host_images_per_sec": None,
+        "host_step_time_s": None, "error": None,
     }
     assert set(overrides) <= set(r) | {"scenario", "round", "cpu", "calibration"}, (
         set(overrides) - set(r))

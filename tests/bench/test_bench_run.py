@@ -126,6 +126,30 @@ def test_each_workload_is_calibrated_once_in_its_budget_and_bounds_every_record(
         assert r["compute_step_time_s"] > 0 and r["bound_ratio"] > 0
         assert r["wire_step_time_s"] <= r["step_time_s"]
         assert r["bound_step_time_s"] == max(r["compute_step_time_s"], r["wire_step_time_s"])
+    _check_dilated(ps, ralp, p.stdout)
+
+
+def _check_dilated(ps: dict, ralp: dict, stdout: str) -> None:
+    """Each record of a budgeted netns run says its reference device, its budget's pace
+    (measured once, before the first run), the dilation, the nominal and the applied link,
+    and gives its figures in the reference's time."""
+    from ralp.bench.pace import REFERENCE_DEVICE, dilated_link
+
+    if not (ps.get("cpu") or {}).get("budget_cpus"):
+        return  # shared CPUs: no device to pace
+    assert ps["pace_probe"] == ralp["pace_probe"]
+    for r in (ps, ralp):
+        assert r["reference_device"] == REFERENCE_DEVICE.describe()
+        assert r["device_pace"] == pytest.approx(
+            REFERENCE_DEVICE.step_s / r["pace_probe"]["probe_step_s"])
+        assert r["pace_probe"]["device_cpus"] == r["cpu"]["budget_cpus"]
+        assert r["dilation"] == pytest.approx(1 / r["device_pace"])
+        assert (r["bandwidth"], r["latency"]) == ("1gbit", None)
+        assert r["applied_bandwidth"] == dilated_link("1gbit", None, r["dilation"])[0]
+        assert r["images_per_sec"] == pytest.approx(r["host_images_per_sec"] * r["dilation"])
+        assert r["step_time_s"] == pytest.approx(r["host_step_time_s"] / r["dilation"])
+    assert stdout.startswith("devices:") and f"dilation {ps['dilation']:.3g}" in stdout
+    assert "reference device: " in stdout
 
 
 @pytest.mark.cluster
@@ -192,6 +216,8 @@ def test_pull_schedules_and_their_trace(tmp_path):
         (["--backend", "local", "--modes", "auto", "ps"], "the planner's choice on its own"),
         (["--backend", "local", "--modes", "auto"], "use the netns backend"),
         (["--backend", "local", "--modes", "ps", "--compute-profile", "c.json"], "--modes auto"),
+        (["--backend", "local", "--dilation", "2"], "--dilation slows the simulated links"),
+        (["--backend", "local", "--dilation", "0"], "--dilation '0': give 'auto'"),
     ],
 )
 def test_bad_requests_fail_with_a_clear_message(args, message):

@@ -234,6 +234,27 @@ def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
     assert on_shape != pytest.approx(by_rule)  # 3 workers on one PS link, not 2 on two
 
 
+def test_a_dilated_record_is_predicted_on_its_applied_link_in_the_reference_time():
+    # bench --dilation: the host's calibration, links slowed by the dilation, images/s in the
+    # reference device's time (dilation times the host's)
+    from lab.planner import validate
+    from lab.planner.predict import predict_on
+    from ralp.planner.cli import _zoo_workload
+
+    zoo = json.loads((DATA / "devices_zoo_1gbit_one_ps.json").read_text())
+    record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")
+    dilated = {**record, "dilation": 2.0, "applied_bandwidth": "500mbit",
+               "images_per_sec": 2 * record["images_per_sec"]}
+    cal = validate.own_calibration(record)
+    entry = cal.find("alexnet", 8, 75, 1000)
+    host_time = predict_on(_zoo_workload("alexnet", 8, 75, 1000), entry.compute,
+                           entry.host_for(cal.host), "ps", 3, 1, 5 * 10**8).images_per_sec
+    assert validate.predict_record(dilated, None, _zoo_workload) == pytest.approx(2 * host_time)
+    [row] = validate.predict_records([("", dilated)], None, _zoo_workload)
+    assert row.measured_images_per_sec == dilated["images_per_sec"]
+    assert row.bandwidth == "1gbit"  # the setting: the nominal link
+
+
 def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_path, capsys):
     import statistics
 

@@ -1,0 +1,106 @@
+"""The simulated cluster in the reference device's time: the pace measured inside a budget,
+the links dilated by it, the figures converted, and what the records and the table say."""
+
+import subprocess
+
+import pytest
+
+from ralp.bench.launcher import Launcher
+from ralp.bench.pace import (
+    REFERENCE_DEVICE,
+    Pace,
+    Paces,
+    dilated_link,
+    dilation_choice,
+    measure_pace,
+    reference_time_figures,
+)
+from ralp.bench.report import to_table
+from ralp.bench.runner import dilated_launcher
+from ralp.bench.runspec import BenchError, RunSpec
+from ralp.units import parse_bandwidth, parse_latency
+from tests.bench.records_fixtures import record
+from tests.emulation.cgroups import needs_cgroups
+from tests.needs import needs_netns
+
+
+def test_a_dilated_link_is_slower_by_the_factor_and_its_delay_longer():
+    assert dilated_link("1gbit", "2ms", 4.0) == ("250mbit", "8ms")
+    assert dilated_link("10gbit", None, 0.5) == ("20gbit", None)  # a faster host: faster links
+    rate, delay = dilated_link("1gbit", "1ms", 3.0)
+    assert parse_bandwidth(rate) == pytest.approx(1e9 / 3, rel=1e-6)
+    assert parse_latency(delay) == pytest.approx(3e-3)
+    assert dilated_link(None, None, 5.0) == (None, None)
+
+
+def test_figures_in_reference_time_and_the_hosts_kept_beside():
+    r = record(images_per_sec=10.0, images_per_sec_std=1.0, step_time_s=2.4,
+               step_time_std_s=0.2, compute_step_time_s=1.2, wire_step_time_s=2.0,
+               bound_step_time_s=2.0, bound_ratio=1.2)
+    out = reference_time_figures(r, 2.5)
+    assert out["images_per_sec"] == pytest.approx(25.0)  # a dilated step: 2.5 times as long
+    assert out["images_per_sec_std"] == pytest.approx(2.5)
+    assert out["step_time_s"] == pytest.approx(0.96)
+    assert out["compute_step_time_s"] == pytest.approx(0.48)
+    assert out["wire_step_time_s"] == out["bound_step_time_s"] == pytest.approx(0.8)
+    assert "bound_ratio" not in out  # a ratio of two times: the same in either
+    assert (out["host_images_per_sec"], out["host_step_time_s"]) == (10.0, 2.4)
+    assert reference_time_figures(r, None) == {}
+
+
+def test_the_dilation_asked_is_checked():
+    assert dilation_choice("AUTO") == "auto" and dilation_choice("off") == "off"
+    assert dilation_choice("2.5") == 2.5
+    for bad in ("0", "-1", "fast", "inf", "nan"):
+        with pytest.raises(BenchError, match="--dilation"):
+            dilation_choice(bad)
+
+
+def test_a_given_dilation_measures_nothing_and_off_dilates_nothing():
+    run = RunSpec.for_devices("lenet", "ps", 2, image_size=28, num_classes=10)
+    said = []
+    pace = Paces(3.0, "1gbit", announce=said.append).for_run(run)
+    assert (pace.dilation, pace.pace, pace.probe_step_s) == (3.0, None, None)
+    assert pace.record_fields("1gbit", None)["applied_bandwidth"] == "333.333333mbit"
+    assert Paces("off", "1gbit", announce=said.append).for_run(run) is None
+    assert said == []
+
+
+def test_records_and_the_table_say_the_reference_the_pace_and_the_links():
+    pace = Pace(2.0, device_cpus=0.25, probe_step_s=2 * REFERENCE_DEVICE.step_s)
+    fields = pace.record_fields("1gbit", "1ms")
+    assert fields["reference_device"] == REFERENCE_DEVICE.describe()
+    assert fields["device_pace"] == pytest.approx(0.5)
+    assert (fields["dilation"], fields["applied_bandwidth"], fields["applied_latency"],
+            fields["latency"]) == (2.0, "500mbit", "2ms", "1ms")
+    table = to_table([record(bandwidth="1gbit", **{k: v for k, v in fields.items()
+                                                    if k != "pace_probe"})])
+    first, *rest = table.splitlines()
+    assert first.startswith(f"reference device: {REFERENCE_DEVICE.describe()}")
+    assert any("@ 1gbit (applied 500mbit, dilation 2, pace 0.5)" in line for line in rest)
+    line = pace.line("1gbit", None)
+    assert "pace 0.5" in line and "dilation 2" in line and "1gbit -> 500mbit" in line
+
+
+@needs_cgroups
+def test_the_pace_is_measured_inside_one_devices_budget():
+    """Half the budget, half the pace: the probe computes inside the device's budget."""
+    full, half = (measure_pace(cpus, 4, steps=3) for cpus in ("0.4", "0.2"))
+    assert full.device_cpus == 0.4 and half.device_cpus == 0.2
+    assert full.pace == pytest.approx(REFERENCE_DEVICE.step_s / full.probe_step_s)
+    assert full.dilation == pytest.approx(1 / full.pace)
+    assert 1.4 < half.probe_step_s / full.probe_step_s < 3.0
+    assert measure_pace("shared", 4) is None  # no budget: no one device's speed
+
+
+@needs_netns
+@pytest.mark.cluster
+def test_a_dilated_runs_links_are_shaped_to_the_applied_rate():
+    launcher = dilated_launcher(Launcher("netns", bandwidth="1gbit"), 4.0)
+    assert launcher.bandwidth == "250mbit"
+    with launcher.cluster(1, 1) as handle:
+        shaped = subprocess.run(
+            ["tc", "-n", handle.cluster.fabric.switch_namespace, "qdisc", "show"],
+            capture_output=True, text=True, check=True).stdout
+    rates = {line.split(" rate ")[1].split()[0] for line in shaped.splitlines() if " rate " in line}
+    assert rates == {"250Mbit"}, shaped
