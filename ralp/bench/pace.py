@@ -193,11 +193,11 @@ def reference_time_figures(record: dict, dilation: float | None) -> dict:
         return {}
     out = {"host_images_per_sec": record.get("images_per_sec"),
            "host_step_time_s": record.get("step_time_s")}
-    for key in ("images_per_sec", "images_per_sec_std"):
-        if record.get(key) is not None:
-            out[key] = record[key] * dilation
-    for key in ("step_time_s", "step_time_std_s", "compute_step_time_s", "wire_step_time_s",
-                "bound_step_time_s"):
-        if record.get(key) is not None:
-            out[key] = record[key] / dilation
+    for key, scale in (("images_per_sec", dilation), ("images_per_sec_iqr", dilation),
+                       ("step_time_s", 1 / dilation), ("step_time_iqr_s", 1 / dilation),
+                       ("compute_step_time_s", 1 / dilation), ("wire_step_time_s", 1 / dilation),
+                       ("bound_step_time_s", 1 / dilation)):
+        value = record.get(key)
+        if value is not None:  # a figure, or an interquartile range [q1, q3]
+            out[key] = [v * scale for v in value] if isinstance(value, list) else value * scale
     return out

@@ -34,13 +34,14 @@ def test_a_dilated_link_is_slower_by_the_factor_and_its_delay_longer():
 
 
 def test_figures_in_reference_time_and_the_hosts_kept_beside():
-    r = record(images_per_sec=10.0, images_per_sec_std=1.0, step_time_s=2.4,
-               step_time_std_s=0.2, compute_step_time_s=1.2, wire_step_time_s=2.0,
+    r = record(images_per_sec=10.0, images_per_sec_iqr=[9.0, 11.0], step_time_s=2.4,
+               step_time_iqr_s=[2.2, 2.6], compute_step_time_s=1.2, wire_step_time_s=2.0,
                bound_step_time_s=2.0, bound_ratio=1.2)
     out = reference_time_figures(r, 2.5)
     assert out["images_per_sec"] == pytest.approx(25.0)  # a dilated step: 2.5 times as long
-    assert out["images_per_sec_std"] == pytest.approx(2.5)
+    assert out["images_per_sec_iqr"] == pytest.approx([22.5, 27.5])
     assert out["step_time_s"] == pytest.approx(0.96)
+    assert out["step_time_iqr_s"] == pytest.approx([0.88, 1.04])
     assert out["compute_step_time_s"] == pytest.approx(0.48)
     assert out["wire_step_time_s"] == out["bound_step_time_s"] == pytest.approx(0.8)
     assert "bound_ratio" not in out  # a ratio of two times: the same in either

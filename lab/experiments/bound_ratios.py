@@ -1,0 +1,19 @@
+"""Every mode's step against its bound: alexnet, vgg11 and resnet50 at 75 px, batch 8, N = 4
+budgeted devices, every mode, at 1 and 10 Gbit/s; each record's ``bound_ratio`` = step /
+max(compute in the device's budget, the busiest link direction's wire time)."""
+
+from lab.experiments._common import SMALL, bench, netns, outputs
+from lab.registry import Lab, Step
+
+SUMMARY = "each mode's step over its bound (compute, or the busiest link's wire time)"
+NEEDS = ("root", "horovod")
+SETTINGS = {"1gbit": "links at 1 Gbit/s", "10gbit": "links at 10 Gbit/s"}
+
+MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "collective", "--devices", "4")
+
+
+def steps(lab: Lab) -> list[Step]:
+    rate = lab.setting or "1gbit"
+    return [bench(lab, *netns(rate), "--models", "alexnet", "vgg11", "resnet50", *SMALL, *MODES,
+                  "--steps", "10", "--repeat", "1", "--quiet",
+                  *outputs(lab, f"bound_ratios_{rate}"), may_fail=True)]
