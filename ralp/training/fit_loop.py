@@ -90,10 +90,14 @@ class FitLoop:
         self.view.stale = True  # a fit may start from a restored checkpoint
         model = self.view.model
         model.stop_training = False
-        self.callbacks.on_train_begin()
-        self._start_where_callbacks_ask()
-        self.first_update = self.position.done
+        # the workers' data first, as Keras makes its iterator before on_train_begin: a worker
+        # that hangs once training has begun then hangs a step, which the step timeout sees
         self.runtime.begin(self.objective, self.data, self.sharding, self.seed, self.position)
+        self.callbacks.on_train_begin()
+        if self._start_where_callbacks_ask():  # a callback's backup: the data starts there
+            self.runtime.begin(self.objective, self.data, self.sharding, self.seed,
+                               self.position)
+        self.first_update = self.position.done
         logs: dict = {}
         while self.position.epoch < self.epochs:
             logs = self._epoch()
@@ -106,13 +110,15 @@ class FitLoop:
         self.runtime.finish()
         return self.history
 
-    def _start_where_callbacks_ask(self) -> None:
+    def _start_where_callbacks_ask(self) -> bool:
         """Start at the epoch a callback restored (``BackupAndRestore``, on rank 0), as Keras'
-        ``fit`` does."""
+        ``fit`` does; whether that moved the start."""
         asked = self.runtime.share_text(str(self.callbacks.initial_epoch() or 0))
-        if int(asked) > self.position.epoch:
-            self.position.epoch, self.position.step, self.position.epoch_sums = int(asked), 0, None
-            self.say(f"starting at epoch {int(asked) + 1}, where a callback's backup left off")
+        if int(asked) <= self.position.epoch:
+            return False
+        self.position.epoch, self.position.step, self.position.epoch_sums = int(asked), 0, None
+        self.say(f"starting at epoch {int(asked) + 1}, where a callback's backup left off")
+        return True
 
     def _epoch(self) -> dict:
         pos = self.position
