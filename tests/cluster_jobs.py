@@ -688,6 +688,30 @@ def train_reporting_progress(spec, mode: str, sync, step_timeout: float, steps: 
     return {"mode": trainer.mode, "steps": len(history.step_losses)}
 
 
+def step_tracings(spec, mode: str, sync) -> dict:
+    """Two epochs of ``small_cnn``: how many times the step was traced when training began
+    and when it ended."""
+    import keras
+
+    import ralp
+
+    trainer = ralp.wrap(small_cnn(), spec, mode=mode, batch_size=BATCH, threshold=10.0,
+                        sync=sync)
+    counts = {}
+
+    class Count(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            counts["begin"] = trainer.runtime.step_function.experimental_get_tracing_count()
+
+        def on_train_end(self, logs=None):
+            counts["end"] = trainer.runtime.step_function.experimental_get_tracing_count()
+
+    x, y = fixed_data()
+    trainer.fit(x, y, batch_size=BATCH, epochs=2, steps_per_epoch=4, verbose=0,
+                callbacks=[Count()])
+    return counts
+
+
 def keras_application(spec, mode: str) -> dict:
     """``keras.applications.EfficientNetB0`` at 64 px (no weights) on digits, wrapped with the
     defaults (``ralp.Failures()`` included): two short epochs, the losses, and the size of the

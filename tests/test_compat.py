@@ -250,6 +250,7 @@ def _coordinator_canaries(spec) -> dict:
     import tensorflow as tf
 
     from ralp._compat import colocating_creator, remote_value_done
+    from ralp._compat.coordinator import trace_as_scheduled
     from ralp.ps_strategy.connect import connect
 
     connection = connect(spec)
@@ -264,13 +265,16 @@ def _coordinator_canaries(spec) -> dict:
     def slow():
         return tf.reduce_sum(tf.random.uniform((2000, 2000)) @ tf.random.uniform((2000, 2000)))
 
-    remote = connection.coordinator.schedule(slow)
+    trace_as_scheduled(connection.coordinator, slow, ())
+    traced = slow.experimental_get_tracing_count()
+    remote = connection.coordinator.schedule(slow)  # finds it traced
     early = remote_value_done(remote)
     deadline = time.monotonic() + 60
     while not remote_value_done(remote) and time.monotonic() < deadline:
         time.sleep(0.01)
     return {"plain": [v.device for v in plain], "pinned": [v.device for v in pinned],
-            "early": early, "done": remote_value_done(remote), "value": float(remote.fetch())}
+            "early": early, "done": remote_value_done(remote), "value": float(remote.fetch()),
+            "tracings": (traced, slow.experimental_get_tracing_count())}
 
 
 @pytest.mark.cluster
@@ -283,6 +287,7 @@ def test_coordinator_internals_on_a_real_cluster():
     assert out["plain"] == ps  # PSS' own round-robin
     assert out["pinned"] == [ps[1]] * 3  # colocate_with wins over it
     assert out["early"] is False and out["done"] is True and out["value"] > 0
+    assert out["tracings"] == (1, 1)  # traced as schedule traces it
 
 
 _PROFILE_MATMULS = """

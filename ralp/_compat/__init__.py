@@ -23,7 +23,9 @@ function                        private API                                     
 ``apply_summed_gradients``      ``TFOptimizer._all_reduce_sum_gradients``       collective
 ``slot_variables``              Keras' slot naming (``{var path}_{slot}``)      audit
 ``remote_value_done``           ``RemoteValueImpl._status``                     ps_strategy
-``coordinator``'s two         ``PerWorkerValues._values``, call-time values  ps_strategy
+``coordinator``'s three       ``PerWorkerValues._values``, call-time values,  ps_strategy
+                                ``schedule``'s tracing (``cluster_coordinator``'s
+                                ``_maybe_as_type_spec``, ``_select_worker_slice``)
 ``concrete_functions``          ``Function._list_all_concrete_functions``       audit, tests
 ``SCHEDULE_WARNING``            the text of a PSS log warning                   ps_strategy
 ``WORKER_FAILED_LOG``           the coordinator's log line of a failed worker   ps_strategy

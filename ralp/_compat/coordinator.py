@@ -27,3 +27,26 @@ def current_worker_index(indices: list):
     dispatch = _require(coordinator_context, "get_current_dispatch_context", purpose)
     capture = _require(ops.get_default_graph(), "capture_call_time_value", purpose)
     return capture(lambda: indices[dispatch().worker_index], tf.TensorSpec([], tf.int64))
+
+
+def trace_as_scheduled(coordinator, function, args: tuple) -> None:
+    """Trace the ``tf.function`` ``function`` for ``args`` (per-worker values taken as
+    worker 0's) exactly as ``coordinator.schedule(function, args=args)`` traces it (in the
+    strategy's scope, while "being scheduled"), so that its first ``schedule`` finds it
+    traced. Tracing registers each new function on every worker, holding Python's GIL until
+    each answers: done before training begins, a worker that hangs later hangs a step, which a
+    watchdog sees, instead of this process."""
+    from tensorflow.python.distribute.coordinator import cluster_coordinator as cc
+    from tensorflow.python.util import nest
+
+    purpose = "trace a step before training begins"
+    as_spec = _require(cc, "_maybe_as_type_spec", purpose)
+    slice_of = _require(cc, "_select_worker_slice", purpose)
+    extended = coordinator.strategy.extended
+    _require(extended, "_being_scheduled", purpose)
+    with coordinator.strategy.scope():
+        extended._being_scheduled = True
+        try:
+            function.get_concrete_function(*nest.map_structure(as_spec, slice_of(0, args)))
+        finally:
+            extended._being_scheduled = False

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ralp._compat import remote_value_done
-from ralp._compat.coordinator import every_worker_done
+from ralp._compat.coordinator import every_worker_done, trace_as_scheduled
 from ralp.cluster.spec import ClusterError
 from ralp.ps_strategy.staleness import SyncRecord
 
@@ -171,6 +171,14 @@ class AsyncSteps:
         self.coordinator.join()  # raises the first step error, if any
         results = [tuple(np.asarray(v) for v in r.fetch()) for r in remotes]
         return EpochRun(results, end_times)
+
+    def trace(self, iterator) -> None:
+        """Trace the step for ``iterator`` as ``schedule`` will, before training begins: a
+        worker hung while a function is traced hangs this process (see
+        :func:`~ralp._compat.coordinator.trace_as_scheduled`), one hung later a step."""
+        import tensorflow as tf
+
+        trace_as_scheduled(self.coordinator, self.step, (iterator, tf.constant(0, tf.int64)))
 
     @staticmethod
     def _wait_for_iterators(iterator, watch: Watchdog) -> None:

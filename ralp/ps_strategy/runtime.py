@@ -245,8 +245,7 @@ class PSRuntime:
         return rows  # every update's sums are here already
 
     def begin(self, objective, data, sharding: Sharding, seed: int, position) -> None:
-        """Trace the steps for ``objective`` and give each worker its data from
-        ``position``."""
+        """Give each worker its data from ``position`` and trace the steps for it."""
         if objective is not self.objective:
             self._build_steps(objective)
         W = self.workers
@@ -272,6 +271,7 @@ class PSRuntime:
                     self._inputs.append(iter(data.worker_dataset(
                         sharding, w, seed=seed, skip=skips[w], remote=True)))
         self._position = position
+        self._runner().trace(self._inputs)  # now: a worker hung once training began hangs a step
 
     def run(self, updates: int, *, on_begin, on_update, history) -> bool:
         """Run ``updates`` updates; ``on_update(sums)`` after each (True: stop). Returns

@@ -183,6 +183,19 @@ class SyncedSteps:
         # by the caller across epochs: until then the watchdog allows for one-time work
         self.warm_up = warm_up or WarmUp(workers)
 
+    def trace(self, iterators: list) -> None:
+        """Trace the step on each worker's device, and BSP's round update, before training
+        begins: tracing registers each new function on every worker, holding Python's GIL
+        until each answers, so a worker hung then hangs this process; hung later, a step."""
+        import tensorflow as tf
+
+        token = tf.constant(0, tf.int64)
+        for w, iterator in enumerate(iterators):
+            with tf.device(self.worker_device(w)):
+                self.step.get_concrete_function(iterator, token)
+        if self.apply_round is not None:
+            self.apply_round.get_concrete_function()
+
     def run(self, iterators: list, steps: int,
             on_step: Callable[[Callable], None] | None = None) -> EpochRun:
 

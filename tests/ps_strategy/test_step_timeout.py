@@ -99,3 +99,13 @@ def test_a_stuck_first_step_fails_after_its_allowance():
                         f"{allowance:.0f} s.*{SETTING}")
     assert stopper.steps == 0
     assert allowance <= failed_at - stopper.begun_at < allowance + 15
+
+
+def test_every_step_is_traced_before_training_begins():
+    # tracing registers functions on every worker, holding the GIL until each answers: after
+    # on_train_begin, a worker hung there would hang the fit where no watchdog runs
+    with LocalCluster(workers=2, ps=1) as cluster:
+        for mode, sync in [("ps", None), ("ps", "asp"), ("ralp", "bsp")]:
+            counts = run_in_fresh_process(jobs.step_tracings, cluster.spec, mode, sync,
+                                          timeout=300)
+            assert counts["begin"] >= 1 and counts["end"] == counts["begin"], (mode, sync, counts)
