@@ -107,7 +107,7 @@ def test_cli_reference_names_every_flag(module: str, page: str):
     """docs/reference/*-cli.md name exactly the flags the command's parser defines."""
     import importlib
 
-    parser = importlib.import_module(module)._parser()
+    parser = importlib.import_module(module).parser()
     flags = {o for a in parser._actions for o in a.option_strings
              if o.startswith("--") and o != "--help"}
     named = set(re.findall(r"`(--[a-z][a-z-]*)", (DOCS / "reference" / page).read_text()))

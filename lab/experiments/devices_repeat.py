@@ -3,7 +3,7 @@ interleaved rounds (each round the whole matrix, the order rotated). Budgeted de
 shared CPUs at 1 and 10 Gbit/s; at 10 Gbit/s also budgets held to a constant compute pace,
 and windows three times as long."""
 
-from lab.experiments._common import SMALL, bench, netns, outputs
+from lab.experiments._common import SMALL, bench, netns, outputs, tool
 from lab.registry import Lab, Step
 
 SUMMARY = "the spread of interleaved rounds: budgets beside shared CPUs, paced, long windows"
@@ -18,14 +18,19 @@ MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "--devices", "4")
 
 def steps(lab: Lab) -> list[Step]:
     if lab.setting == "10gbit-long":
-        return [bench(lab, *netns("10gbit"), "--models", model, *SMALL, *MODES, "--steps", "60",
+        stems = ("devices_repeat_10gbit_long", "devices_repeat_10gbit_long_vgg11")
+        runs = [bench(lab, *netns("10gbit"), "--models", model, *SMALL, *MODES, "--steps", "60",
                       "--repeat", "5", "--quiet", *outputs(lab, stem), may_fail=True,
                       paced=True)
-                for model, stem in (("alexnet", "devices_repeat_10gbit_long"),
-                                    ("vgg11", "devices_repeat_10gbit_long_vgg11"))]
-    rate, _, paced = lab.setting.partition("-")
-    cpus = ("auto", "paced") if paced else ("auto", "shared")
-    return [bench(lab, *netns(rate), "--models", "alexnet", "vgg11", *SMALL, *MODES,
-                  "--steps", "20", "--device-cpus", *cpus, "--repeat", "5", "--quiet",
-                  *outputs(lab, f"devices_repeat_{lab.setting.replace('-', '_')}"),
-                  may_fail=True, paced=True)]
+                for model, stem in zip(("alexnet", "vgg11"), stems, strict=True)]
+    else:
+        rate, _, paced = lab.setting.partition("-")
+        cpus = ("auto", "paced") if paced else ("auto", "shared")
+        stems = (f"devices_repeat_{lab.setting.replace('-', '_')}",)
+        runs = [bench(lab, *netns(rate), "--models", "alexnet", "vgg11", *SMALL, *MODES,
+                      "--steps", "20", "--device-cpus", *cpus, "--repeat", "5", "--quiet",
+                      *outputs(lab, stems[0]), may_fail=True, paced=True)]
+    # how far the host's pace moved between the rounds, beside the records
+    spread = tool(lab, "pace_spread", *(lab.path(f"{s}.json") for s in stems),
+                  stdout=lab.path(f"{stems[0]}_pace.txt"))
+    return [*runs, spread]

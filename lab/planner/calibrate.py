@@ -74,9 +74,9 @@ def calibrate(args) -> str:
                             **on_device)
         name = args.model
     elif args.keras_model is not None:
-        from ralp.profiler.cli import _load_keras_model
+        from ralp.profiler.cli import load_keras_model
 
-        model = _load_keras_model(args.keras_model)
+        model = load_keras_model(args.keras_model)
         batch = args.batch_size or DEFAULT_BATCH_SIZE
         new = calibrate_host(model, batch, shared_host=args.shared_host, steps=steps, **on_device)
         name, image = model.name, new.entries[0].image_size

@@ -18,9 +18,9 @@ from ralp._cli import (
     UsageError,
     positive_float,
 )
-from ralp.planner.cli import _parser as user_parser
-from ralp.planner.cli import _work as user_work
-from ralp.planner.cli import _zoo_workload
+from ralp.planner.cli import answer as user_work
+from ralp.planner.cli import parser as user_parser
+from ralp.planner.cli import zoo_workload
 from ralp.planner.command import run_command
 
 PROG = "python -m lab.planner"
@@ -65,20 +65,20 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
 def _queue_workload(model: str, batch_size: int, image_size: int, num_classes: int):
     from lab.planner.device_workload import DeviceWorkload
 
-    return DeviceWorkload.of(_zoo_workload(model, batch_size, image_size, num_classes),
+    return DeviceWorkload.of(zoo_workload(model, batch_size, image_size, num_classes),
                              pipeline=False)
 
 
 def _in_step_workload(model: str, batch_size: int, image_size: int, num_classes: int):
     from lab.planner.device_workload import DeviceWorkload
 
-    return DeviceWorkload.of(_zoo_workload(model, batch_size, image_size, num_classes),
+    return DeviceWorkload.of(zoo_workload(model, batch_size, image_size, num_classes),
                              in_step=True)
 
 
 def _workload_for(args):
     return {"queue": _queue_workload, "in-step": _in_step_workload}.get(args.step_model,
-                                                                        _zoo_workload)
+                                                                        zoo_workload)
 
 
 def _validate(args) -> str:
@@ -201,7 +201,7 @@ def _work(args) -> str:
         return user_work(args)
     from lab.planner.simulated_plan import recommend_cli
 
-    return recommend_cli(args, _zoo_workload)
+    return recommend_cli(args, zoo_workload)
 
 
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:

@@ -181,9 +181,9 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     except PlannerError:
         entry = None
     if entry is None:  # measure it here, now (a few steps in this process)
-        from ralp.planner.recommend import _measure_here
+        from ralp.planner.recommend import measure_here
 
-        entry = HostEntry.of(_measure_here(args, s, measure))
+        entry = HostEntry.of(measure_here(args, s, measure))
         cal = HostCalibration(Host(args.shared_host), [entry], this_machine())
     if not args.shared_host and cal.host.device_cpus is None:
         # a real cluster of N machines of one device each: the core's formulas

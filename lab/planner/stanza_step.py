@@ -74,7 +74,7 @@ def stanza_phase_times(compute: Compute, links: Links, workers: int, bandwidth: 
 
     Returns the step's time by phase, in seconds: ``heads`` (forward and backward, all CONV
     ranks), ``tail``, ``exchange`` (both alltoalls) and ``rings``; measured phases to set
-    beside them come from a Horovod timeline (:mod:`ralp.audit.stanza_phases`)."""
+    beside them come from a Horovod timeline (:mod:`lab.tools.stanza_phases`)."""
     fc = len(links.ps_tx)
     group = -(-workers // fc)
     head_ring, tail_ring = links.rings

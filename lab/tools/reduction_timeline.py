@@ -139,9 +139,9 @@ def analyse(traces: str, skip: int) -> dict:
     step went on the wire against the rank's backward pass (``wire_lead_s``)."""
     import statistics
 
+    from lab.tools.stanza_phases import read_events
     from ralp._compat import read_xspace_events, xspace_start_time
     from ralp.audit.overlap import median_figures, ring_spans, step_overlaps, wire_lead
-    from ralp.audit.stanza_phases import read_events
 
     timeline = os.path.join(traces, HOROVOD_TIMELINE)
     spans = ring_spans(read_events(timeline)) if os.path.exists(timeline) else None

@@ -2,7 +2,7 @@
 
 For each model: one ``python -m ralp.bench --modes stanza --calibrate`` run on the simulated
 cluster with Horovod's timeline on (``HOROVOD_TIMELINE``), its steps cut into phases
-(:mod:`ralp.audit.stanza_phases`), and beside them the planner's phases for the same record,
+(:mod:`lab.tools.stanza_phases`), and beside them the planner's phases for the same record,
 from the calibration taken just before the run (:func:`lab.planner.stanza_step.stanza_phase_times`).
 
     .venv/bin/python -m lab.tools.stanza_phase_times --models alexnet vgg11 \\
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository, where the bench ru
 def run_one(model: str, args, workdir: Path) -> dict:
     from lab.planner.stanza_step import stanza_phase_times
     from lab.planner.validate import own_calibration
-    from ralp.audit.stanza_phases import median_phases, read_events, stanza_phases
-    from ralp.planner.cli import _zoo_workload
+    from lab.tools.stanza_phases import median_phases, read_events, stanza_phases
+    from ralp.planner.cli import zoo_workload
     from ralp.planner.modes import resources
     from ralp.units import parse_bandwidth
 
@@ -47,7 +47,7 @@ def run_one(model: str, args, workdir: Path) -> dict:
     key = (record["model"], record["batch_size"], record["image_size"], record["num_classes"])
     entry = cal.find(*key)
     workers, fc = resources("stanza", args.devices)
-    links = _zoo_workload(*key).links_on("stanza", workers, fc)
+    links = zoo_workload(*key).links_on("stanza", workers, fc)
     modelled = stanza_phase_times(entry.compute, links, workers,
                                   parse_bandwidth(args.bandwidth) / 8, entry.host_for(cal.host))
     return {

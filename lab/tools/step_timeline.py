@@ -33,9 +33,9 @@ BUSY = 0.5  # a device is busy when it uses this share of its budget or more
 def measured_steps(cluster_spec, run) -> dict:
     """In the coordinator: place, warm up, run the measured steps; their end times (the
     same clock as the sampler's: CLOCK_MONOTONIC)."""
-    from ralp.bench.ps_job import SetupClock, _placed_trainer, dataset_fn_for
+    from ralp.bench.ps_job import SetupClock, dataset_fn_for, placed_trainer
 
-    trainer = _placed_trainer(cluster_spec, run, SetupClock())
+    trainer = placed_trainer(cluster_spec, run, SetupClock())
     data = dataset_fn_for(run)
     trainer.fit(data, steps_per_epoch=run.warmup_steps, batch_size=run.batch_size,
                 verbose=0)

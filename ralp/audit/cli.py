@@ -12,7 +12,7 @@ from ralp._cli import fail, interrupt_on_sigterm, positive_int, quiet_tensorflow
 PROG = "python -m ralp.audit"
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Trace one real training step of a zoo model on a local cluster (real "
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     quiet_tensorflow()
     from ralp.audit.step_audit import AuditSettings, audit
     from ralp.cluster.fresh_process import ChildError

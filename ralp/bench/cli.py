@@ -38,7 +38,7 @@ PROG = "python -m ralp.bench"
 _D = DEFAULT_COMPARISON
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Benchmark plain parameter-server training against RALP layer placement "
@@ -193,7 +193,7 @@ def request_from(args: argparse.Namespace) -> BenchRequest:
 
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     interrupt_on_sigterm()  # every cluster, namespace and process is cleaned up then too
     try:
         if args.show:

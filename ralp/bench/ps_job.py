@@ -59,7 +59,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     from ralp.cluster.fresh_process import report_progress
 
     W, B = run.workers, run.batch_size
-    trainer = _placed_trainer(cluster_spec, run, clock)
+    trainer = placed_trainer(cluster_spec, run, clock)
     plan, prof = trainer.plan, trainer.profile
     predicted = prof.traffic(plan.offloaded)
 
@@ -106,7 +106,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     }
 
 
-def _placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
+def placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
     """The run's model, built and placed on the cluster (plain PS or RALP)."""
     import keras
 

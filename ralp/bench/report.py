@@ -24,7 +24,7 @@ from ralp.bench.records import (
     short_error,
     succeeded,
 )
-from ralp.bench.rounds import repeated, setting_key, summarize
+from ralp.bench.rounds import repeated, summarize
 
 MAX_WIDTH = 120
 
@@ -178,7 +178,7 @@ def to_table(records: Sequence[dict]) -> str:
 
     if not records:
         return "(no records)"
-    pace, reference = pace_line(records), reference_line(records)
+    reference = reference_line(records)
     if repeated(records):
         records = summarize(records)
     with_horovod = any(r.get("mode") == "horovod" for r in records)
@@ -208,37 +208,7 @@ def to_table(records: Sequence[dict]) -> str:
                    "median of the per-round ratios")
     if any(_flagged(r) for r in records):
         out.append(FLAG_NOTE)
-    if pace:
-        out.append(pace)
     return "\n".join(out)
-
-
-def pace_line(records: Sequence[dict]) -> str | None:
-    """How far the host's pace (``cpu.host_pace``: work per CPU-second, per kind of work, as a
-    device watcher that probes the host reports it) moved between the rounds of one setting:
-    per kind, the largest deviation from its setting's median (None without repeated records
-    that carry it)."""
-    from statistics import median
-
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        pace = (r.get("cpu") or {}).get("host_pace")
-        if succeeded(r) and pace:
-            groups.setdefault(setting_key(r), []).append(pace)
-    cells = []
-    for kind in ("interpreter", "compute", "memory"):
-        deviations = []
-        for rows in groups.values():
-            values = [p[kind] for p in rows if p.get(kind)]
-            if len(values) > 1:
-                mid = median(values)
-                deviations.append(max(abs(v / mid - 1) for v in values))
-        if deviations:
-            cells.append(f"{kind} {max(deviations):.0%}")
-    if not cells:
-        return None
-    return ("host pace (work per CPU-second) between a setting's rounds, largest deviation "
-            "from its median: " + ", ".join(cells) + "; CPU-bound settings move with it")
 
 
 # --------------------------------------------------------------------------- JSON, CSV

@@ -59,14 +59,14 @@ def calibrate(args) -> str:
                             device_cpus=device_cpus, devices=devices)
         name = args.model
     elif args.keras_model is not None:
-        from ralp.profiler.cli import _load_keras_model
+        from ralp.profiler.cli import load_keras_model
 
         if device_cpus is not None:
             new = calibrate_zoo(args.keras_model, args.batch_size or DEFAULT_BATCH_SIZE,
                                 *_shape(args.keras_model), steps=steps,
                                 device_cpus=device_cpus, devices=devices)
         else:
-            new = calibrate(_load_keras_model(args.keras_model),
+            new = calibrate(load_keras_model(args.keras_model),
                             args.batch_size or DEFAULT_BATCH_SIZE, steps=steps)
         name, batch, image = new.entries[0].model, new.entries[0].batch_size, new.entries[0].image_size
     else:
@@ -83,9 +83,9 @@ def calibrate(args) -> str:
 def _shape(path: str) -> tuple[int, int]:
     """(image size, classes) of the saved model at ``path``."""
     from ralp.planner.calibration import shape_facts
-    from ralp.profiler.cli import _load_keras_model
+    from ralp.profiler.cli import load_keras_model
 
-    return shape_facts(_load_keras_model(path))
+    return shape_facts(load_keras_model(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ PROG = "python -m ralp.planner"
 FORMATS = ("table", "json")
 
 
-def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Predict the throughput of every mode (ps, ralp-h, ralp-n, horovod, "
@@ -73,7 +73,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 @cache
-def _zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int):
+def zoo_workload(model: str, batch_size: int, image_size: int, num_classes: int):
     from ralp.models import build_model
     from ralp.planner.workload import Workload
     from ralp.profiler.api import profile
@@ -87,22 +87,22 @@ def _calibrate(args) -> str:
     return calibrate(args)
 
 
-def _work(args) -> str:
+def answer(args) -> str:
     """What the user's command does with ``args``: a calibration, or a plan from the core."""
     if args.calibrate:
         return _calibrate(args)
     if args.nodes:
         from ralp.planner.recommend import cluster_cli
 
-        return cluster_cli(args, _zoo_workload)
+        return cluster_cli(args, zoo_workload)
     from ralp.planner.recommend import recommend_cli
 
-    return recommend_cli(args, _zoo_workload)
+    return recommend_cli(args, zoo_workload)
 
 
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """The command's work; ``prog``: the name it was run by."""
-    return run_command(argv, prog, parser=_parser, work=_work)
+    return run_command(argv, prog, parser=parser, work=answer)
 
 
 def main(prog: str = PROG) -> None:

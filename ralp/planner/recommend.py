@@ -42,9 +42,9 @@ def subject(args, workload_for: Callable[[str, int, int, int], Workload]) -> Sub
         return Subject(args.model, batch, image, args.num_classes,
                        workload_for(args.model, batch, image, args.num_classes),
                        source=args.model)
-    from ralp.profiler.cli import _load_keras_model
+    from ralp.profiler.cli import load_keras_model
 
-    model = _load_keras_model(args.keras_model)
+    model = load_keras_model(args.keras_model)
     batch = args.batch_size or DEFAULT_BATCH_SIZE
     image, classes = shape_facts(model)  # the model's own input side and classes
     return Subject(model.name, batch, image, classes,
@@ -86,11 +86,11 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
         except PlannerError:
             entry = None  # not this model: measured here
     if entry is None:  # measure it here, now (a few steps in this process)
-        entry = _measure_here(args, s, measure)
+        entry = measure_here(args, s, measure)
     return report(args, s.work, s.source, entry.compute, nodes=args.devices)
 
 
-def _measure_here(args, s: Subject, measure):
+def measure_here(args, s: Subject, measure):
     from ralp._text import human_seconds
     from ralp.models import build_model
 

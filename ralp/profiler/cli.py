@@ -20,7 +20,7 @@ PROG = "python -m ralp.profiler"
 FORMATS = ("table", "json", "csv")
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Profile a CNN from its shapes: layer table, parameter skewness, "
@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_keras_model(path: str):
+def load_keras_model(path: str):
     if not os.path.isfile(path):
         raise UsageError(
             f"no such file: {path!r}; pass the path of a model saved with model.save('x.keras')"
@@ -76,7 +76,7 @@ def _profile_zoo(name: str, args, threshold: float):
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     from ralp.models import MODEL_NAMES  # the zoo's table: no TensorFlow yet
 
     if args.model is not None and args.model not in MODEL_NAMES:  # said at once
@@ -105,7 +105,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             if args.model is not None:
                 p = _profile_zoo(args.model, args, threshold)
             else:
-                model = _load_keras_model(args.keras_model)
+                model = load_keras_model(args.keras_model)
                 from ralp.profiler.api import profile
 
                 p = profile(model, args.batch_size or DEFAULT_BATCH_SIZE, threshold=threshold,

@@ -67,18 +67,6 @@ def test_one_round_is_not_summarised():
     assert spread([2.0]) == {"median": 2.0, "min": 2.0, "max": 2.0, "max_deviation": 0.0}
 
 
-def test_the_table_says_how_far_the_hosts_pace_moved_between_a_settings_rounds():
-    paces = {"ps": [100.0, 90.0, 110.0], "ralp-n": [100.0, 100.0, 80.0]}
-    records = _scripted()
-    for r in records:
-        compute = paces[r["mode"]][r["round"]]
-        r["cpu"] = {"host_pace": {"interpreter": 50.0, "compute": compute, "memory": None}}
-    line = to_table(records).splitlines()[-1]
-    # compute: ps 90-110 around 100 (10%), ralp-n 80 against 100 (20%): the largest
-    assert "compute 20%" in line and "interpreter 0%" in line and "memory" not in line
-    assert "pace" not in to_table(_scripted())  # records without it: no line
-
-
 def test_files_made_apart_number_each_settings_records_as_its_rounds():
     # one bench run per round and shape, files in the order given: one worker, then two
     files = [[record(mode=m, workers=w, round=0, images_per_sec=float(10 * w + k))

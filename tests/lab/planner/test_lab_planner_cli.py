@@ -138,7 +138,7 @@ def test_a_record_carrying_its_calibration_is_predicted_from_it(calibration, res
 
 def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(results):
     from lab.planner import validate
-    from ralp.planner.cli import _zoo_workload
+    from ralp.planner.cli import zoo_workload
 
     _, records = results
     base = HostEntry("alexnet", 8, 75, 1000, "pool5", 0.15, 0.03, 5, capacity=1.2)
@@ -150,11 +150,11 @@ def test_a_fitted_capacity_replaces_the_measured_ones_at_every_process_count(res
         cal = HostCalibration(host, [entry], "beside").to_dict()
         return [("r.json", {**r, "calibration": cal}) for r in records]
 
-    fitted = [validate.predict_records(carrying(e), None, _zoo_workload, capacity=1.5)
+    fitted = [validate.predict_records(carrying(e), None, zoo_workload, capacity=1.5)
               for e in (base, counted)]
     assert [r.predicted_images_per_sec for r in fitted[0]] == pytest.approx(
         [r.predicted_images_per_sec for r in fitted[1]])
-    measured = validate.predict_records(carrying(counted), None, _zoo_workload)
+    measured = validate.predict_records(carrying(counted), None, zoo_workload)
     assert [r.predicted_images_per_sec for r in measured] != pytest.approx(
         [r.predicted_images_per_sec for r in fitted[1]])
 
@@ -220,17 +220,17 @@ def test_a_record_run_on_a_shape_given_by_hand_is_predicted_on_that_shape():
     # bench --workers 3 --ps 1 --modes ps: plain PS on one PS task, not the mode's 2 + 2
     from lab.planner import validate
     from lab.planner.predict import predict, predict_on
-    from ralp.planner.cli import _zoo_workload
+    from ralp.planner.cli import zoo_workload
 
     zoo = json.loads((DATA / "devices_zoo_1gbit_one_ps.json").read_text())
     record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")
     assert (record["workers"], record["ps"]) == (3, 1)
     cal = validate.own_calibration(record)
     entry = cal.find("alexnet", 8, 75, 1000)
-    work, host = _zoo_workload("alexnet", 8, 75, 1000), entry.host_for(cal.host)
+    work, host = zoo_workload("alexnet", 8, 75, 1000), entry.host_for(cal.host)
     on_shape = predict_on(work, entry.compute, host, "ps", 3, 1, 10**9).images_per_sec
     by_rule = predict(work, entry.compute, host, "ps", 4, 10**9).images_per_sec
-    assert validate.predict_record(record, None, _zoo_workload) == pytest.approx(on_shape)
+    assert validate.predict_record(record, None, zoo_workload) == pytest.approx(on_shape)
     assert on_shape != pytest.approx(by_rule)  # 3 workers on one PS link, not 2 on two
 
 
@@ -239,7 +239,7 @@ def test_a_dilated_record_is_predicted_on_its_applied_link_in_the_reference_time
     # reference device's time (dilation times the host's)
     from lab.planner import validate
     from lab.planner.predict import predict_on
-    from ralp.planner.cli import _zoo_workload
+    from ralp.planner.cli import zoo_workload
 
     zoo = json.loads((DATA / "devices_zoo_1gbit_one_ps.json").read_text())
     record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ps")
@@ -247,10 +247,10 @@ def test_a_dilated_record_is_predicted_on_its_applied_link_in_the_reference_time
                "images_per_sec": 2 * record["images_per_sec"]}
     cal = validate.own_calibration(record)
     entry = cal.find("alexnet", 8, 75, 1000)
-    host_time = predict_on(_zoo_workload("alexnet", 8, 75, 1000), entry.compute,
+    host_time = predict_on(zoo_workload("alexnet", 8, 75, 1000), entry.compute,
                            entry.host_for(cal.host), "ps", 3, 1, 5 * 10**8).images_per_sec
-    assert validate.predict_record(dilated, None, _zoo_workload) == pytest.approx(2 * host_time)
-    [row] = validate.predict_records([("", dilated)], None, _zoo_workload)
+    assert validate.predict_record(dilated, None, zoo_workload) == pytest.approx(2 * host_time)
+    [row] = validate.predict_records([("", dilated)], None, zoo_workload)
     assert row.measured_images_per_sec == dilated["images_per_sec"]
     assert row.bandwidth == "1gbit"  # the setting: the nominal link
 
@@ -259,7 +259,7 @@ def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_
     import statistics
 
     from lab.planner import validate
-    from ralp.planner.cli import _zoo_workload
+    from ralp.planner.cli import zoo_workload
 
     zoo = json.loads((DATA / "devices_zoo_n4_1gbit_in_epoch.json").read_text())
     rounds = [r for r in zoo if r["model"] == "alexnet" and r["mode"] == "ralp-h"]
@@ -267,7 +267,7 @@ def test_a_setting_calibrated_every_round_is_predicted_from_each_rounds_own(tmp_
     records.write_text(json.dumps(rounds))
     assert run(["--validate", str(records), "--format", "json"]) == 0
     [setting] = json.loads(capsys.readouterr().out)["settings"]
-    each = [validate.predict_record(r, None, _zoo_workload) for r in rounds]
+    each = [validate.predict_record(r, None, zoo_workload) for r in rounds]
     assert len({r["calibration"]["measured_at"] for r in rounds}) == 3  # one per round
     assert len(set(each)) == 3  # and they differ
     assert setting["predicted"] == pytest.approx(statistics.median(each))

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ralp.audit.stanza_phases import (
+from lab.tools.stanza_phases import (
     PHASES,
     TimelineError,
     median_phases,
