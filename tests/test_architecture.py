@@ -16,7 +16,7 @@ MAX_LINES = 450
 # only; rooms of one layer never import each other.
 LAYERS: list[set[str]] = [
     {"errors"},  # RalpError and the errors every layer raises: no ralp imports at all
-    {"_text", "_cli", "_compat", "_messages", "_named", "_process", "defaults"},  # foundation
+    {"_text", "_cli", "_compat", "_messages", "_named", "_process", "defaults", "modes"},  # foundation
     {"units"},  # link rates and delays as users write them
     {"models"},  # the zoo
     {"profiler"},  # profile

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ralp import modes as registry
 from ralp._text import human_bytes
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.calibration import Calibration
@@ -29,7 +30,7 @@ from ralp.units import parse_bandwidth
 
 # ralp.wrap's modes on the user's cluster -> the planner's model of each on that shape (RALP
 # runs the same step whether the cluster was sized as RALP-H or RALP-N: one PS critical section).
-WRAP_CANDIDATES: dict[str, str] = {"ps": "ps", "ralp": "ralp-n"}
+WRAP_CANDIDATES: dict[str, str] = {registry.PS: registry.PS, registry.RALP: registry.RALP_N}
 # RALP must beat plain PS by more than this share to be chosen: a tie keeps the model whole.
 PLACEMENT_MARGIN = 0.02
 # ... and move at least this share fewer bytes: placement's gain is the bytes it saves. Where
@@ -133,16 +134,17 @@ def decide(workload: Workload, compute: Compute, cluster, bandwidth: str,
     every candidate's predicted step and bytes and the skewness rule's verdict beside it."""
     workers, ps = len(cluster.workers), len(cluster.ps)
     bits = parse_bandwidth(bandwidth)
-    candidates = WRAP_CANDIDATES if workload.offloaded else {"ps": "ps"}
+    plain, placed = registry.PS, registry.RALP
+    candidates = WRAP_CANDIDATES if workload.offloaded else {plain: plain}
     predictions = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
                    for planned in candidates.values()]
     by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
     links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
-    chosen = "ps"
-    if ("ralp" in by_mode
-            and by_mode["ralp"].images_per_sec > by_mode["ps"].images_per_sec * (1 + PLACEMENT_MARGIN)
-            and links["ralp"].total < links["ps"].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):
-        chosen = "ralp"
+    chosen = plain
+    if (placed in by_mode
+            and by_mode[placed].images_per_sec > by_mode[plain].images_per_sec * (1 + PLACEMENT_MARGIN)
+            and links[placed].total < links[plain].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):
+        chosen = placed
     return AutoChoice(chosen, workers + ps, bandwidth,
                       {m: p.images_per_sec for m, p in by_mode.items()}, source,
                       step_s={m: p.step_time_s for m, p in by_mode.items()},

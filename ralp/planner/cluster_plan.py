@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
+from ralp import modes as registry
 from ralp.defaults import DEFAULT_DEVICE_MEMORY_BYTES
 from ralp.planner.modes import MODES, PlannerError, resources
 from ralp.planner.terms import Compute
@@ -27,10 +28,7 @@ from ralp.profiler.bytes_model import variable_homes
 # tests/planner/test_published_cluster.py).
 TIE_BAND = 0.15
 # What each mode needs beyond TensorFlow, least first: a tie goes to the mode needing least.
-NEEDS = {"ps": (0, "nothing beyond TensorFlow"),
-         "ralp-n": (1, "a placement plan"), "ralp-h": (1, "a placement plan"),
-         "collective": (2, "TensorFlow's collectives on every worker"),
-         "horovod": (3, "a compiled Horovod"), "stanza": (3, "a compiled Horovod")}
+NEEDS = {name: mode.needs for name, mode in registry.MODES.items()}
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: in
     ``ralp-h`` half the devices to workers, spread over the nodes; ``tail_s``: the tail's
     step on the PS."""
     g = topo.gpus_per_node
-    if mode == "ps":
+    if not registry.MODES[mode].offloads:
         if g % gpus_per_worker:
             raise PlannerError(f"{g} GPUs per node do not split into workers of "
                                f"{gpus_per_worker}")
@@ -119,7 +117,7 @@ def ps_layout(workload: Workload, mode: str, topo: Topology, gpus_per_worker: in
     tail = _tail_layers(workload, mode)
     if topo.devices < 2:
         raise PlannerError(f"mode {mode!r} needs at least 2 devices")
-    if mode == "ralp-n":
+    if mode == registry.RALP_N:
         per_node = (g - 1,) + (g,) * (topo.nodes - 1)
     else:
         half = [topo.devices // 2 // topo.nodes] * topo.nodes
@@ -136,7 +134,7 @@ def task_layout(workload: Workload, mode: str, workers: int, ps: int,
     sized: ``workers`` worker tasks and ``ps`` PS tasks, each on a machine of its own (PS
     tasks on machines 0..ps-1), the kept variables round-robin over the PS tasks and RALP's
     tail on PS task 0. Returns the layout and the topology (NIC rate 1 bit/s: scale it)."""
-    offloaded = _tail_layers(workload, mode) if mode != "ps" else {}
+    offloaded = _tail_layers(workload, mode) if registry.MODES[mode].offloads else {}
     layout = PSLayout((0,) * ps + (1,) * workers, 1, _homed_bytes(workload, offloaded, ps),
                       float(workload.profile.boundary_bytes) if offloaded else 0.0,
                       compute.tail_s if offloaded else 0.0)
@@ -160,7 +158,7 @@ def predict_on_devices(workload: Workload, compute: Compute, mode: str, devices:
     with its link at ``bandwidth_bits``: the PS family on the bench's split of the devices
     (:func:`ralp.planner.modes.resources`), the rings over every device, Stanza with its best
     split. Raises :class:`PlannerError` where ``mode`` cannot use ``devices``."""
-    if mode in ("ps", "ralp-n", "ralp-h"):
+    if registry.MODES[mode].family == registry.PS_FAMILY:
         workers, ps = resources(mode, devices)
         # ralp-h leaves devices idle (half the devices as workers, one PS): N all the same
         return replace(predict_on_tasks(workload, compute, mode, workers, ps, bandwidth_bits),
@@ -175,7 +173,7 @@ def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: 
     of the highest throughput (CONV ranks' batches per step, not the shortest step: an FC
     rank more can shorten the step yet lose a CONV rank's images): (step, conv, fc)."""
     if not workload.offloaded:
-        raise PlannerError(f"mode 'stanza' needs layers for its FC ranks; "
+        raise PlannerError(f"mode {registry.STANZA!r} needs layers for its FC ranks; "
                            f"{workload.profile.model} has none after its split")
     tail = workload.tail_trainable_bytes
     head = workload.table.trainable_param_bytes_total - tail
@@ -189,7 +187,7 @@ def _stanza(workload: Workload, compute: Compute, topo: Topology, through_host: 
         if best is None or conv / step > best[1] / best[0]:
             best = (step, conv, fc)
     if best is None:
-        raise PlannerError(f"mode 'stanza': no FC rank fits in {memory_bytes / 2**30:.3g} GiB")
+        raise PlannerError(f"mode {registry.STANZA!r}: no FC rank fits in {memory_bytes / 2**30:.3g} GiB")
     return best
 
 
@@ -205,22 +203,24 @@ def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str
         raise PlannerError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     batch = workload.table.batch_size
     note = ""
-    if mode in ("horovod", "stanza"):
+    family = registry.MODES[mode].family
+    on_horovod = registry.MODES[mode].on_horovod
+    if on_horovod:
         if horovod_build is None:
             raise PlannerError("Horovod is not installed (./scripts/setup.sh builds it)")
         through_host = on_gpus and horovod_build != "nccl"
         note = "Gloo: gradients through host memory" if through_host else ""
-    if mode in ("ps", "ralp-n", "ralp-h"):
+    if family == registry.PS_FAMILY:
         layout = ps_layout(workload, mode, topo, tail_s=compute.tail_s)
         step = ps_family_step_s(compute, layout, topo, sync)
         workers, ps = layout.workers, len(layout.homed)
-    elif mode == "stanza":
+    elif family == registry.LAYER_SPLIT:
         step, workers, ps = _stanza(workload, compute, topo, through_host, memory_bytes)
     else:
         if topo.devices < 2:
             raise PlannerError(f"mode {mode!r} needs at least 2 devices to allreduce")
         step = ring_step_s(compute, workload.table.trainable_param_bytes_total, topo,
-                           through_host=mode == "horovod" and through_host)
+                           through_host=on_horovod and through_host)
         workers, ps = topo.devices, 0
     return ClusterPrediction(mode, topo.nodes, topo.gpus_per_node, topo.devices, workers, ps,
                              int(topo.nic_bits), workers * batch / step, step, note)
@@ -251,7 +251,7 @@ def decide(found: Sequence[ClusterPrediction]) -> Decision:
     tied = [p for p in ranked if p.images_per_sec >= (1 - TIE_BAND) * fastest.images_per_sec]
     best = min(tied, key=lambda p: (NEEDS[p.mode][0], -p.images_per_sec))
     others = [p for p in ranked if p is not best]
-    ps = next((p for p in found if p.mode == "ps"), None)
+    ps = next((p for p in found if p.mode == registry.PS), None)
     return Decision(best, fastest, others[0] if others else None, ps)
 
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ralp import modes as registry
 from ralp._cli import UsageError
 from ralp.models.model_file import bench_model_argument
 from ralp.planner.cluster_plan import (
@@ -41,7 +42,7 @@ def _rate(bits: float) -> str:
 
 
 def layout_text(p: ClusterPrediction, unit: str = "GPUs") -> str:
-    if p.mode == "stanza":
+    if registry.MODES[p.mode].family == registry.LAYER_SPLIT:
         return f"{p.workers} CONV + {p.ps} FC ranks"
     if p.ps:
         return f"{p.workers} worker {unit} + {p.ps} PS"
@@ -85,7 +86,7 @@ def lead(plan: ClusterPlan, flips: dict | None = None) -> list[str]:
             text += (f", {b.images_per_sec / d.runner_up.images_per_sec:.2f}x the runner-up "
                      f"{d.runner_up.mode}" + (" (a tie: inside the planner's "
                                               f"{TIE_BAND:.0%} error band)" if d.tie else ""))
-        if d.ps is not None and b.mode != "ps":
+        if d.ps is not None and b.mode != registry.PS:
             text += f", {b.images_per_sec / d.ps.images_per_sec:.2f}x plain PS"
         lines.append(text)
         if b.note:
@@ -141,12 +142,13 @@ def run_command(plan: ClusterPlan, p: ClusterPrediction) -> str:
     """How to run prediction ``p``: the bench's command on a running cluster and the
     ``ralp.wrap`` call of a training script (docs/how-to/real-cluster.md starts the tasks)."""
     model = bench_model_argument(plan.source)
-    fc = f" --fc-workers {p.ps}" if p.mode == "stanza" else ""
+    split = registry.MODES[p.mode].family == registry.LAYER_SPLIT
+    fc = f" --fc-workers {p.ps}" if split else ""
     bench = (f"python -m ralp.bench --backend tf-config --cluster cluster.json {model} "
-             f"--modes {p.mode} --devices {p.workers + (p.ps if p.mode != 'ps' else 0)}{fc} "
+             f"--modes {p.mode} --devices {p.workers + (p.ps if p.mode != registry.PS else 0)}{fc} "
              f"--batch-size {plan.batch_size}" + (" --device-type gpu" if plan.on_gpus else ""))
-    wrap_mode = {"ralp-n": "ralp", "ralp-h": "ralp"}.get(p.mode, p.mode)
-    extra = f", fc_workers={p.ps}" if p.mode == "stanza" else ""
+    wrap_mode = registry.MODES[p.mode].wrap_as
+    extra = f", fc_workers={p.ps}" if split else ""
     gpu = ", device_type='gpu'" if plan.on_gpus else ""
     wrap = (f"trainer = ralp.wrap(model, cluster, mode={wrap_mode!r}{gpu}{extra})"
             f"  # {layout_text(p)}")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ralp import modes as registry
 from ralp.planner.modes import PlannerError
 from ralp.planner.terms import Compute, behind_backward_s, forward_backward_s
 
@@ -220,12 +221,13 @@ def compute_step_s(compute: Compute, mode: str, workers: int, ps: int,
     workers and ``ps`` PS tasks (stanza: CONV and FC ranks), each a device of its own, by
     the family's own formula. The bound a measured step is read against, beside the busiest
     link's wire time."""
-    if mode in ("horovod", "collective"):
+    family = registry.MODES[mode].family
+    if family == registry.ALLREDUCE:
         return ring_step_s(compute, 0.0, Topology(max(workers, 1), 1, math.inf, math.inf))
-    if mode == "stanza":
+    if family == registry.LAYER_SPLIT:
         layout = StanzaLayout(workers, ps, 0.0, 0.0, 0.0)
         return stanza_step_s(compute, layout, Topology(workers + ps, 1, math.inf, math.inf))
-    tail = mode in ("ralp-h", "ralp-n")
+    tail = registry.MODES[mode].offloads
     # any boundary bytes mark RALP's exchange; at an infinite rate they cost nothing
     layout = PSLayout((0,) * ps + (1,) * workers, 1, (0.0,) * ps, 1.0 if tail else 0.0,
                       compute.tail_s if tail else 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ralp import modes as registry
 from ralp.planner.modes import PlannerError, resources
 from ralp.planner.terms import Links
 from ralp.profiler.api import Profile
@@ -42,13 +43,14 @@ class Workload:
         """The byte model's links of ``mode`` on a given cluster shape (``ralp.wrap`` on a
         cluster it did not size). A RALP mode's tail is on ps:0, as the planner's RALP model
         assumes (one PS critical section)."""
-        if mode == "stanza":
+        entry = registry.MODES[mode]
+        if entry.family == registry.LAYER_SPLIT:
             return self._stanza_links(workers, ps)
-        if mode in ("horovod", "collective"):
-            t = mode_traffic(self.table, mode, workers)
+        if entry.family == registry.ALLREDUCE:
+            t = mode_traffic(self.table, entry.bytes_key, workers)
             return Links((), (), t.worker_link.tx, t.total, 2 * (workers - 1))
-        offloaded = {name: 0 for name in self.offloaded} if mode.startswith("ralp") else {}
-        t = mode_traffic(self.table, "ralp", workers, ps, offloaded)
+        offloaded = {name: 0 for name in self.offloaded} if entry.offloads else {}
+        t = mode_traffic(self.table, registry.RALP, workers, ps, offloaded)
         moved = set(offloaded)
         kept_vars = sum(1 for row, _, _ in self.table.variables if row not in moved)
         messages = 2 * kept_vars + (2 * len(self.profile.boundary_layers) if moved else 0)
@@ -64,9 +66,9 @@ class Workload:
         """Stanza's links: CONV ranks are the workers, FC ranks the ps links; the rings'
         bytes apart (they run after the activations' exchange)."""
         if not self.offloaded:
-            raise PlannerError(f"mode 'stanza' needs layers to put on the FC ranks; "
+            raise PlannerError(f"mode {registry.STANZA!r} needs layers to put on the FC ranks; "
                                f"{self.profile.model} has none after its split")
-        t = mode_traffic(self.table, "stanza", conv, fc, {name: 0 for name in self.offloaded})
+        t = mode_traffic(self.table, registry.MODES[registry.STANZA].bytes_key, conv, fc, {name: 0 for name in self.offloaded})
         tail = self.tail_trainable_bytes
         head = self.table.trainable_param_bytes_total - tail
         rings = (ring_allreduce_bytes(head, conv), ring_allreduce_bytes(tail, fc))
