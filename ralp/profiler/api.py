@@ -16,6 +16,7 @@ from ralp.defaults import (
     DEFAULT_THRESHOLD,
     DEFAULT_WORKERS,
 )
+from ralp.modes import HOROVOD, PS, RALP
 from ralp.profiler.bytes_model import StepTraffic, mode_traffic
 from ralp.profiler.layer_table import LayerTable, ProfileError, build_layer_table
 from ralp.profiler.ps_assignment import spread_layers
@@ -81,7 +82,7 @@ class Profile:
     def traffic(self, offloaded: Mapping[str, int] | None = None) -> StepTraffic:
         """Bytes per step of a PS placement on this profile's cluster: plain PS when nothing is
         ``offloaded`` (layer -> PS task), else RALP with those layers on the PS."""
-        return mode_traffic(self.table, "ralp", self.workers, self.ps, offloaded)
+        return mode_traffic(self.table, RALP, self.workers, self.ps, offloaded)
 
     @property
     def busiest_link_bytes(self) -> dict[str, int]:
@@ -93,7 +94,7 @@ class Profile:
         worker's boundary and kept variables, while Horovod spreads its bytes over the
         workers' links, so a model with little to offload can lose to it on the wire."""
         link = self.busiest_link_bytes
-        ralp, ps, hvd = link["ralp"], link["ps"], link["horovod"]
+        ralp, ps, hvd = link[RALP], link[PS], link[HOROVOD]
         text = (
             f"; busiest link {human_bytes(ralp)} per step against {human_bytes(ps)} for "
             f"plain PS and {human_bytes(hvd)} for Horovod"
@@ -112,7 +113,7 @@ class Profile:
     def verdict(self) -> str:
         """One honest sentence: whether placement pays off for this model, and why."""
         s, k = self.skewness, self.threshold
-        ratio = self.bytes_per_step["ralp"].total / max(1, self.bytes_per_step["ps"].total)
+        ratio = self.bytes_per_step[RALP].total / max(1, self.bytes_per_step[PS].total)
         if self.refusal is not None:
             return f"ralp cannot train it: {self.refusal}"
         if self.split.index is None:
@@ -178,9 +179,9 @@ def profile(
         workers=workers,
         ps=ps,
         bytes_per_step={
-            "ps": mode_traffic(table, "ps", workers, ps),
-            "horovod": mode_traffic(table, "horovod", workers),
-            "ralp": mode_traffic(table, "ralp", workers, ps, offloaded),
+            PS: mode_traffic(table, PS, workers, ps),
+            HOROVOD: mode_traffic(table, HOROVOD, workers),
+            RALP: mode_traffic(table, RALP, workers, ps, offloaded),
         },
         boundary_layers=tuple(boundary),
         refusal=several_outputs(model),

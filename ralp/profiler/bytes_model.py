@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from ralp.errors import InvalidArgumentError
+from ralp.modes import BYTE_MODES as MODES
+from ralp.modes import COLLECTIVE, HOROVOD, PS, RALP, STANZA
 from ralp.profiler.layer_table import LayerTable
 from ralp.profiler.links import LinkBytes
 from ralp.profiler.ps_assignment import round_robin
@@ -153,7 +155,7 @@ def ps_traffic(table: LayerTable, workers: int, ps: int) -> StepTraffic:
     """Plain ParameterServerStrategy: everything runs on the workers, variables round-robin."""
     _check_cluster(workers, ps)
     homes = round_robin(len(table.variables), ps)
-    return placed_traffic(table, {}, homes, workers, ps, mode="ps")
+    return placed_traffic(table, {}, homes, workers, ps, mode=PS)
 
 
 def ralp_traffic(
@@ -163,7 +165,7 @@ def ralp_traffic(
     rows go round-robin over the PS tasks, those of an offloaded row live on its task."""
     _check_cluster(workers, ps)
     homes = variable_homes(table, offloaded, ps)
-    return placed_traffic(table, offloaded, homes, workers, ps, mode="ralp")
+    return placed_traffic(table, offloaded, homes, workers, ps, mode=RALP)
 
 
 def variable_homes(table: LayerTable, offloaded: Mapping[str, int], ps: int) -> list[int]:
@@ -181,7 +183,7 @@ def horovod_traffic(gradient_bytes: int, workers: int) -> StepTraffic:
     _check_cluster(workers, 0)
     per_worker = ring_allreduce_bytes(gradient_bytes, workers)
     return StepTraffic(
-        mode="horovod",
+        mode=HOROVOD,
         workers=workers,
         ps=0,
         worker_link=LinkBytes(per_worker, per_worker),
@@ -236,7 +238,7 @@ def stanza_traffic(
         "labels": labels * conv_workers,
     }
     return StepTraffic(
-        mode="stanza",
+        mode=STANZA,
         workers=conv_workers,
         ps=fc_workers,
         worker_link=conv_link,
@@ -244,9 +246,6 @@ def stanza_traffic(
         total=sum(breakdown.values()),
         breakdown=breakdown,
     )
-
-
-MODES = ("ps", "horovod", "collective", "ralp", "stanza")
 
 
 def mode_traffic(
@@ -263,12 +262,12 @@ def mode_traffic(
     task; an empty mapping is plain PS) or "stanza" (``workers`` CONV ranks, ``ps`` FC ranks
     holding the ``offloaded`` rows).
     """
-    if mode == "ps" or (mode == "ralp" and not offloaded):
+    if mode == PS or (mode == RALP and not offloaded):
         return ps_traffic(table, workers, ps)
-    if mode in ("horovod", "collective"):
+    if mode in (HOROVOD, COLLECTIVE):
         return horovod_traffic(table.trainable_param_bytes_total, workers)
-    if mode == "ralp":
+    if mode == RALP:
         return ralp_traffic(table, offloaded, workers, ps)
-    if mode == "stanza":
+    if mode == STANZA:
         return stanza_traffic(table, offloaded or {}, workers, ps)
     raise InvalidArgumentError(f"unknown mode {mode!r}; the byte model knows {', '.join(MODES)}")

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from ralp._text import human_bytes, human_count, text_grid
+from ralp.modes import HOROVOD, PS, RALP
 from ralp.profiler.api import Profile
 from ralp.profiler.layer_table import LayerRow
 
@@ -67,7 +68,7 @@ def layers_csv(p: Profile) -> str:
 
 def to_text(p: Profile) -> str:
     t = p.bytes_per_step
-    ps_total = max(1, t["ps"].total)
+    ps_total = max(1, t[PS].total)
     lines = [
         f'Model "{p.model}"   batch {p.batch_size}   params {p.params_total:,} '
         f"({human_bytes(p.table.param_bytes_total)})   "
@@ -81,8 +82,8 @@ def to_text(p: Profile) -> str:
             else ""
         ),
         f"Bytes per step (W={p.workers} workers, M={p.ps} PS): "
-        f"ps {human_bytes(t['ps'].total)}   horovod {human_bytes(t['horovod'].total)}   "
-        f"ralp {human_bytes(t['ralp'].total)} ({t['ralp'].total / ps_total:.3f}x of ps)",
+        f"ps {human_bytes(t[PS].total)}   horovod {human_bytes(t[HOROVOD].total)}   "
+        f"ralp {human_bytes(t[RALP].total)} ({t[RALP].total / ps_total:.3f}x of ps)",
         "Busiest link per step (busier direction): "
         + "   ".join(f"{mode} {human_bytes(n)}" for mode, n in p.busiest_link_bytes.items()),
         f"Verdict: {p.verdict}",
@@ -134,8 +135,8 @@ def summary_text(profiles: Sequence[Profile]) -> str:
             p.model, str(p.batch_size), human_count(p.params_total), f"{p.skewness:+.3f}",
             str(p.positions), "yes" if p.eligible else "no", p.split_after or "-",
             f"{share:.1%}" if p.split_after else "-",
-            human_bytes(t["ps"].total), human_bytes(t["ralp"].total),
-            human_bytes(t["horovod"].total), f"{t['ralp'].total / max(1, t['ps'].total):.3f}",
+            human_bytes(t[PS].total), human_bytes(t[RALP].total),
+            human_bytes(t[HOROVOD].total), f"{t[RALP].total / max(1, t[PS].total):.3f}",
         ])
     workers, ps = (profiles[0].workers, profiles[0].ps) if profiles else (1, 1)
     note = (f"threshold K = {profiles[0].threshold:g}; S over 'pos' positions (every conv, pool "
@@ -155,5 +156,5 @@ def summary_csv(profiles: Sequence[Profile]) -> str:
         writer.writerow([p.model, p.batch_size, p.params_total, p.skewness, p.positions,
                          p.threshold,
                          p.eligible, p.split_after or "", p.offloaded_params,
-                         t["ps"].total, t["ralp"].total, t["horovod"].total])
+                         t[PS].total, t[RALP].total, t[HOROVOD].total])
     return out.getvalue()
