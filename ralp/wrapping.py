@@ -17,12 +17,13 @@ from dataclasses import dataclass, replace
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError, InvalidTypeError, warn
+from ralp.modes import AUTO, COLLECTIVE, PS_FAMILY, WRAP_MODES, load
 from ralp.training.compile import optimizer_factory, training_setup
 from ralp.training.optimizer_state import read_compiled
 from ralp.training.trainer import Trainer
 
-PS_MODES = ("auto", "skewness", "ralp", "ps")
-RANK_MODES = ("horovod", "stanza", "collective")
+PS_MODES = tuple(m.name for m in WRAP_MODES.values() if m.family == PS_FAMILY)
+RANK_MODES = tuple(m.name for m in WRAP_MODES.values() if m.family != PS_FAMILY)
 MODES = PS_MODES + RANK_MODES
 ASSUMED_BANDWIDTH = "10gbit"  # the links' rate mode "auto" assumes when none is given
 
@@ -50,7 +51,7 @@ class Failures:
     restart_timeout: float = DEFAULT_RESTART_TIMEOUT_S
 
 
-def wrap(model, cluster=None, *, mode: str = "auto", optimizer=None, loss=None, metrics=None,
+def wrap(model, cluster=None, *, mode: str = AUTO, optimizer=None, loss=None, metrics=None,
          batch_size: int | None = None, plan=None, bandwidth: str | None = None,
          calibration=None, threshold: float = DEFAULT_THRESHOLD, sync=None,
          pulls: str = "default", failures: Failures | None = None, device_type: str = "cpu",
@@ -120,13 +121,12 @@ def _check_settings(mode, cluster, plan, bandwidth, calibration, sync, pulls, de
              "device_type": device_type != "cpu", "cluster": cluster is not None,
              "bandwidth": bandwidth is not None, "calibration": calibration is not None,
              "fc_workers": fc_workers != 1, "plan": plan is not None}
-    takes = {"sync": PS_MODES, "pulls": PS_MODES, "device_type": PS_MODES, "cluster": PS_MODES,
-             "bandwidth": ("auto",), "calibration": ("auto",), "fc_workers": ("stanza",),
-             "plan": ("skewness", "ralp", "ps", "stanza")}
+    takes = {name: tuple(m.name for m in WRAP_MODES.values() if name in m.takes)
+             for name in given}
     for name, is_given in given.items():
         if is_given and mode not in takes[name]:
             hint = (" (an allreduce job's launcher makes its cluster: horovodrun, or TF_CONFIG "
-                    "for 'collective')" if name == "cluster" else "")
+                    f"for {COLLECTIVE!r})" if name == "cluster" else "")
             raise InvalidArgumentError(f"{name}= is for mode {' or '.join(takes[name])}; mode "
                                        f"{mode!r} does not take it{hint}")
     if mode in PS_MODES and cluster is None:
@@ -144,7 +144,6 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
     from ralp.placement.rewriter import snapshot_state
     from ralp.ps_strategy.connect import connect
     from ralp.ps_strategy.pull_profile import layer_forward_times
-    from ralp.ps_strategy.runtime import PSRuntime
     from ralp.ps_strategy.staleness import as_policy
 
     if not isinstance(cluster, ClusterSpec):
@@ -160,7 +159,7 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
     per_worker = max(1, global_batch // workers) if policy and policy.paradigm == "bsp" \
         else global_batch
     auto = None
-    if mode == "auto":
+    if mode == AUTO:
         auto = _auto_choice(model, cluster, bandwidth, calibration, per_worker, threshold)
         mode = auto.mode
     # Variables made before PSS connects this process are unreadable afterwards: read first.
@@ -173,7 +172,7 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
                          plan=plan, batch_size=per_worker, threshold=threshold)
     if choice.warning:
         warn(choice.warning, PlacementWarning)
-    runtime = PSRuntime(model, connection, choice.plan, profile=choice.profile,
+    runtime = load(WRAP_MODES[mode].runtime)(model, connection, choice.plan, profile=choice.profile,
                         make_optimizer=make_optimizer, state=state, device_type=device_type,
                         sync=policy, step_timeout=failures.step_timeout,
                         restart_timeout=failures.restart_timeout, pulls=pulls,
@@ -199,23 +198,6 @@ def _auto_choice(model, cluster, bandwidth, calibration, batch_size, threshold):
 
 def _rank_trainer(model, mode, optimizer, loss, metrics, batch_size, plan, failures,
                   fc_workers) -> Trainer:
-    if mode == "collective":
-        from ralp.collective.runtime import CollectiveRuntime
-
-        runtime = CollectiveRuntime.from_model(model, optimizer, loss, metrics,
-                                               timeout_s=failures.step_timeout)
-        return Trainer(runtime, runtime.setup, runtime.original, batch_size=batch_size)
-    setup = training_setup(model, optimizer, loss, metrics, where="ralp.wrap")
-    make_optimizer = optimizer_factory(setup.optimizer)
-    optimizer_state = read_compiled(setup.optimizer, model)
-    if mode == "horovod":
-        from ralp.horovod.runtime import HorovodRuntime
-
-        runtime = HorovodRuntime(model, make_optimizer, optimizer_state=optimizer_state)
-    else:
-        from ralp.horovod.stanza import StanzaRuntime
-
-        runtime = StanzaRuntime(model, make_optimizer, fc_workers=fc_workers, plan=plan,
-                                batch_size=batch_size or DEFAULT_BATCH_SIZE,
-                                optimizer_state=optimizer_state)
-    return Trainer(runtime, setup, model, batch_size=batch_size)
+    make = load(WRAP_MODES[mode].runtime)
+    return make(model, optimizer, loss, metrics, batch_size=batch_size, plan=plan,
+                step_timeout=failures.step_timeout, fc_workers=fc_workers)

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from ralp._cli import fail, interrupt_on_sigterm, positive_int, quiet_tensorflow
+from ralp.modes import PS, RALP
 
 PROG = "python -m ralp.audit"
 
@@ -20,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
         "crossing a task boundary, and the bytes per step against the profiler's byte model.",
     )
     p.add_argument("--model", required=True, help="a zoo model (python -m ralp.profiler --list)")
-    p.add_argument("--mode", choices=("ralp", "ps"), default="ralp")
+    p.add_argument("--mode", choices=(RALP, PS), default=RALP)
     p.add_argument("--workers", type=positive_int, default=1)
     p.add_argument("--ps", type=positive_int, default=1)
     p.add_argument(

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 from ralp.cluster.fresh_process import run_in_fresh_process
 from ralp.cluster.local import LocalCluster
+from ralp.modes import PS, RALP
 
 
 @dataclass(frozen=True)
 class AuditSettings:
     model: str
-    mode: str = "ralp"  # ralp | ps
+    mode: str = RALP  # ralp | ps
     workers: int = 1
     ps: int = 1
     image_size: int | None = None
@@ -79,7 +80,7 @@ def audit_step(spec, dump_dir: str, settings: AuditSettings) -> dict:
                    handles, shapes)
     return {
         "model": settings.model,
-        "mode": "ps" if plan.is_empty else "ralp",
+        "mode": PS if plan.is_empty else RALP,
         "workers": settings.workers,
         "ps": settings.ps,
         "batch_size": batch,

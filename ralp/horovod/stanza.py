@@ -49,6 +49,7 @@ from ralp.horovod.runtime import horovod_sum, init_horovod
 from ralp.horovod.stanza_boundary import Boundary, collective_name
 from ralp.horovod.stanza_checkpoints import copy_process_sets
 from ralp.horovod.stanza_layout import StanzaError, StanzaLayout
+from ralp.modes import RALP
 from ralp.placement.plan import StanzaPlan
 from ralp.training.optimizer_state import OptimizerState
 from ralp.training.ranks import RankRuntime
@@ -400,7 +401,7 @@ def _split(model, plan, batch_size: int):
 
     try:
         check_placeable(model)
-        choice = choose_plan(model, "ralp", workers=1, num_ps=1, plan=plan, batch_size=batch_size)
+        choice = choose_plan(model, RALP, workers=1, num_ps=1, plan=plan, batch_size=batch_size)
     except NothingToOffloadError as e:
         raise StanzaError(f"Stanza needs layers to put on the FC ranks, but model "
                           f"{model.name!r} has none: {e.reason}") from None

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError
+from ralp.modes import AUTO, PS, RALP, SKEWNESS
 from ralp.placement.plan import Plan, PlanError
 from ralp.profiler.api import Profile, profile
 from ralp.profiler.layer_table import ProfileError, check_model
 
-PLACEMENT_MODES = ("skewness", "ralp", "ps")
+PLACEMENT_MODES = (SKEWNESS, RALP, PS)
 
 
 class NothingToOffloadError(PlanError):
@@ -54,7 +55,7 @@ def check_placeable(model, mode: str | None = None, plan: Plan | None = None) ->
         check_model(model, f"model {getattr(model, 'name', model)!r}")
     except ProfileError as e:
         raise PlanError(str(e)) from None
-    if mode == "ralp":
+    if mode == RALP:
         # where the split falls does not depend on the batch or the cluster
         _check_offloads(model, plan, profile(model, DEFAULT_BATCH_SIZE).split)
 
@@ -70,7 +71,7 @@ def choose_plan(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> PlanChoice:
     """The plan for ``mode`` on a cluster of ``workers`` workers and ``num_ps`` PS tasks."""
-    if mode == "auto":
+    if mode == AUTO:
         raise InvalidArgumentError("mode 'auto' is the planner's choice: call ralp.wrap(model, cluster, "
                          "mode='auto', bandwidth=...) (ralp.wrap), which resolves "
                          "it to 'ps' or 'ralp'")
@@ -78,7 +79,7 @@ def choose_plan(
         raise InvalidArgumentError(f"mode must be one of {PLACEMENT_MODES}, got {mode!r}")
     p = profile(model, batch_size, threshold=threshold, workers=workers, ps=num_ps)
     names = tuple(r.name for r in p.table.rows)
-    if mode == "ps":
+    if mode == PS:
         empty = Plan(model.name, num_ps, names, {}, None, "manual", "mode 'ps': plain PS")
         return PlanChoice(empty, p, None)
     if plan is not None:
@@ -86,10 +87,10 @@ def choose_plan(
         plan.check_model(names)
         if plan.num_ps > num_ps:
             raise PlanError(f"the plan uses {plan.num_ps} PS tasks but the cluster has {num_ps}")
-        if mode == "ralp":
+        if mode == RALP:
             _check_offloads(model, plan, p.split)
         return PlanChoice(plan, p, None)
-    if mode == "ralp":  # forced: the best split, whatever S says
+    if mode == RALP:  # forced: the best split, whatever S says
         _check_offloads(model, None, p.split)
         moved = names[p.split.index + 1 :]
         sizes = {r.name: r.param_bytes for r in p.table.rows}
