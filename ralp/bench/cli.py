@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ralp import modes as registry
 from ralp._cli import (
     UsageError,
     fail,
@@ -281,7 +282,8 @@ def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
         return chooser(backend, launcher.bandwidth, request.compute_profile,
                        offered_modes(horovod_missing)), None
     # node assignment: the planner's best split among stanza's alone
-    return None, chooser(backend, launcher.bandwidth, request.compute_profile, ("stanza",))
+    return None, chooser(backend, launcher.bandwidth, request.compute_profile,
+                         (registry.STANZA,))
 
 
 def _execute(request: BenchRequest, runs: list, launcher, args, paces=None) -> int:

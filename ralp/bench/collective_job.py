@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 
+from ralp import modes as registry
 from ralp._compat import exit_without_teardown
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_command, rank_main, window_figures
@@ -76,7 +77,7 @@ def _prediction(run, model) -> dict:
     from ralp.profiler.bytes_model import mode_traffic
 
     prof = profile(model, run.batch_size, workers=run.workers, ps=1)
-    predicted = mode_traffic(prof.table, "collective", run.workers)
+    predicted = mode_traffic(prof.table, registry.MODES[run.mode].bytes_key, run.workers)
     return {"profiler_verdict": prof.verdict, "skewness": prof.skewness,
             "offloaded_layers": [], "split_after": None,
             "bytes_per_step_predicted": float(predicted.worker_link.total),

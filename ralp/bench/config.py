@@ -15,12 +15,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ralp import modes as registry
 from ralp.bench.runspec import (
     AUTO_CPUS,
-    COLLECTIVE_MODES,
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
-    HOROVOD_MODES,
     MODES,
     BenchError,
     RunSpec,
@@ -29,7 +28,7 @@ from ralp.bench.runspec import (
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.defaults import DEFAULT_BANDWIDTH
 
-NO_PS_MODES = (*HOROVOD_MODES, *COLLECTIVE_MODES)  # no PS cluster: no sync or pull options
+NO_PS_MODES = registry.NO_PS_MODES  # no PS cluster: no sync or pull options
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class DefaultComparison:
 
     models: tuple[str, ...] = ("alexnet", "googlenet")
     # horovod and stanza only where Horovod is installed
-    modes: tuple[str, ...] = ("ps", "ralp-n", "horovod", "stanza")
+    modes: tuple[str, ...] = (registry.PS, registry.RALP_N, registry.HOROVOD, registry.STANZA)
     devices: tuple[int, ...] = (4,)
     image_size: dict[str, int] = field(default_factory=lambda: {"alexnet": 67, "googlenet": 32})
     batch_size: int = 8
@@ -50,7 +49,7 @@ class DefaultComparison:
 
 
 DEFAULT_COMPARISON = DefaultComparison()
-AUTO = "auto"  # --modes auto: the planner's choice (ralp.bench.mode_choice resolves it)
+AUTO = registry.AUTO  # --modes auto: the planner's choice (ralp.bench.mode_choice resolves it)
 # (model, devices, workload fields) -> (chosen mode, the record's ``auto`` field)
 ChooseMode = Callable[[str, int, dict], tuple[str, dict]]
 SCENARIOS = ("all-ps", "all-ralp", "mixed")
@@ -129,7 +128,8 @@ class BenchRequest:
         modes = list(DEFAULT_COMPARISON.modes)
         if not horovod_missing:
             return modes
-        return [("collective" if m == "horovod" else m) for m in modes if m != "stanza"]
+        return [(registry.COLLECTIVE if m == registry.HOROVOD else m) for m in modes
+                if m != registry.STANZA]
 
     def _check_auto(self) -> None:
         """Mode auto runs the planner's choice among the runtime's modes, as the planner
@@ -187,7 +187,7 @@ class BenchRequest:
         if self.sync and not set(modes) - set(NO_PS_MODES):
             raise BenchError("--sync is for the PS modes (ps, ralp-h, ralp-n); Horovod, "
                              "Stanza and collective are synchronous by construction")
-        if self.fc_workers and "stanza" not in modes:
+        if self.fc_workers and registry.STANZA not in modes:
             raise BenchError("--fc-workers is for mode stanza (its FC ranks)")
         runs = []
         for model in self.model_names():
@@ -229,15 +229,17 @@ class BenchRequest:
              cpus: str = AUTO_CPUS) -> RunSpec:
         workload = {**self.workload(model), "sync": sync, "pull_schedule": pull_schedule,
                     "trace_pulls": self.trace_pulls and mode not in NO_PS_MODES}
-        if self.workers and mode in ("horovod", "collective"):
+        family = registry.MODES[mode].family if mode in registry.MODES else None
+        split = family == registry.LAYER_SPLIT
+        if self.workers and family == registry.ALLREDUCE:
             return RunSpec(model, mode, self.workers, self.workers, 0, **workload)
-        if mode == "stanza" and self.fc_workers == AUTO:
+        if split and self.fc_workers == AUTO:
             if assign is None:
                 raise BenchError("--fc-workers auto needs the planner (ralp.bench.mode_choice)")
             _, why = assign(model, devices, {**workload, "device_cpus": cpus})
             return RunSpec.for_devices(model, mode, devices, why["fc_workers"], auto=why,
                                        **workload)
-        if mode == "stanza" and not (self.workers or self.ps):
+        if split and not (self.workers or self.ps):
             return RunSpec.for_devices(model, mode, devices, self.fc_workers or 1, **workload)
         if self.workers or self.ps:
             w, ps = self.workers or 1, self.ps or 1

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ralp import modes as registry
 from ralp.bench.config import DEFAULT_COMPARISON, SCENARIOS, BenchRequest
 from ralp.bench.launcher import Launcher, task_hosts
 from ralp.bench.ps_job import Barrier, bench_job
@@ -46,11 +47,11 @@ def scenario_runs(scenario: str, jobs: int, models: list[str], devices: int,
     runs = []
     for k in range(jobs):
         if scenario == "all-ps":
-            mode = "ps"
+            mode = registry.PS
         elif scenario == "all-ralp":
-            mode = "ralp-n"
+            mode = registry.RALP_N
         else:
-            mode = "ralp-n" if k < (jobs + 1) // 2 else "ps"
+            mode = registry.RALP_N if k < (jobs + 1) // 2 else registry.PS
         model = models[k % len(models)]
         runs.append(RunSpec.for_devices(model, mode, devices, **workload_for(model)))
     return runs

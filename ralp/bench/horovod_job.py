@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 
+from ralp import modes as registry
 from ralp._compat import exit_without_teardown
 from ralp._messages import emit
 from ralp.bench.rank_job import measured_window, rank_main, window_figures
@@ -36,7 +37,7 @@ def horovod_bench_job(run, read_links=None, started: float | None = None,
 
     from ralp.models import build_model
 
-    stanza = run.mode == "stanza"
+    stanza = registry.MODES[run.mode].family == registry.LAYER_SPLIT
     hvd.init(process_sets="dynamic" if stanza else None)
     clock.lap("rank_start")
     rank, size = hvd.rank(), hvd.size()
@@ -85,12 +86,12 @@ def _prediction(run, model, stanza_trainer) -> dict:
     prof = profile(model, run.batch_size, workers=run.workers, ps=1)
     fields = {"profiler_verdict": prof.verdict, "skewness": prof.skewness}
     if stanza_trainer is None:
-        predicted = prof.bytes_per_step["horovod"]
+        predicted = prof.bytes_per_step[registry.MODES[run.mode].bytes_key]
         return {**fields, "offloaded_layers": [], "split_after": None,
                 "bytes_per_step_predicted": float(predicted.worker_link.total),
                 "ps_bytes_per_step_predicted": None}
     plan = stanza_trainer.plan
-    predicted = mode_traffic(prof.table, "stanza", run.workers, run.ps, plan.offloaded)
+    predicted = mode_traffic(prof.table, registry.MODES[run.mode].bytes_key, run.workers, run.ps, plan.offloaded)
     fc_bytes = sum(link.total for link in predicted.ps_links) / run.workers
     return {**fields, "offloaded_layers": list(plan.offloaded), "split_after": plan.split_after,
             "bytes_per_step_predicted": float(predicted.worker_link.total),

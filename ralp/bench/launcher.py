@@ -25,12 +25,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ralp.bench.runspec import AUTO_CPUS, BACKENDS, COLLECTIVE_MODES, HOROVOD_MODES, BenchError
+from ralp.bench.runspec import AUTO_CPUS, BACKENDS, BenchError
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.emulation.budget import Budget, budget_for
 from ralp.emulation.devices import DeviceGroup, DeviceMeter
 from ralp.horovod.launch import horovod_unavailable_reason
+from ralp.modes import COLLECTIVE_MODES, HOROVOD_MODES
 from ralp.profiler.links import LinkBytes
 
 LinkReader = Callable[[], Mapping[str, LinkBytes]]  # "worker:0" / "ps:0" / "chief:0" -> counters

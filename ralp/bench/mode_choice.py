@@ -13,14 +13,16 @@ record keeps the choice and why in its ``auto`` field.
 
 from __future__ import annotations
 
+from ralp import modes as registry
 from ralp.bench.config import ChooseMode
 from ralp.bench.runspec import BenchError
 from ralp.emulation.budget import budget_for
 from ralp.errors import ClusterError
+from ralp.modes import HOROVOD_MODES
 from ralp.planner.auto import choose, describe
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.cluster_plan import predict_on_devices
-from ralp.planner.modes import HOROVOD_MODES, PREDICTED_MODES, PlannerError
+from ralp.planner.modes import PREDICTED_MODES, PlannerError
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -74,8 +76,8 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
         picked = choose(found, bandwidth, describe(cal, source))
         why = picked.to_dict()
-        if picked.mode == "stanza":  # the FC ranks of the split the search chose
-            why["fc_workers"] = next(p.ps for p in found if p.mode == "stanza")
+        if picked.mode == registry.STANZA:  # the FC ranks of the split the search chose
+            why["fc_workers"] = next(p.ps for p in found if p.mode == registry.STANZA)
         return picked.mode, why
 
     return choose_mode

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from statistics import median
 
+from ralp import modes as registry
 from ralp._text import human_bytes
 from ralp.bench.records import BASELINE_MODE, add_speedups, consolidated, cpus_label, succeeded
 
-MODE_ORDER = ("ps", "ralp-h", "ralp-n", "horovod", "collective", "stanza")
-MODE_COLORS = {"ps": "#8c8c8c", "ralp-h": "#1f77b4", "ralp-n": "#ff7f0e", "horovod": "#2ca02c",
-               "collective": "#17becf", "stanza": "#9467bd"}
+MODE_ORDER = registry.PLOT_ORDER
+MODE_COLORS = {name: registry.MODES[name].color for name in MODE_ORDER}
 
 
 def _modes(records: Iterable[dict]) -> list[str]:

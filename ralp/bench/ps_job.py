@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ralp import modes as registry
 from ralp.bench.measure import cpu_window, link_figures, sync_figures, timing, wire_figures
 from ralp.bench.runspec import RunSpec
 from ralp.errors import InvalidArgumentError
@@ -124,7 +125,7 @@ def placed_trainer(cluster_spec, run: RunSpec, clock: SetupClock):
     trainer = wrap(
         model,
         cluster_spec,
-        mode="ps" if run.mode == "ps" else "ralp",
+        mode=registry.MODES[run.mode].wrap_as,
         optimizer=keras.optimizers.SGD(learning_rate=1e-3),
         batch_size=run.batch_size * (run.workers if synced else 1),
         device_type=run.device_type,

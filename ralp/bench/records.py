@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ralp import modes as registry
 from ralp.errors import RalpError
 
 # The run's identity (RunSpec fields and where it ran: ``bandwidth`` and ``latency`` are the
@@ -45,7 +46,7 @@ EXTRA_KEYS: tuple[str, ...] = (
     "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window", "pace_probe",
 )
 
-BASELINE_MODE = "ps"
+BASELINE_MODE = registry.PS
 # Fields a record must share with a plain-PS record to be compared with it: the same workload
 # on the same network. Consolidation jobs (``job`` set) are compared only with each other.
 SPEEDUP_KEY = ("model", "devices", "num_classes", "image_size", "data", "backend", "bandwidth",
@@ -101,7 +102,8 @@ def add_speedups(records: list[dict]) -> list[dict]:
     :data:`SPEEDUP_KEY` (solo runs and consolidation jobs are never mixed); None where there
     is none, or for a failed record.
     """
-    for mode, key in ((BASELINE_MODE, "speedup_vs_ps"), ("horovod", "speedup_vs_horovod")):
+    for mode, key in ((BASELINE_MODE, "speedup_vs_ps"),
+                      (registry.HOROVOD, "speedup_vs_horovod")):
         baseline: dict[tuple, float] = {}
         for r in records:
             if r.get("mode") == mode and succeeded(r) and r["images_per_sec"] > 0:

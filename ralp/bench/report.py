@@ -25,6 +25,7 @@ from ralp.bench.records import (
     succeeded,
 )
 from ralp.bench.rounds import repeated, summarize
+from ralp.modes import HOROVOD
 
 MAX_WIDTH = 120
 
@@ -181,7 +182,7 @@ def to_table(records: Sequence[dict]) -> str:
     reference = reference_line(records)
     if repeated(records):
         records = summarize(records)
-    with_horovod = any(r.get("mode") == "horovod" for r in records)
+    with_horovod = any(r.get("mode") == HOROVOD for r in records)
     header = list(TABLE_HEADER)
     if with_horovod:
         header.insert(HOROVOD_COLUMN, "vs hvd")

@@ -15,13 +15,10 @@ from typing import TypeVar
 
 from ralp.bench.bound import bound_figures
 from ralp.bench.calibrated import Calibrations
-from ralp.bench.collective_job import job_command
-from ralp.bench.horovod_job import rank_command
 from ralp.bench.launcher import Launcher
 from ralp.bench.pace import Pace, Paces, dilated_link, reference_time_figures
-from ralp.bench.ps_job import bench_job
 from ralp.bench.records import derived_figures, error_text, make_record
-from ralp.bench.runspec import COLLECTIVE_MODES, HOROVOD_MODES, RunSpec
+from ralp.bench.runspec import RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.spec import ClusterError
 from ralp.collective.launch import launch as collective_launch
@@ -30,6 +27,7 @@ from ralp.emulation.budget import fidelity
 from ralp.emulation.devices import CpuSnapshot
 from ralp.errors import InvalidArgumentError
 from ralp.horovod.launch import DRIVER, HorovodRunError, launch
+from ralp.modes import HOROVOD_RANKS, MODES, TF_WORKERS, load
 
 RUN_TIMEOUT_S = 3600.0
 T = TypeVar("T")
@@ -50,26 +48,28 @@ def measure(run: RunSpec, launcher: Launcher, on_progress: Callable | None = Non
              "latency": launcher.latency, "job": None}
     try:
         budget = launcher.budget(run.device_cpus, run.devices)
-        if run.mode in HOROVOD_MODES:  # stanza: ``ps`` counts its FC ranks
+        mode = MODES[run.mode]
+        job = load(mode.bench_job)
+        if mode.launch == HOROVOD_RANKS:  # stanza: ``ps`` counts its FC ranks
             started = time.time()
             figures = launch(
-                lambda links, cpu: rank_command(run, links, started, cpu), run.workers,
+                lambda links, cpu: job(run, links, started, cpu), run.workers,
                 launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
                 hostfile=launcher.hostfile, on_progress=on_progress, timeout=timeout,
                 fc_ranks=run.ps, budget=budget,
             )
             counted_apart = (DRIVER,)
-        elif run.mode in COLLECTIVE_MODES:  # the workers alone; this process starts them
+        elif mode.launch == TF_WORKERS:  # the workers alone; this process starts them
             started = time.time()
             figures = collective_launch(
-                lambda links, cpu: job_command(run, links, started, cpu), run.workers,
+                lambda links, cpu: job(run, links, started, cpu), run.workers,
                 launcher.backend, bandwidth=launcher.bandwidth, latency=launcher.latency,
                 budget=budget, on_progress=on_progress, timeout=timeout)
             counted_apart = ()
         else:
             with launcher.cluster(run.workers, run.ps, run.trace_pulls, budget) as handle:
                 figures = run_in_fresh_process(
-                    bench_job, handle.spec, run, handle.read_links, started=time.time(),
+                    job, handle.spec, run, handle.read_links, started=time.time(),
                     profiler_address=handle.profiler_address, read_cpu=handle.read_cpu,
                     netns=handle.netns, group=handle.chief_group, on_progress=on_progress,
                     timeout=timeout, env={"CUDA_VISIBLE_DEVICES": "-1"},  # computes nothing

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ralp import modes as registry
 from ralp.emulation.budget import AUTO, SHARED, choices, default_share
 from ralp.errors import RalpError
-from ralp.planner.modes import COLLECTIVE_MODES, HOROVOD_MODES, MODES, PlannerError
+from ralp.planner.modes import MODES, PlannerError
 from ralp.planner.modes import resources as mode_resources
 
 DATA = ("synthetic", "digits")
@@ -78,23 +79,24 @@ class RunSpec:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
-        if self.mode == "horovod":
+        entry = registry.MODES[self.mode]
+        if entry.family == registry.ALLREDUCE and entry.on_horovod:
             if self.workers < 1 or self.ps != 0:
-                raise BenchError(f"mode 'horovod' runs workers only (no PS task), got "
+                raise BenchError(f"mode {self.mode!r} runs workers only (no PS task), got "
                                  f"{self.workers} workers and {self.ps} PS")
             if self.device_type != "cpu":
-                raise BenchError("mode 'horovod' runs on the CPU: ralp's Horovod build has "
+                raise BenchError(f"mode {self.mode!r} runs on the CPU: ralp's Horovod build has "
                                  "Gloo only (no NCCL); use --device-type cpu")
-        elif self.mode == "stanza":
+        elif entry.family == registry.LAYER_SPLIT:
             self._check_stanza()
-        elif self.mode == "collective":
+        elif entry.family == registry.ALLREDUCE:
             if self.workers < 2 or self.ps != 0:
-                raise BenchError(f"mode 'collective' allreduces over at least 2 workers and no "
+                raise BenchError(f"mode {self.mode!r} allreduces over at least 2 workers and no "
                                  f"PS task, got {self.workers} workers and {self.ps} PS")
         elif self.workers < 1 or self.ps < 1:
             raise BenchError(f"a run needs at least one worker and one PS task, got "
                              f"{self.workers} workers and {self.ps} PS")
-        if self.mode in ("ralp-h", "ralp-n") and self.ps != 1:
+        if entry.family == registry.PS_FAMILY and entry.offloads and self.ps != 1:
             # The RALP paper leaves several PS tasks (activations of many workers) to future work.
             raise BenchError(f"mode {self.mode!r} runs with one PS task, got {self.ps}")
         if self.steps < 1 or self.warmup < 0:
@@ -136,20 +138,20 @@ class RunSpec:
     def _check_stanza(self) -> None:
         if self.ps < 1 or self.ps > self.workers:
             raise BenchError(
-                f"mode 'stanza' needs at least one FC rank and no more FC ranks than CONV ranks "
+                f"mode {self.mode!r} needs at least one FC rank and no more FC ranks than CONV ranks "
                 f"(each FC rank serves a group of CONV ranks), got {self.workers} CONV and "
                 f"{self.ps} FC ranks of {self.workers + self.ps}: ask for --fc-workers between 1 "
                 f"and {(self.workers + self.ps) // 2}"
             )
         if self.device_type != "cpu":
-            raise BenchError("mode 'stanza' runs on the CPU: ralp's Horovod build has Gloo only "
-                             "(no NCCL); use --device-type cpu")
+            raise BenchError(f"mode {self.mode!r} runs on the CPU: ralp's Horovod build has Gloo "
+                             "only (no NCCL); use --device-type cpu")
 
     def _check_sync(self) -> None:
         from ralp.ps_strategy.staleness import SyncError, SyncPolicy
         from ralp.ps_strategy.sync import SlowWorker, check_slow_worker
 
-        if self.mode in (*HOROVOD_MODES, *COLLECTIVE_MODES):
+        if not registry.MODES[self.mode].has_ps:
             raise BenchError("--sync and --slow-worker are for the PS modes (Horovod, Stanza "
                              "and collective are BSP by construction)")
         try:
@@ -167,7 +169,7 @@ class RunSpec:
     def _check_pulls(self) -> None:
         from ralp.placement.pull_schedule import SCHEDULES
 
-        if self.mode in (*HOROVOD_MODES, *COLLECTIVE_MODES):
+        if not registry.MODES[self.mode].has_ps:
             raise BenchError("--pull-schedule and --trace-pulls are for the PS modes (Horovod, "
                              "Stanza and collective have no parameter server to pull from)")
         if self.pull_schedule not in SCHEDULES:
