@@ -171,7 +171,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
         if args.shared_host or args.compute_profile:
             raise UsageError("--device-throughput is one GPU's measured throughput on a real "
                              "cluster: drop --shared-host and --compute-profile")
-        from ralp.planner.cluster_report import cluster_cli as report
+        from ralp.planner.cluster_report import cluster_answer as report
 
         return report(args, work, s.source, None, nodes=args.devices)
     bandwidths = [parse_bandwidth(b) for b in args.bandwidth]
@@ -187,7 +187,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
         cal = HostCalibration(Host(args.shared_host), [entry], this_machine())
     if not args.shared_host and cal.host.device_cpus is None:
         # a real cluster of N machines of one device each: the core's formulas
-        from ralp.planner.cluster_report import cluster_cli as report
+        from ralp.planner.cluster_report import cluster_answer as report
 
         return report(args, work, s.source, entry.compute, nodes=args.devices)
     # The simulated cluster: --shared-host all tasks on this host's cores, or a calibration

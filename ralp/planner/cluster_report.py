@@ -171,7 +171,7 @@ def save(plan: ClusterPlan, folder: str) -> list[str]:
     return [str(out / CONFIG_FILE), str(out / COMMAND_FILE)]
 
 
-def cluster_cli(args, workload: Workload, source: str, compute,
+def cluster_answer(args, workload: Workload, source: str, compute,
                 nodes: Sequence[int] | None = None) -> str:
     """The CLI's answer for ``--nodes`` (``nodes``: those, for ``--devices`` on a real
     cluster of one device per machine)."""

@@ -55,7 +55,7 @@ def subject(args, workload_for: Callable[[str, int, int, int], Workload]) -> Sub
 def cluster_cli(args, workload_for: Callable[[str, int, int, int], Workload]) -> str:
     """The plan for a real cluster of ``--nodes`` (:mod:`ralp.planner.cluster_report`)."""
     from ralp.planner.calibration import Calibration
-    from ralp.planner.cluster_report import cluster_cli as report
+    from ralp.planner.cluster_report import cluster_answer as report
 
     s = subject(args, workload_for)
     compute = None
@@ -69,7 +69,7 @@ def recommend_cli(args, workload_for: Callable[[str, int, int, int], Workload]) 
     """The plan for ``--devices`` machines of one device each: the device's compute from
     ``--device-throughput``, ``--compute-profile``, or measured here first."""
     from ralp.planner.calibration import Calibration, measure
-    from ralp.planner.cluster_report import cluster_cli as report
+    from ralp.planner.cluster_report import cluster_answer as report
     from ralp.planner.modes import PlannerError
 
     s = subject(args, workload_for)
