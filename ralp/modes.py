@@ -1,6 +1,20 @@
 """Every mode ralp knows, in one table: what ``ralp.wrap``, the planner, the profiler's byte
 model and the bench read about a mode comes from here.
 
+==========  =============  =====================================================
+mode        workers + PS   what it is (RALP's configurations: Park et al. 2019)
+==========  =============  =====================================================
+ps          N/2 + N/2      plain ParameterServerStrategy, common practice
+ralp-h      N/2 + 1        RALP with half the devices as workers: saves resources
+ralp-n      N-1 + 1        RALP with every device but one as a worker: most speed
+horovod     N + 0          Horovod ring allreduce (Gloo): every device a worker
+collective  N + 0          TensorFlow's own collectives (MultiWorkerMirroredStrategy)
+stanza      N-F + F        layer separation (Stanza) on Horovod: N-F CONV ranks
+                           allreduce the head, F FC ranks (default 1) hold the tail
+==========  =============  =====================================================
+
+In a ``stanza`` job, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
+
 Two kinds of entries:
 
 - :data:`MODES`, the runtime's modes as the planner and the bench name them (``--modes``):

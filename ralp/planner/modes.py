@@ -1,19 +1,6 @@
-"""The modes the runtime offers and the resources each takes on N devices (RALP's
-configurations, Park et al. 2019).
-
-=========  =============  ======================================================
-mode       workers + PS   why
-=========  =============  ======================================================
-ps         N/2 + N/2      plain ParameterServerStrategy, common practice
-ralp-h     N/2 + 1        RALP with half the devices as workers: saves resources
-ralp-n     N-1 + 1        RALP with every device but one as a worker: most speed
-horovod    N + 0          Horovod ring allreduce (Gloo): every device a worker
-stanza     N-F + F        layer separation (Stanza) on Horovod: N-F CONV ranks
-                          allreduce the head, F FC ranks (default 1) hold the tail
-=========  =============  ======================================================
-
-In a ``stanza`` job, ``workers`` counts the CONV ranks and ``ps`` the FC ranks.
-"""
+"""The planner's side of the mode registry (:mod:`ralp.modes`, whose table says what each
+mode is and what it takes on N devices): its names of the mode sets, its error, and each
+mode's resources as the planner asks for them."""
 
 from __future__ import annotations
 
