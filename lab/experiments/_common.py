@@ -23,18 +23,21 @@ def outputs(lab: Lab, stem: str, plot: bool = True) -> tuple[str, ...]:
 
 # the bench's calibrations with the simulated cluster's probes, which the step models read
 CALIBRATION = {"RALP_BENCH_CALIBRATION": "lab.planner.calibrate:bench_command"}
+# the product's calibration, asked again each round: this host drifts between rounds
+EACH_ROUND = {"RALP_BENCH_CALIBRATION": "lab.planner.calibrate:product_command_each_round"}
 LAB_CALIBRATION = "--calibrate"  # a word of these steps, not the bench's: the lab's probes
 
 
 def bench(lab: Lab, *args: str, may_fail: bool = False, paced: bool = False) -> Step:
     """``python -m ralp.bench ARGS``; ``paced``: with the lab's pace probes attached to the
     devices (and the ``paced`` budget offered), as the records of the host's pace were made.
-    The bench calibrates each workload every round; with :data:`LAB_CALIBRATION` among
-    ``args`` (taken out of them) that calibration is the lab's (:data:`CALIBRATION`)."""
+    The bench calibrates each workload in every round (:data:`EACH_ROUND`); with
+    :data:`LAB_CALIBRATION` among ``args`` (taken out of them) that calibration is the lab's
+    (:data:`CALIBRATION`)."""
     from lab.host.pace_watcher import ENV
 
     lab_calibration = LAB_CALIBRATION in args
-    env = {**(ENV if paced else {}), **(CALIBRATION if lab_calibration else {})}
+    env = {**(ENV if paced else {}), **(CALIBRATION if lab_calibration else EACH_ROUND)}
     args = tuple(a for a in args if a != LAB_CALIBRATION)
     prefix = ("env", *(f"{k}={v}" for k, v in env.items())) if env else ()
     return Step((*prefix, lab.python, "-m", "ralp.bench", *args), may_fail=may_fail)

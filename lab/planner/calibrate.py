@@ -190,6 +190,21 @@ def bench_command(run, output: str, steps: int, earlier: Sequence[dict],
             "--output", output]
 
 
+bench_command.each_round = True  # this host drifts: the bench asks again each round
+
+
+def product_command_each_round(run, output: str, steps: int, earlier: Sequence[dict],
+                               transfer_rate: str | None) -> list[str]:
+    """The product's own calibration command (``RALP_BENCH_CALIBRATION`` for the lab's runs
+    that take it), asked again in each round of ``--repeat``: this host drifts."""
+    from ralp.bench.calibrated import calibration_command
+
+    return calibration_command(run, output, steps, earlier, transfer_rate)
+
+
+product_command_each_round.each_round = True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from ralp.planner.command import run_command
 

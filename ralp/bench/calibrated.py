@@ -1,11 +1,12 @@
 """``python -m ralp.bench --calibrate``: the planner's calibration of each workload, measured
 just before its runs and kept in their records.
 
-On a shared machine the same run measured on different days can differ severalfold, and so
-do calibrations taken at different times. A prediction checked against a run is only a check
-of the planner's model when its inputs were measured beside the run. So each workload (model,
-batch, image size, classes, and the devices' budget) is calibrated right before its first run
-in each round of ``--repeat``, and every record carries its round's calibration.
+A record's compute bound is only as good as a calibration measured beside it. So each
+workload (model, batch, image size, classes, and the devices' budget) is calibrated right
+before its first run, once per bench, and every record carries that calibration. A maker of
+the calibration command (below) whose attribute ``each_round`` is true is asked again before
+the workload's first run in each round of ``--repeat``: on a host whose speed drifts (our
+lab's shared machine) a calibration from an earlier round no longer describes the run.
 
 The calibration runs as a command, in a process of its own: the bench's process keeps no
 TensorFlow state (its Horovod driver forks ranks from a process that has only imported it).
@@ -117,14 +118,15 @@ class Calibrations:
 
     def __init__(self, announce=print, transfer_rate: str | None = None):
         self._transfer_rate = transfer_rate
+        self._each_round = bool(getattr(command_maker(), "each_round", False))
         self._taken: dict[tuple, dict | None] = {}
         self._by_budget: dict[tuple | None, list[dict]] = {}  # budget -> those taken on it
         self._announce = announce
 
     def for_run(self, run: RunSpec, round_index: int = 0) -> dict | None:
-        """``run``'s workload's calibration in round ``round_index``, measured now if this
-        round has none yet."""
-        key = (*workload_key(run), round_index)
+        """``run``'s workload's calibration in round ``round_index``, measured now if it has
+        none yet (in this round, where the maker asks for one each round)."""
+        key = (*workload_key(run), round_index if self._each_round else 0)
         if key not in self._taken:
             earlier = self._by_budget.setdefault(budget_key(run), [])
             try:

@@ -1,5 +1,6 @@
-"""``--calibrate``'s bookkeeping: one calibration per workload and round, by the product's
-command or one ``$RALP_BENCH_CALIBRATION`` names, each given the budget's earlier ones."""
+"""The bench's calibrations: one per workload (per workload and round where the maker asks
+each round), by the product's command or one ``$RALP_BENCH_CALIBRATION`` names, each given
+the budget's earlier ones."""
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_each_budget_s_earlier_calibrations_go_to_its_later_workloads(monkeypatc
     ]
 
 
-def test_each_round_calibrates_its_workloads_again(monkeypatch):
+def _asked_in_rounds(monkeypatch) -> list[str]:
     asked = []
 
     def calibrate_workload(run, earlier=(), transfer_rate=None):
@@ -65,9 +66,21 @@ def test_each_round_calibrates_its_workloads_again(monkeypatch):
 
     monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
     taken = Calibrations(announce=lambda _: None)
-    got = [taken.for_run(_run(model), round_index)["id"]
-           for round_index, model in ((0, "lenet"), (0, "alexnet"), (0, "lenet"),
-                                      (1, "alexnet"), (1, "lenet"), (1, "alexnet"))]
+    return [taken.for_run(_run(model), round_index)["id"]
+            for round_index, model in ((0, "lenet"), (0, "alexnet"), (0, "lenet"),
+                                       (1, "alexnet"), (1, "lenet"), (1, "alexnet"))]
+
+
+def test_each_workload_is_calibrated_once_per_bench(monkeypatch):
+    monkeypatch.delenv(calibrated.CALIBRATION_ENV, raising=False)
+    got = _asked_in_rounds(monkeypatch)
+    assert got == ["lenet #1", "alexnet #2", "lenet #1", "alexnet #2", "lenet #1", "alexnet #2"]
+
+
+def test_a_maker_that_asks_each_round_calibrates_each_rounds_workloads_again(monkeypatch):
+    monkeypatch.setenv(calibrated.CALIBRATION_ENV,
+                       "lab.planner.calibrate:product_command_each_round")
+    got = _asked_in_rounds(monkeypatch)
     # one calibration per workload and round, beside that round's runs
     assert got == ["lenet #1", "alexnet #2", "lenet #1", "alexnet #3", "lenet #4", "alexnet #3"]
 
