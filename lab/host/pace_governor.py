@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lab.host.pace_probes import PaceProbes, PaceReading
-from ralp.emulation.watchers import CounterFile, read_counters
+from ralp.emulation.counter_files import CounterFile, read_counters
 
 REFERENCE_ENV = "RALP_PACE_REFERENCE"  # the compute pace a paced device is held to, by hand
 REFERENCE_SHARE = 0.8  # of the idle host's median second: below what budgeted rounds ran at

@@ -5,8 +5,8 @@ work from one minute to the next: other guests share the physical cores, their c
 their memory. No budget can hold a device's speed against that, so the lab measures it: one
 probe process per CPU, pinned to it, does a fixed burst of work of each kind every
 ``interval_s`` and counts the thread CPU time the burst took. Its cumulative counters sit in a
-small file per CPU (:class:`ralp.emulation.watchers.CounterFile`), read with the devices' CPU
-counters when the lab's device watcher (:mod:`lab.host.pace_watcher`) runs the probes, so a
+small file per CPU (:class:`ralp.emulation.counter_files.CounterFile`), read with the devices'
+CPU counters when the lab's device watcher (:mod:`lab.host.pace_watcher`) runs the probes, so a
 record's window gets the work per CPU-second the host gave in exactly that window.
 
 Three kinds of work, since neighbours slow them differently: ``interpreter`` (a Python loop:
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralp._process import owner_gone, process_gone, stop_processes
-from ralp.emulation.watchers import CounterFile, Counters, read_counters
+from ralp.emulation.counter_files import CounterFile, Counters, read_counters
 
 KINDS = ("interpreter", "compute", "memory")
 INTERVAL_S = 0.1  # one burst of each kind per CPU this often

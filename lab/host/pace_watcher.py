@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from lab.host.pace_governor import REFERENCE_ENV, GovernorReading, PaceGovernor, pace_reference
 from lab.host.pace_probes import PaceProbes, summed
-from ralp.emulation.watchers import WATCHER_ENV, Counters
+from ralp.emulation.counter_files import Counters
+from ralp.emulation.watchers import WATCHER_ENV
 from ralp.errors import ClusterError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The CPU controller's files: where a machine's cgroup CPU controller lives
 (:class:`Hierarchy`), and the counters a run reads from its devices' groups and the host
-(:class:`DeviceMeter`), with a device watcher's counter files (:mod:`ralp.emulation.watchers`).
-Nothing here imports TensorFlow.
+(:class:`DeviceMeter`), with a device watcher's counter files
+(:mod:`ralp.emulation.counter_files`). Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ralp.emulation.watchers import Counters, read_counters
+from ralp.emulation.counter_files import Counters, read_counters
 
 CGROUP_ROOT_ENV = "RALP_CGROUP_ROOT"  # where the cgroup file systems are mounted
 DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
@@ -117,7 +117,7 @@ class DeviceMeter:
 
     hierarchy: Hierarchy
     groups: tuple[tuple[str, str], ...]  # (task, group directory name under the hierarchy)
-    watch_files: tuple[str, ...] = ()  # the watcher's (ralp.emulation.watchers)
+    watch_files: tuple[str, ...] = ()  # a device watcher's (ralp.emulation.counter_files)
 
     def __call__(self) -> CpuSnapshot:
         tasks = {task: read_group(self.hierarchy, name) for task, name in self.groups}

@@ -14,27 +14,24 @@ Its optional attribute ``budgets`` (``{word: one line}``) adds words to ``--devi
 each gives the default CPUs per device, and the factory tells them apart by ``asked``.
 
 A watcher's readings must be readable in any process (the job that knows its measured window
-reads the devices' counters itself), so it keeps cumulative counters in small files written
-with :class:`CounterFile`; the devices' meter reads them with the groups' counters, and the
-watcher's :meth:`~DeviceWatcher.window` turns two readings into the fields a record gets.
+reads the devices' counters itself), so it keeps cumulative counters in small files
+(:mod:`ralp.emulation.counter_files`); the devices' meter reads them with the groups' counters,
+and the watcher's :meth:`~DeviceWatcher.window` turns two readings into the fields a record gets.
 """
 
 from __future__ import annotations
 
-import mmap
-import struct
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ralp._named import named_attribute
+from ralp.emulation.counter_files import Counters
 from ralp.errors import ClusterError
 
 if TYPE_CHECKING:
     from ralp.emulation.devices import DeviceGroups
 
 WATCHER_ENV = "RALP_DEVICE_WATCHER"  # module:attribute, the factory of the devices' watcher
-Counters = tuple[float, ...]
-_SEQ = struct.Struct("<Q")  # a counter file's sequence number, before its float64 counters
 
 
 class DeviceWatcher(Protocol):
@@ -75,45 +72,3 @@ def attach(asked: str | float | None, cpus: float | None) -> DeviceWatcher | Non
     (None without a factory)."""
     made = factory()
     return None if made is None else made(str(asked or "auto"), cpus)
-
-
-def read_counters(path: str) -> Counters | None:
-    """The counters of a :class:`CounterFile` (None if it cannot be read yet, or is gone).
-    The writer makes the sequence number odd while it writes: a reading is kept only when
-    the number is even and the same after the counters were read."""
-    try:
-        with open(path, "rb") as f:
-            for _ in range(100):
-                data = f.read()
-                count = (len(data) - _SEQ.size) // 8
-                if count < 1:
-                    return None
-                seq, *values = struct.unpack_from(f"<Q{count}d", data)
-                f.seek(0)
-                again = _SEQ.unpack(f.read(_SEQ.size))[0]
-                f.seek(0)
-                if seq % 2 == 0 and seq == again:
-                    return tuple(values)
-    except OSError:
-        return None
-    return None
-
-
-class CounterFile:
-    """A small file of float64 counters after a sequence number, written in place (mmap) for
-    :func:`read_counters` in other processes."""
-
-    def __init__(self, path: str, values: Sequence[float]):
-        self.layout, self._seq = struct.Struct(f"<Q{len(values)}d"), 0
-        with open(path, "w+b") as f:
-            f.write(self.layout.pack(0, *values))
-            f.flush()
-            self._shared = mmap.mmap(f.fileno(), self.layout.size)
-
-    def write(self, *values: float) -> None:
-        self.layout.pack_into(self._shared, 0, self._seq + 1, *values)  # odd: being written
-        self._seq += 2
-        self.layout.pack_into(self._shared, 0, self._seq, *values)
-
-    def close(self) -> None:
-        self._shared.close()

@@ -8,7 +8,7 @@ import pytest
 
 from ralp.emulation.budget import Budget, budget_for, device_cpus, fidelity
 from ralp.emulation.devices import CpuReading, CpuSnapshot, DeviceMeter
-from ralp.emulation.watchers import WATCHER_ENV, CounterFile, read_counters
+from ralp.emulation.watchers import WATCHER_ENV
 from ralp.errors import ClusterError
 from tests.emulation.cgroups import needs_cgroups
 from tests.emulation.tiny_watcher import GROUP, SPEC, TinyWatcher
@@ -45,16 +45,6 @@ def test_the_watcher_s_fields_join_the_window_and_its_group_counts_apart():
     assert set(figures["tasks"]) == {"worker:0"}
     assert CpuSnapshot.from_dict(after.to_dict()) == after  # as a job sends it
     assert "tiny" not in fidelity(Budget(0.5, 2), before, after)  # no watcher, no fields
-
-
-def test_a_counter_file_is_read_in_whole_and_gone_once_removed(tmp_path):
-    path = str(tmp_path / "counters")
-    counters = CounterFile(path, (0.0, 0.0, 0.0))
-    counters.write(1.5, 2.5, 3.5)
-    assert read_counters(path) == (1.5, 2.5, 3.5)
-    counters.close()
-    os.unlink(path)
-    assert read_counters(path) is None
 
 
 @needs_cgroups

@@ -8,7 +8,7 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 
-from ralp.emulation.watchers import CounterFile, Counters
+from ralp.emulation.counter_files import CounterFile, Counters
 
 SPEC = "tests.emulation.tiny_watcher:TinyWatcher"  # $RALP_DEVICE_WATCHER's value for it
 GROUP = "tiny"
