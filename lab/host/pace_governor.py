@@ -100,8 +100,9 @@ def pace_reference() -> float:
 class PaceGovernor:
     """Sets the devices' quotas from the pace ``probes`` measure, every ``interval_s``.
 
-    ``set_share(share)`` applies a quota share to every device (the groups' job); ``path`` is
-    where the counters go. Use :meth:`start` and :meth:`stop` (or ``with``)."""
+    ``set_share(share)`` applies a quota share to every device
+    (:func:`lab.host.pace_watcher.share_setter`); ``path`` is where the counters go. Use
+    :meth:`start` and :meth:`stop` (or ``with``)."""
 
     def __init__(self, probes: PaceProbes, reference: float, set_share: Callable[[float], None],
                  path: str, interval_s: float = INTERVAL_S, window_s: float = WINDOW_S):

@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
 
 from lab.host.pace_governor import REFERENCE_ENV, GovernorReading, PaceGovernor, pace_reference
 from lab.host.pace_probes import PaceProbes, summed
 from ralp.emulation.counter_files import Counters
-from ralp.emulation.watchers import WATCHER_ENV
+from ralp.emulation.watchers import WATCHER_ENV, WatchedDevices
 from ralp.errors import ClusterError
-
-if TYPE_CHECKING:
-    from ralp.emulation.devices import DeviceGroups
 
 PACED = "paced"
 PACE_GROUP = "pace"  # the probes' group: counted, outside the budgets
@@ -59,13 +55,13 @@ class PaceWatcher:
         return (f"paced to {self.reference / 1e9:.1f} GFLOP per CPU-second "
                 f"({REFERENCE_ENV}={self.reference:.4g})")
 
-    def start(self, devices: DeviceGroups) -> tuple[str, ...]:
+    def start(self, devices: WatchedDevices) -> tuple[str, ...]:
         if self.reference is not None and devices.cpus is None:
             raise ClusterError("a paced budget needs a CPU budget: shared devices have none")
         self._probes = PaceProbes(devices.group(PACE_GROUP)).start()
         if self.reference is None:
             return self._probes.paths
-        self._governor = PaceGovernor(self._probes, self.reference, devices.set_share,
+        self._governor = PaceGovernor(self._probes, self.reference, share_setter(devices),
                                       os.path.join(self._probes.directory, "governor")).start()
         return (*self._probes.paths, self._governor.path)
 
@@ -93,6 +89,19 @@ class PaceWatcher:
             out["paced"] = {"reference": round(self.reference, 1),
                             **_governed(before[probes:], after[probes:])}
         return out
+
+
+def share_setter(devices: WatchedDevices) -> Callable[[float], None]:
+    """The governor's lever: ``set_share(share)`` sets every device's quota at ``share`` of
+    its budget (nothing for shared devices, which have none)."""
+
+    def set_share(share: float) -> None:
+        if devices.cpus is None:
+            return
+        for name in devices.devices:
+            devices.limit(name, devices.cpus * share)
+
+    return set_share
 
 
 def _governed(before: Sequence[Counters | None], after: Sequence[Counters | None]) -> dict:

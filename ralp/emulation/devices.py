@@ -163,7 +163,7 @@ class DeviceGroups:
             for name in self.devices + self.unlimited:
                 for root in self.hierarchy.roots:
                     self._mkdir(os.path.join(root, self.prefix, name))
-                self._limit(name, self.cpus if name in self.devices else None)
+                self.limit(name, self.cpus if name in self.devices else None)
             if self.watcher is not None:
                 self._watching = True
                 self._watch_files = tuple(self.watcher.start(self))
@@ -182,15 +182,16 @@ class DeviceGroups:
             raise ClusterError(f"cannot create control group {path}: {e.strerror}") from None
         self._made.append(path)
 
-    def set_share(self, share: float) -> None:
-        """Every device's quota at ``share`` of its budget (a watcher's lever: a governor
-        that holds the devices' speed); nothing for shared devices."""
-        if self.cpus is None:
-            return
-        for name in self.devices:
-            self._limit(name, self.cpus * share)
+    def limit(self, name: str, cpus: float | None) -> None:
+        """Set group ``name``'s CPU bandwidth to ``cpus`` CPUs (None: no limit, only counted;
+        never below the kernel's smallest quota). :meth:`open` gives every group its budget
+        so; a device watcher may change a device's while the run goes on.
 
-    def _limit(self, name: str, cpus: float | None) -> None:
+        Raises:
+            ClusterError: no such group in this run, or the kernel refused the limit.
+        """
+        if name not in self.devices + self.unlimited:
+            raise ClusterError(f"no device {name!r} in this run's groups")
         directory = os.path.join(self.hierarchy.limit, self.prefix, name)
         quota = -1 if cpus is None else max(MIN_QUOTA_US, round(cpus * self.period_us))
         if self.hierarchy.version == 2:

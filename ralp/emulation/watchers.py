@@ -12,6 +12,8 @@ as ``factory(asked, cpus)``: the ``--device-cpus`` word or number asked, and the
 device (None: shared). It returns a :class:`DeviceWatcher`, or None for nothing to watch.
 Its optional attribute ``budgets`` (``{word: one line}``) adds words to ``--device-cpus``:
 each gives the default CPUs per device, and the factory tells them apart by ``asked``.
+A watcher sees a run's devices as :class:`WatchedDevices`: their groups, their budget and
+each group's CPU limit, which it may change (a governor does).
 
 A watcher's readings must be readable in any process (the job that knows its measured window
 reads the devices' counters itself), so it keeps cumulative counters in small files
@@ -22,16 +24,47 @@ and the watcher's :meth:`~DeviceWatcher.window` turns two readings into the fiel
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ralp._named import named_attribute
 from ralp.emulation.counter_files import Counters
 from ralp.errors import ClusterError
 
-if TYPE_CHECKING:
-    from ralp.emulation.devices import DeviceGroups
-
 WATCHER_ENV = "RALP_DEVICE_WATCHER"  # module:attribute, the factory of the devices' watcher
+
+
+class WatchedGroup(Protocol):
+    """One of a run's control groups, as a watcher uses it
+    (a :class:`ralp.emulation.devices.DeviceGroup`)."""
+
+    def joined_command(self, command: list[str]) -> list[str]:
+        """``command`` started inside the group."""
+
+    def join(self, pid: int | None = None) -> None:
+        """Move process ``pid`` (default: the calling one) into the group."""
+
+
+class WatchedDevices(Protocol):
+    """What a watcher sees of a run's devices (a :class:`ralp.emulation.devices.DeviceGroups`):
+    the run's group names, the CPUs per device, each group, and each group's CPU limit."""
+
+    @property
+    def prefix(self) -> str:
+        """The run's name: its groups' parent."""
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """The budgeted devices' group names."""
+
+    @property
+    def cpus(self) -> float | None:
+        """Each device's budget in CPUs (None: shared, no limit)."""
+
+    def group(self, name: str) -> WatchedGroup:
+        """Group ``name`` of the run (a device's, or one of the watcher's own)."""
+
+    def limit(self, name: str, cpus: float | None) -> None:
+        """Set group ``name``'s CPU bandwidth to ``cpus`` CPUs (None: no limit)."""
 
 
 class DeviceWatcher(Protocol):
@@ -43,7 +76,7 @@ class DeviceWatcher(Protocol):
     def describe(self) -> str:
         """What the budget's one-line description adds ('' for nothing)."""
 
-    def start(self, devices: DeviceGroups) -> Sequence[str]:
+    def start(self, devices: WatchedDevices) -> Sequence[str]:
         """Start watching ``devices``; returns the counter files the devices' meter reads."""
 
     def stop(self) -> None:

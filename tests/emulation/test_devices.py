@@ -11,6 +11,8 @@ import pytest
 from ralp.emulation.budget import Budget, budget_for, device_cpus, fidelity, thread_counts
 from ralp.emulation.devices import (
     CGROUP_ROOT_ENV,
+    MIN_QUOTA_US,
+    PERIOD_US,
     CpuReading,
     CpuSnapshot,
     DeviceGroups,
@@ -82,6 +84,32 @@ def test_an_unlimited_group_only_counts_and_the_meter_sees_both():
     # a meter travels to the job that reads it (a Horovod rank gets it as JSON)
     assert DeviceMeter.from_json(meter.to_json()) == meter
     assert CpuSnapshot.from_dict(after.to_dict()) == after
+
+
+def _quota_us(groups, name) -> int:
+    """Group ``name``'s CFS quota as the kernel holds it (-1: no limit)."""
+    directory = os.path.join(groups.hierarchy.limit, groups.prefix, name)
+    if groups.hierarchy.version == 2:
+        with open(os.path.join(directory, "cpu.max")) as f:
+            quota = f.read().split()[0]
+        return -1 if quota == "max" else int(quota)
+    with open(os.path.join(directory, "cpu.cfs_quota_us")) as f:
+        return int(f.read())
+
+
+@needs_cgroups
+def test_a_group_s_limit_is_its_budget_and_changes_while_the_run_goes_on():
+    with DeviceGroups(HIERARCHY, new_prefix(), ["dev"], 0.4, unlimited=["coord"]) as groups:
+        assert (_quota_us(groups, "dev"), _quota_us(groups, "coord")) == (0.4 * PERIOD_US, -1)
+        groups.limit("dev", 0.2)
+        assert _quota_us(groups, "dev") == 0.2 * PERIOD_US
+        groups.limit("dev", 0.0)  # the kernel's smallest quota, not none
+        assert _quota_us(groups, "dev") == MIN_QUOTA_US
+        groups.limit("coord", 0.3)
+        groups.limit("dev", None)
+        assert (_quota_us(groups, "dev"), _quota_us(groups, "coord")) == (-1, 0.3 * PERIOD_US)
+        with pytest.raises(ClusterError, match="no device 'gpu'"):
+            groups.limit("gpu", 0.2)
 
 
 @needs_cgroups
