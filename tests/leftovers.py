@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from ralp.emulation.devices import find_hierarchy
+from ralp.emulation.cpu_meter import find_hierarchy
 
 HIERARCHY, _ = find_hierarchy()
 

@@ -29,7 +29,8 @@ from ralp.bench.runspec import AUTO_CPUS, BACKENDS, BenchError
 from ralp.cluster.local import LocalCluster
 from ralp.cluster.spec import ClusterError, ClusterSpec
 from ralp.emulation.budget import Budget, budget_for
-from ralp.emulation.devices import DeviceGroup, DeviceMeter
+from ralp.emulation.cpu_meter import DeviceMeter
+from ralp.emulation.devices import DeviceGroup
 from ralp.horovod.launch import horovod_unavailable_reason
 from ralp.modes import COLLECTIVE_MODES, HOROVOD_MODES
 from ralp.profiler.links import LinkBytes

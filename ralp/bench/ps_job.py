@@ -52,7 +52,7 @@ def bench_job(cluster_spec, run: RunSpec, read_links: LinkReader | None = None,
     With a ``barrier`` (several jobs sharing a network), the measured steps start when every
     job has warmed up, and this job keeps training after them until every job has measured,
     so each job's figures are taken under the others' load. ``read_cpu`` (a
-    :class:`~ralp.emulation.devices.DeviceMeter`) reads the device groups' CPU counters at the
+    :class:`~ralp.emulation.cpu_meter.DeviceMeter`) reads the device groups' CPU counters at the
     measured window's edges, as ``read_links`` reads the links'.
     """
     clock = SetupClock(started)

@@ -46,7 +46,7 @@ def rank_main(prog: str, job: Callable, argv: list[str] | None = None,
         before()
     from ralp._cli import quiet_tensorflow
     from ralp.bench.runspec import RunSpec
-    from ralp.emulation.devices import DeviceMeter
+    from ralp.emulation.cpu_meter import DeviceMeter
 
     quiet_tensorflow()
     run = RunSpec(**json.loads(args.spec))

@@ -24,7 +24,7 @@ from ralp.cluster.spec import ClusterError
 from ralp.collective.launch import launch as collective_launch
 from ralp.collective.runtime import CollectiveError
 from ralp.emulation.budget import fidelity
-from ralp.emulation.devices import CpuSnapshot
+from ralp.emulation.cpu_meter import CpuSnapshot
 from ralp.errors import InvalidArgumentError
 from ralp.horovod.launch import DRIVER, HorovodRunError, launch
 from ralp.modes import HOROVOD_RANKS, MODES, TF_WORKERS, load

@@ -24,14 +24,8 @@ from dataclasses import dataclass, field
 
 from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation import watchers
-from ralp.emulation.devices import (
-    PERIOD_US,
-    CpuSnapshot,
-    DeviceGroups,
-    Hierarchy,
-    find_hierarchy,
-    new_prefix,
-)
+from ralp.emulation.cpu_meter import CpuSnapshot, Hierarchy, find_hierarchy
+from ralp.emulation.devices import PERIOD_US, DeviceGroups, new_prefix
 from ralp.errors import ClusterError
 
 SHARED = "shared"

@@ -31,17 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ralp._process import owner_gone
-from ralp.emulation.cpu_meter import (  # noqa: F401  (re-exported: where callers find them)
-    CGROUP_ROOT_ENV,
-    DEFAULT_CGROUP_ROOT,
-    CpuReading,
-    CpuSnapshot,
-    DeviceMeter,
-    Hierarchy,
-    find_hierarchy,
-    host_cpu_seconds,
-    read_group,
-)
+from ralp.emulation.cpu_meter import DeviceMeter, Hierarchy
 from ralp.emulation.watchers import DeviceWatcher
 from ralp.errors import ClusterError
 

@@ -33,7 +33,8 @@ from pathlib import Path
 from ralp._messages import parse_message
 from ralp.emulation.budget import Budget
 from ralp.emulation.counters import TaskLinks
-from ralp.emulation.devices import RANK_GROUPS_ENV, DeviceMeter
+from ralp.emulation.cpu_meter import DeviceMeter
+from ralp.emulation.devices import RANK_GROUPS_ENV
 from ralp.errors import RalpError
 
 STOP_GRACE_S = 10.0

@@ -16,7 +16,7 @@ from ralp.bench.runspec import RunSpec
 from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.defaults import DEVICE_RESERVE_CPUS
 from ralp.emulation.budget import thread_counts
-from ralp.emulation.devices import CGROUP_ROOT_ENV
+from ralp.emulation.cpu_meter import CGROUP_ROOT_ENV
 from ralp.planner.calibration import Calibration
 from tests.leftovers import HIERARCHY, assert_nothing_left, groups_left
 from tests.needs import NETNS, needs_netns

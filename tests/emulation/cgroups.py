@@ -2,7 +2,7 @@
 
 import pytest
 
-from ralp.emulation.devices import find_hierarchy
+from ralp.emulation.cpu_meter import find_hierarchy
 
 HIERARCHY, NO_CGROUPS = find_hierarchy()
 needs_cgroups = pytest.mark.skipif(HIERARCHY is None, reason=f"no writable cgroup: {NO_CGROUPS}")

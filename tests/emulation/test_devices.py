@@ -9,17 +9,14 @@ import time
 import pytest
 
 from ralp.emulation.budget import Budget, budget_for, device_cpus, fidelity, thread_counts
-from ralp.emulation.devices import (
+from ralp.emulation.cpu_meter import (
     CGROUP_ROOT_ENV,
-    MIN_QUOTA_US,
-    PERIOD_US,
     CpuReading,
     CpuSnapshot,
-    DeviceGroups,
     DeviceMeter,
     find_hierarchy,
-    new_prefix,
 )
+from ralp.emulation.devices import MIN_QUOTA_US, PERIOD_US, DeviceGroups, new_prefix
 from ralp.errors import ClusterError
 from tests.emulation.cgroups import HIERARCHY, needs_cgroups
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ralp.emulation.budget import Budget, budget_for, device_cpus, fidelity
-from ralp.emulation.devices import CpuReading, CpuSnapshot, DeviceMeter
+from ralp.emulation.cpu_meter import CpuReading, CpuSnapshot, DeviceMeter
 from ralp.emulation.watchers import WATCHER_ENV
 from ralp.errors import ClusterError
 from tests.emulation.cgroups import needs_cgroups

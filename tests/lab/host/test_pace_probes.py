@@ -12,7 +12,8 @@ import pytest
 from lab.host.pace_probes import _SPIN, KINDS, PaceProbes, PaceReading, read_pace, summed
 from lab.host.pace_watcher import PACE_GROUP, PaceWatcher
 from ralp.emulation.budget import Budget, fidelity
-from ralp.emulation.devices import CpuReading, CpuSnapshot, DeviceGroups, new_prefix
+from ralp.emulation.cpu_meter import CpuReading, CpuSnapshot
+from ralp.emulation.devices import DeviceGroups, new_prefix
 from tests.emulation.cgroups import HIERARCHY, needs_cgroups
 
 

@@ -12,7 +12,7 @@ from lab.planner.fabric_transfer import (
     step_bytes_at,
 )
 from ralp.emulation.budget import budget_for
-from ralp.emulation.devices import find_hierarchy
+from ralp.emulation.cpu_meter import find_hierarchy
 from ralp.errors import RalpError
 from tests.needs import needs_netns
 

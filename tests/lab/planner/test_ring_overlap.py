@@ -30,7 +30,7 @@ from lab.planner.ring_step import (
 from lab.planner.stanza_step import stanza_phase_times
 from lab.planner.validate import with_overlaps
 from ralp.emulation.budget import Budget, budget_for
-from ralp.emulation.devices import find_hierarchy
+from ralp.emulation.cpu_meter import find_hierarchy
 from ralp.planner.modes import PlannerError
 from tests.lab.planner.test_ps_step import beside
 from tests.needs import HOROVOD_MARKS, needs_netns
