@@ -50,16 +50,11 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
 
 
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Every ralp module imported anywhere in the file (functions included), except under
-    ``if TYPE_CHECKING:``."""
-    tree = ast.parse(path.read_text())
-    skipped = {id(node) for stmt in ast.walk(tree) if isinstance(stmt, ast.If)
-               and getattr(stmt.test, "id", None) == "TYPE_CHECKING"
-               for node in ast.walk(stmt)}
+    """Every ralp module imported anywhere in the file: functions included, and under
+    ``if TYPE_CHECKING:`` too (a type-only import is still a dependency: a circle through one
+    is a circle)."""
     found = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -146,6 +141,13 @@ def test_imports_point_down_the_layers():
 def test_the_checker_sees_a_loop_and_an_upward_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert RANK["profiler"] < RANK["bench"]  # so bench -> profiler is allowed, not the reverse
+
+
+def test_the_checker_sees_a_type_only_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                      "    from ralp.emulation.devices import DeviceGroups\n")
+    assert _imports(module, _modules()) == {"ralp.emulation.devices"}
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
