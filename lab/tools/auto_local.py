@@ -6,10 +6,9 @@ Per model, each round: the prediction ``wrap`` makes with the defaults (no calib
 model's FLOPs at this host's probed rates; the assumed link) in a fresh process, then modes
 ps and ralp trained in turn (each a fresh coordinator on a fresh cluster; the order rotated
 each round), ``--epochs`` epochs of ``--steps`` updates on random images, each run's
-images/s the median of its epochs after the first. Beside the measurement, the choice of each
-rule on the same prediction: ``wrap``'s (RALP when predicted faster by more than a margin with
-fewer bytes) and the planner report's (anything within its tie band of the fastest is a tie,
-which the mode needing least takes).
+images/s the median of its epochs after the first. Beside the measurement, the choice on the
+same prediction under each decision margin compared (RALP when predicted faster by more than
+the margin and moving enough fewer bytes; else plain PS, which needs less).
 
     .venv/bin/python -m lab.tools.auto_local --repeat 2 --out auto_local.json
 """
@@ -123,19 +122,19 @@ def in_fresh_cluster(job, *args, timeout: float) -> dict:
         return {"error": str(e).splitlines()[0][:400]}
 
 
+MARGINS = (0.02, 0.05, 0.15)  # the decision margins compared: wrap's old, the rule's, the old tie band
+
+
 def rules(predicted: dict[str, float], bytes_per_step: dict[str, float]) -> dict[str, str]:
-    """Each rule's choice on the same prediction."""
-    from ralp.planner.auto import PLACEMENT_MARGIN, PLACEMENT_MIN_BYTES_SAVED
-    from ralp.planner.cluster_plan import TIE_BAND
+    """The choice on the same prediction under each decision margin of :data:`MARGINS`
+    (RALP: predicted faster by more than the margin and moving enough fewer bytes)."""
+    from ralp.planner.cluster_plan import MIN_BYTES_SAVED
 
     ps, ralp = predicted.get("ps"), predicted.get("ralp")
-    if ralp is None:
-        return {"wrap": "ps", "tie_band": "ps"}
-    wrap = "ralp" if (ralp > ps * (1 + PLACEMENT_MARGIN) and bytes_per_step["ralp"]
-                      < bytes_per_step["ps"] * (1 - PLACEMENT_MIN_BYTES_SAVED)) else "ps"
-    # cluster_plan.decide: a mode within the band of the fastest ties, and plain PS needs least
-    tie_band = "ralp" if ps < (1 - TIE_BAND) * ralp else "ps"
-    return {"wrap": wrap, "tie_band": tie_band}
+    saves = ralp is not None and \
+        bytes_per_step["ralp"] < (1 - MIN_BYTES_SAVED) * bytes_per_step["ps"]
+    return {f"margin {m:.0%}": "ralp" if saves and ralp > ps * (1 + m) else "ps"
+            for m in MARGINS}
 
 
 def one_round(name: str, round_index: int, args) -> list[dict]:

@@ -31,13 +31,6 @@ from ralp.units import parse_bandwidth
 # ralp.wrap's modes on the user's cluster -> the planner's model of each on that shape (RALP
 # runs the same step whether the cluster was sized as RALP-H or RALP-N: one PS critical section).
 WRAP_CANDIDATES: dict[str, str] = {registry.PS: registry.PS, registry.RALP: registry.RALP_N}
-# RALP must beat plain PS by more than this share to be chosen: a tie keeps the model whole.
-PLACEMENT_MARGIN = 0.02
-# ... and move at least this share fewer bytes: placement's gain is the bytes it saves. Where
-# it saves none (a tiny classifier after global pooling) the two modes' predictions differ
-# only by where the tail's compute runs (a worker's device or the PS's critical section),
-# which is a hop more for no bytes saved, not a reason to split.
-PLACEMENT_MIN_BYTES_SAVED = 0.05
 
 
 @dataclass(frozen=True)
@@ -77,8 +70,8 @@ class AutoChoice:
 def choose(found: Sequence[ClusterPrediction], bandwidth: str, calibration: str,
            names: dict[str, str] | None = None) -> AutoChoice:
     """The mode to run among ``found`` (one setting's predictions): the planner's decision
-    (:func:`ralp.planner.cluster_plan.decide`: the fastest, a tie inside the error band going
-    to the mode that needs least). ``names`` maps a prediction's mode to the runtime's name of
+    (:func:`ralp.planner.cluster_plan.decide`: the fastest, a tie inside the decision margin
+    going to the mode that needs least). ``names`` maps a prediction's mode to the runtime's name of
     it (``ralp.wrap``: ralp-n -> ralp)."""
     if not found:
         raise PlannerError("auto has no candidate mode to choose from on this cluster")
@@ -122,33 +115,29 @@ def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration 
         cal = replace(cal, entries=[*cal.entries, entry])
         source += f" (+ {model.name} measured here)"
     workload = Workload(profile(model, batch_size, threshold=threshold))
-    return decide(workload, entry.compute, cluster, bandwidth, describe(cal, source))
+    return choose_on_tasks(workload, entry.compute, cluster, bandwidth, describe(cal, source))
 
 
-def decide(workload: Workload, compute: Compute, cluster, bandwidth: str,
-           source: str) -> AutoChoice:
-    """Plain PS or RALP on ``cluster``'s workers and PS tasks: RALP where the model predicts
-    it faster by more than :data:`PLACEMENT_MARGIN` (the figures are predictions; a tie keeps
-    the model whole) and it moves at least :data:`PLACEMENT_MIN_BYTES_SAVED` fewer bytes,
-    plain PS where nothing lies after a split to place. The choice keeps
-    every candidate's predicted step and bytes and the skewness rule's verdict beside it."""
+def choose_on_tasks(workload: Workload, compute: Compute, cluster, bandwidth: str,
+                    source: str) -> AutoChoice:
+    """Plain PS or RALP on ``cluster``'s workers and PS tasks, by the planner's one decision
+    rule (:func:`ralp.planner.cluster_plan.decide`): RALP where it is predicted faster by
+    more than the decision margin and moves enough fewer bytes, plain PS where nothing lies
+    after a split to place. The choice keeps every candidate's
+    predicted step and bytes and the skewness rule's verdict beside it."""
     workers, ps = len(cluster.workers), len(cluster.ps)
     bits = parse_bandwidth(bandwidth)
-    plain, placed = registry.PS, registry.RALP
-    candidates = WRAP_CANDIDATES if workload.offloaded else {plain: plain}
-    predictions = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
-                   for planned in candidates.values()]
-    by_mode = {mode: p for mode, p in zip(candidates, predictions, strict=True)}
-    links = {mode: workload.links_on(planned, workers, ps) for mode, planned in candidates.items()}
-    chosen = plain
-    if (placed in by_mode
-            and by_mode[placed].images_per_sec > by_mode[plain].images_per_sec * (1 + PLACEMENT_MARGIN)
-            and links[placed].total < links[plain].total * (1 - PLACEMENT_MIN_BYTES_SAVED)):
-        chosen = placed
-    return AutoChoice(chosen, workers + ps, bandwidth,
-                      {m: p.images_per_sec for m, p in by_mode.items()}, source,
-                      step_s={m: p.step_time_s for m, p in by_mode.items()},
-                      bytes_per_step={m: float(link.total) for m, link in links.items()},
+    candidates = WRAP_CANDIDATES if workload.offloaded else {registry.PS: registry.PS}
+    found = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
+             for planned in candidates.values()]
+    links = {planned: float(workload.links_on(planned, workers, ps).total)
+             for planned in candidates.values()}
+    best = decide_mode(found).best
+    names = {planned: mode for mode, planned in candidates.items()}
+    return AutoChoice(names[best.mode], workers + ps, bandwidth,
+                      {names[p.mode]: p.images_per_sec for p in found}, source,
+                      step_s={names[p.mode]: p.step_time_s for p in found},
+                      bytes_per_step={names[m]: b for m, b in links.items()},
                       rule=workload.profile.verdict)
 
 
@@ -167,7 +156,7 @@ def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DE
     probed = (f"{rates.probe_s:.1f} s probe, kept from {_age(rates.measured_at)} ago"
               if rates.cached else f"{rates.probe_s:.1f} s probe")
     source = f"estimated from the model's FLOPs at this host's rates ({probed})"
-    return decide(workload, compute, cluster, bandwidth, source)
+    return choose_on_tasks(workload, compute, cluster, bandwidth, source)
 
 
 def _age(measured_at: float) -> str:

@@ -23,10 +23,15 @@ from ralp.planner.topology import (
 from ralp.planner.workload import Workload
 from ralp.profiler.bytes_model import variable_homes
 
-# The planner's error band on real clusters: a runner-up this close to the best is a tie.
-# Every point of the published-cluster validation lies inside it (docs/explanation/cost-model.md,
-# tests/planner/test_published_cluster.py).
-TIE_BAND = 0.15
+# The planner's error on real clusters: every point of the published-cluster validation lies
+# inside it (docs/explanation/cost-model.md, tests/planner/test_published_cluster.py).
+ERROR_BAND = 0.15
+# The one decision rule (docs/explanation/cost-model.md, "The decision"): a mode is chosen over
+# one that needs less only when predicted faster by more than this share (a runner-up this
+# close is a tie, which the mode needing less takes), and a RALP mode only when it also moves
+# at least MIN_BYTES_SAVED fewer bytes than plain PS: placement's gain is the bytes it saves.
+DECISION_MARGIN = 0.05
+MIN_BYTES_SAVED = 0.05
 # What each mode needs beyond TensorFlow, least first: a tie goes to the mode needing least.
 NEEDS = {name: mode.needs for name, mode in registry.MODES.items()}
 
@@ -43,6 +48,7 @@ class ClusterPrediction:
     images_per_sec: float
     step_time_s: float
     note: str = ""  # how it runs where that matters (a ring through host memory)
+    bytes_per_image: float | None = None  # over every link, per image trained
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -222,8 +228,9 @@ def predict_mode(workload: Workload, compute: Compute, topo: Topology, mode: str
         step = ring_step_s(compute, workload.table.trainable_param_bytes_total, topo,
                            through_host=on_horovod and through_host)
         workers, ps = topo.devices, 0
+    moved = workload.links_on(mode, workers, ps).total / (workers * batch)
     return ClusterPrediction(mode, topo.nodes, topo.gpus_per_node, topo.devices, workers, ps,
-                             int(topo.nic_bits), workers * batch / step, step, note)
+                             int(topo.nic_bits), workers * batch / step, step, note, moved)
 
 
 @dataclass(frozen=True)
@@ -240,19 +247,32 @@ class Decision:
     @property
     def tie(self) -> bool:
         return self.runner_up is not None and (
-            self.runner_up.images_per_sec >= (1 - TIE_BAND) * self.fastest.images_per_sec)
+            self.runner_up.images_per_sec * (1 + DECISION_MARGIN) >= self.fastest.images_per_sec)
 
 
 def decide(found: Sequence[ClusterPrediction]) -> Decision:
-    """The best of one setting's predictions: the fastest, unless modes inside the error
-    band of it need less (:data:`NEEDS`), then the one of those needing least."""
+    """The best of one setting's predictions, by the one decision rule: the fastest, unless
+    modes it is not faster than by more than :data:`DECISION_MARGIN` need less
+    (:data:`NEEDS`), then the one of those needing least. A RALP mode that does not move
+    :data:`MIN_BYTES_SAVED` fewer bytes per image than plain PS is not chosen: its
+    prediction differs from plain PS's only by where the tail's compute runs."""
+    ps = next((p for p in found if p.mode == registry.PS), None)
     ranked = sorted(found, key=lambda p: -p.images_per_sec)
+    eligible = [p for p in ranked if not _saves_too_little(p, ps)] or ranked
     fastest = ranked[0]
-    tied = [p for p in ranked if p.images_per_sec >= (1 - TIE_BAND) * fastest.images_per_sec]
+    tied = [p for p in eligible
+            if p.images_per_sec * (1 + DECISION_MARGIN) >= eligible[0].images_per_sec]
     best = min(tied, key=lambda p: (NEEDS[p.mode][0], -p.images_per_sec))
     others = [p for p in ranked if p is not best]
-    ps = next((p for p in found if p.mode == registry.PS), None)
     return Decision(best, fastest, others[0] if others else None, ps)
+
+
+def _saves_too_little(p: ClusterPrediction, ps: ClusterPrediction | None) -> bool:
+    mode = registry.MODES[p.mode]
+    if ps is None or not (mode.offloads and mode.has_ps) \
+            or p.bytes_per_image is None or ps.bytes_per_image is None:
+        return False
+    return p.bytes_per_image >= (1 - MIN_BYTES_SAVED) * ps.bytes_per_image
 
 
 @dataclass(frozen=True)
@@ -276,7 +296,7 @@ class ClusterPlan:
         return [decide(found) for found in settings.values()]
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "batch_size": self.batch_size, "tie_band": TIE_BAND,
+        return {"model": self.model, "batch_size": self.batch_size, "decision_margin": DECISION_MARGIN,
                 "skewness_verdict": self.skewness_verdict,
                 "predictions": [p.to_dict() for p in self.predictions],
                 "best": [decision_dict(d) for d in self.decisions()],

@@ -2,7 +2,7 @@
 
 It leads with one answer per setting (the mode, its layout, its images/s and how many times
 the runner-up's and plain PS's), says "tie" where the runner-up lies inside the planner's
-error band, then prints the table; ``--format json``, ``--csv``, ``--plot`` and ``--save``
+decision margin, then prints the table; ``--format json``, ``--csv``, ``--plot`` and ``--save``
 give the same figures to scripts."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from ralp import modes as registry
 from ralp._cli import UsageError
 from ralp.models.model_file import bench_model_argument
 from ralp.planner.cluster_plan import (
+    DECISION_MARGIN,
+    MIN_BYTES_SAVED,
     NEEDS,
-    TIE_BAND,
     ClusterPlan,
     ClusterPrediction,
     decision_dict,
@@ -78,14 +79,13 @@ def lead(plan: ClusterPlan, flips: dict | None = None) -> list[str]:
         unit = "GPUs" if plan.on_gpus else "devices"
         text = (f"{_where(plan, b)}: {b.mode} ({layout_text(b, unit)}), "
                 f"{b.images_per_sec:,.0f} images/s")
-        if d.fastest is not b:  # a tie went to the mode needing less
-            text += (f"; tie with {d.fastest.mode} ({d.fastest.images_per_sec:,.0f} images/s, "
-                     f"inside the planner's {TIE_BAND:.0%} error band), which needs "
-                     f"{NEEDS[d.fastest.mode][1]}; {b.mode} needs {NEEDS[b.mode][1]}")
+        if d.fastest is not b:
+            text += _passed_over(d)
         elif d.runner_up is not None:
             text += (f", {b.images_per_sec / d.runner_up.images_per_sec:.2f}x the runner-up "
                      f"{d.runner_up.mode}" + (" (a tie: inside the planner's "
-                                              f"{TIE_BAND:.0%} error band)" if d.tie else ""))
+                                              f"{DECISION_MARGIN:.0%} decision margin)"
+                                              if d.tie else ""))
         if d.ps is not None and b.mode != registry.PS:
             text += f", {b.images_per_sec / d.ps.images_per_sec:.2f}x plain PS"
         lines.append(text)
@@ -97,6 +97,18 @@ def lead(plan: ClusterPlan, flips: dict | None = None) -> list[str]:
                          f"{' or '.join(sorted(others))} would be chosen; measure it with "
                          "more steps (--calibrate --steps 30) and plan from that calibration")
     return lines
+
+
+def _passed_over(d) -> str:
+    """Why the fastest prediction is not the answer: a tie went to the mode needing less, or
+    a RALP mode saves too few bytes to count."""
+    f, b = d.fastest, d.best
+    if f.images_per_sec > (1 + DECISION_MARGIN) * b.images_per_sec:
+        return (f"; {f.mode} is predicted faster ({f.images_per_sec:,.0f} images/s) but does "
+                f"not move {MIN_BYTES_SAVED:.0%} fewer bytes per image than plain PS")
+    return (f"; tie with {f.mode} ({f.images_per_sec:,.0f} images/s, inside the planner's "
+            f"{DECISION_MARGIN:.0%} decision margin), which needs {NEEDS[f.mode][1]}; "
+            f"{b.mode} needs {NEEDS[b.mode][1]}")
 
 
 def to_text(plan: ClusterPlan, modes: Sequence[str], flips: dict | None = None) -> str:

@@ -14,7 +14,7 @@ from ralp.bench.records import make_record
 from ralp.bench.runspec import BenchError
 from ralp.models import build_model
 from ralp.planner.calibration import Calibration
-from ralp.planner.cluster_plan import NEEDS, TIE_BAND, predict_on_tasks
+from ralp.planner.cluster_plan import DECISION_MARGIN, NEEDS, predict_on_tasks
 from ralp.planner.modes import PREDICTED_MODES, resources
 from ralp.planner.topology import StanzaLayout, Topology, ring_step_s, stanza_step_s
 from ralp.planner.workload import Workload
@@ -54,10 +54,10 @@ def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES) -> dict[
 
 
 def _decided(direct: dict[str, float]) -> str:
-    """The decision's rule: of the modes within the error band of the fastest, the one that
-    needs least (the faster of equals)."""
+    """The decision's rule: of the modes within the decision margin of the fastest, the one
+    that needs least (the faster of equals)."""
     top = max(direct.values())
-    tied = [m for m, v in direct.items() if v >= (1 - TIE_BAND) * top]
+    tied = [m for m, v in direct.items() if v * (1 + DECISION_MARGIN) >= top]
     return min(tied, key=lambda m: (NEEDS[m][0], -direct[m]))
 
 

@@ -46,7 +46,7 @@ def test_json_lists_every_prediction_and_the_best_per_setting(capsys):
                 "images_per_sec", "step_time_s"} <= set(p)
         assert p["devices"] == 8 and p["bandwidth"] == 10**10
     (best,) = out["best"]
-    assert best["images_per_sec"] >= (1 - out["tie_band"]) * max(
+    assert best["images_per_sec"] * (1 + out["decision_margin"]) >= max(
         p["images_per_sec"] for p in out["predictions"])
 
 

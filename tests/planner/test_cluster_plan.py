@@ -7,8 +7,8 @@ import pytest
 
 from ralp.models import build_model
 from ralp.planner.cluster_plan import (
+    DECISION_MARGIN,
     NEEDS,
-    TIE_BAND,
     ClusterPrediction,
     decide,
     device_compute,
@@ -85,13 +85,13 @@ def _p(mode: str, rate: float) -> ClusterPrediction:
 
 
 def test_a_tie_goes_to_the_mode_that_needs_less():
-    tied = decide([_p("horovod", 1000.0), _p("ps", 1000.0 * (1 - TIE_BAND / 2))])
+    tied = decide([_p("horovod", 1000.0), _p("ps", 1000.0 / (1 + DECISION_MARGIN / 2))])
     assert tied.best.mode == "ps" and tied.fastest.mode == "horovod" and tied.tie
     assert NEEDS["ps"][0] < NEEDS["horovod"][0]
 
 
 def test_outside_the_band_the_fastest_wins():
-    clear = decide([_p("horovod", 1000.0), _p("ps", 1000.0 * (1 - 2 * TIE_BAND))])
+    clear = decide([_p("horovod", 1000.0), _p("ps", 1000.0 / (1 + 2 * DECISION_MARGIN))])
     assert clear.best.mode == "horovod" and not clear.tie
     assert clear.ps.mode == "ps" and clear.runner_up.mode == "ps"
 
@@ -112,7 +112,7 @@ def test_a_close_call_names_the_mode_the_noise_would_choose():
     def plan(rate_ps: float) -> ClusterPlan:
         return ClusterPlan("m", "m", 8, (_p("horovod", 1000.0), _p("ps", rate_ps)), ())
 
-    edge = 1000.0 * (1 - TIE_BAND) - 1.0  # just outside the band: horovod chosen
+    edge = 1000.0 / (1 + DECISION_MARGIN) - 1.0  # just outside the margin: horovod chosen
 
     def replan(full: float, tail: float) -> ClusterPlan:
         return plan(edge * (1 + (full - 1) / 2))  # the noise moves ps by a few per cent

@@ -21,7 +21,8 @@ import pytest
 
 from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
-from ralp.planner.auto import PLACEMENT_MIN_BYTES_SAVED, decide
+from ralp.planner.auto import choose_on_tasks
+from ralp.planner.cluster_plan import MIN_BYTES_SAVED
 from ralp.planner.estimate import DeviceRates, estimate_compute, probe
 from ralp.planner.workload import Workload
 from ralp.profiler.api import profile
@@ -39,7 +40,7 @@ BATCH = 8
 def _decide(model, bandwidth: str = "1gbit"):
     workload = Workload(profile(model, BATCH))
     compute = estimate_compute(workload.table, workload.offloaded, RATES)
-    return decide(workload, compute, CLUSTER, bandwidth, "fixed test rates")
+    return choose_on_tasks(workload, compute, CLUSTER, bandwidth, "fixed test rates")
 
 
 def _shallow_fc_heavy():
@@ -78,7 +79,7 @@ def test_a_conv_heavy_cnn_with_a_tiny_classifier_stays_whole():
     choice = _decide(_residual_conv_heavy())
     assert choice.mode == "ps", choice.why
     # moving a 650-parameter classifier saves no bytes worth a PS hop
-    assert choice.bytes_per_step["ralp"] > (1 - PLACEMENT_MIN_BYTES_SAVED) * choice.bytes_per_step["ps"]
+    assert choice.bytes_per_step["ralp"] > (1 - MIN_BYTES_SAVED) * choice.bytes_per_step["ps"]
 
 
 @pytest.mark.parametrize("name,image", [("alexnet", 67), ("vgg11", 32)])

@@ -1,14 +1,15 @@
-"""The lab's check of wrap's auto on a LocalCluster: each rule's choice on one prediction."""
+"""The lab's check of wrap's auto on a LocalCluster: the choice under each decision margin."""
 
 from lab.tools.auto_local import rules
 
 BYTES = {"ps": 100.0, "ralp": 50.0}
 
 
-def test_the_rules_disagree_between_the_margin_and_the_tie_band():
-    assert rules({"ps": 100.0, "ralp": 110.0}, BYTES) == {"wrap": "ralp", "tie_band": "ps"}
-    assert rules({"ps": 100.0, "ralp": 130.0}, BYTES) == {"wrap": "ralp", "tie_band": "ralp"}
-    assert rules({"ps": 100.0, "ralp": 101.0}, BYTES) == {"wrap": "ps", "tie_band": "ps"}
-    # wrap's rule asks for fewer bytes too; nothing to offload: plain PS under both
-    assert rules({"ps": 100.0, "ralp": 130.0}, {"ps": 100.0, "ralp": 99.0})["wrap"] == "ps"
-    assert rules({"ps": 100.0}, {"ps": 100.0}) == {"wrap": "ps", "tie_band": "ps"}
+def test_each_margin_chooses_on_the_same_prediction():
+    assert rules({"ps": 100.0, "ralp": 110.0}, BYTES) == {
+        "margin 2%": "ralp", "margin 5%": "ralp", "margin 15%": "ps"}
+    assert rules({"ps": 100.0, "ralp": 104.0}, BYTES)["margin 5%"] == "ps"
+    assert set(rules({"ps": 100.0, "ralp": 130.0}, BYTES).values()) == {"ralp"}
+    # too few bytes saved, or nothing to offload: plain PS under every margin
+    assert set(rules({"ps": 100.0, "ralp": 130.0}, {"ps": 100.0, "ralp": 99.0}).values()) == {"ps"}
+    assert set(rules({"ps": 100.0}, {"ps": 100.0}).values()) == {"ps"}
