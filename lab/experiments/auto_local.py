@@ -1,5 +1,5 @@
 """wrap's mode "auto" on the user's own LocalCluster(workers=2, ps=1), its tasks sharing this
-host: the prediction it makes with the defaults beside plain PS and RALP measured in two
+host: the prediction it makes with the defaults beside plain PS and RALP measured in three
 interleaved rounds, on five models ralp does not ship (two FC-heavy, three conv-heavy), with
 each decision rule's choice on the same prediction (lab/tools/auto_local.py)."""
 
@@ -11,5 +11,5 @@ NEEDS = ()
 
 
 def steps(lab: Lab) -> list[Step]:
-    return [tool(lab, "auto_local", "--repeat", "2", "--out", lab.path("auto_local.json"),
+    return [tool(lab, "auto_local", "--repeat", "3", "--steps", "16", "--out", lab.path("auto_local.json"),
                  stdout=lab.path("auto_local.txt"))]
