@@ -153,9 +153,10 @@ def predict_on_tasks(workload: Workload, compute: Compute, mode: str, workers: i
     layout, topo = task_layout(workload, mode, workers, ps, compute)
     topo = replace(topo, nic_bits=bandwidth_bits)
     step = ps_family_step_s(compute, layout, topo, sync)
+    batch = workload.table.batch_size
+    moved = workload.links_on(mode, workers, ps).total / (workers * batch)
     return ClusterPrediction(mode, topo.nodes, 1, workers + ps, workers, ps,
-                             int(bandwidth_bits), workers * workload.table.batch_size / step,
-                             step)
+                             int(bandwidth_bits), workers * batch / step, step, "", moved)
 
 
 def predict_on_devices(workload: Workload, compute: Compute, mode: str, devices: int,

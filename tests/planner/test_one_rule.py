@@ -40,6 +40,7 @@ def test_wrap_the_planner_and_the_bench_give_one_answer(model, image):
             candidates = WRAP_CANDIDATES.values() if work.offloaded else ("ps",)
             found = [predict_on_tasks(work, compute, m, workers, ps, parse_bandwidth(bandwidth))
                      for m in candidates]
+            assert all(p.bytes_per_image > 0 for p in found)  # the byte condition can apply
             planner = ClusterPlan(model, model, 8, tuple(found), ()).best()[0].mode
             bench = choose(found, bandwidth, "fixed rates", names=NAMES).mode
             assert wrap == NAMES[planner] == bench, (model, cluster, bandwidth)
