@@ -13,7 +13,7 @@ resolves mode "auto" with the planner, builds the mode's runtime and hands back 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_RESTART_TIMEOUT_S, DEFAULT_THRESHOLD
 from ralp.errors import InvalidArgumentError, InvalidTypeError, warn
@@ -25,7 +25,6 @@ from ralp.training.trainer import Trainer
 PS_MODES = tuple(m.name for m in WRAP_MODES.values() if m.family == PS_FAMILY)
 RANK_MODES = tuple(m.name for m in WRAP_MODES.values() if m.family != PS_FAMILY)
 MODES = PS_MODES + RANK_MODES
-ASSUMED_BANDWIDTH = "10gbit"  # the links' rate mode "auto" assumes when none is given
 
 
 class PlacementWarning(UserWarning):
@@ -67,8 +66,9 @@ def wrap(model, cluster=None, *, mode: str = AUTO, optimizer=None, loss=None, me
             ``{"chief": [...], "worker": [...], "ps": [...]}``. None in the allreduce modes,
             whose launcher makes the job.
         mode: "auto" (default): the planner predicts plain PS and RALP on this cluster and
-            trains the faster (RALP only where it is predicted faster by more than 2% and
-            moves at least 5% fewer bytes). "skewness": the RALP paper's rule. "ralp": place
+            trains the faster (RALP only where it is predicted faster by more than 5% and
+            moves at least 5% fewer bytes; on a cluster whose every task is on this host,
+            with their CPUs shared and their bytes costing CPU). "skewness": the RALP paper's rule. "ralp": place
             the layers after the profiler's split (or ``plan``) on the PS. "ps": plain
             ParameterServerStrategy. "horovod": Horovod's ring allreduce. "stanza": CONV
             ranks allreduce, ``fc_workers`` FC ranks hold the layers after the split.
@@ -78,8 +78,9 @@ def wrap(model, cluster=None, *, mode: str = AUTO, optimizer=None, loss=None, me
         batch_size: ``fit``'s default global batch (the samples of one update), which the
             placement and mode "auto" are planned for; default 32.
         plan: a ``ralp.Plan`` to place by (modes "ralp" and "stanza").
-        bandwidth, calibration: mode "auto": the links' rate (tc style, default "10gbit",
-            assumed and said so) and a ``ralp.Calibration`` or its path.
+        bandwidth, calibration: mode "auto": the links' rate (tc style; default "10gbit",
+            assumed and said so, or loopback's where every task is on this host) and a
+            ``ralp.Calibration`` or its path.
         threshold: the skewness rule's K (mode "skewness", and its verdict beside "auto").
         sync: PS modes: None (ParameterServerStrategy's asynchronous schedule), "bsp",
             "asp", "ssp:S", "dssp:L:U", or a ``ralp.SyncPolicy``.
@@ -182,18 +183,12 @@ def _ps_trainer(model, cluster, mode, optimizer, loss, metrics, batch_size, plan
 
 def _auto_choice(model, cluster, bandwidth, calibration, batch_size, threshold):
     from ralp.planner.auto import choose_for_cluster, estimate_for_cluster
-    from ralp.units import parse_bandwidth
 
-    assumed = bandwidth is None
-    rate = ASSUMED_BANDWIDTH if assumed else bandwidth
-    parse_bandwidth(rate)  # a bad rate fails before anything is measured
     if calibration is None:
-        choice = estimate_for_cluster(model, cluster, rate, batch_size=batch_size,
-                                      threshold=threshold)
-    else:
-        choice = choose_for_cluster(model, cluster, rate, calibration, batch_size=batch_size,
+        return estimate_for_cluster(model, cluster, bandwidth, batch_size=batch_size,
                                     threshold=threshold)
-    return replace(choice, bandwidth=f"{rate} (assumed: pass bandwidth=)") if assumed else choice
+    return choose_for_cluster(model, cluster, bandwidth, calibration, batch_size=batch_size,
+                              threshold=threshold)
 
 
 def _rank_trainer(model, mode, optimizer, loss, metrics, batch_size, plan, failures,

@@ -83,10 +83,9 @@ def predict_job(spec_json: str, name: str, batch: int) -> dict:
     """In a fresh process: what ``wrap``'s auto predicts and chooses for the cluster."""
     from ralp.cluster.spec import ClusterSpec
     from ralp.planner.auto import estimate_for_cluster
-    from ralp.wrapping import ASSUMED_BANDWIDTH
 
     spec = ClusterSpec.from_dict(json.loads(spec_json))
-    choice = estimate_for_cluster(_compiled(name), spec, ASSUMED_BANDWIDTH, batch_size=batch)
+    choice = estimate_for_cluster(_compiled(name), spec, batch_size=batch)
     return {"chosen": choice.mode, "images_per_sec": dict(choice.predicted_images_per_sec),
             "bytes_per_step": dict(choice.bytes_per_step or {}), "source": choice.calibration}
 

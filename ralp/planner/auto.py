@@ -5,7 +5,9 @@ ralp.bench --modes auto`` resolve "auto" once, before anything runs: each candid
 predicted from a calibration or, for ``ralp.wrap`` without one, from the model's FLOPs at
 this host's probed rates (:mod:`ralp.planner.estimate`), and from the byte model, by the
 planner's core (:mod:`ralp.planner.topology`), each task on a machine of its own, as
-``python -m ralp.planner`` plans; the fastest is chosen. The choice keeps its reasons
+``python -m ralp.planner`` plans, or, where every task of the cluster listens on this host
+(a ``ralp.LocalCluster``), all of them on this host's CPUs (:mod:`ralp.planner.loopback`);
+the planner's one decision rule chooses. The choice keeps its reasons
 (:class:`AutoChoice`): every candidate's predicted images/s, step and bytes, where the compute
 figures came from, and the paper's skewness rule's verdict beside it. The rule itself stays
 available as mode "skewness".
@@ -23,14 +25,58 @@ from ralp.defaults import DEFAULT_BATCH_SIZE, DEFAULT_THRESHOLD
 from ralp.planner.calibration import Calibration
 from ralp.planner.cluster_plan import ClusterPrediction, predict_on_tasks
 from ralp.planner.cluster_plan import decide as decide_mode
+from ralp.planner.loopback import shares_this_host
 from ralp.planner.modes import PlannerError
 from ralp.planner.terms import Compute
+from ralp.planner.topology import SharedCPU
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
+
+ASSUMED_BANDWIDTH = "10gbit"  # the links' rate of machines of their own when none is given
 
 # ralp.wrap's modes on the user's cluster -> the planner's model of each on that shape (RALP
 # runs the same step whether the cluster was sized as RALP-H or RALP-N: one PS critical section).
 WRAP_CANDIDATES: dict[str, str] = {registry.PS: registry.PS, registry.RALP: registry.RALP_N}
+
+
+@dataclass(frozen=True)
+class TaskLinks:
+    """What connects a cluster's tasks, as a prediction takes it: each machine's link rate
+    (tc style; None: only loopback's), and where every task shares this host, what its CPUs
+    pay for compute and transfers."""
+
+    bandwidth: str | None
+    shared: SharedCPU | None = None
+    assumed: bool = False  # the rate is ASSUMED_BANDWIDTH, not the user's
+
+    @property
+    def bits(self) -> float | None:
+        return parse_bandwidth(self.bandwidth) if self.bandwidth else None
+
+    @property
+    def words(self) -> str:
+        if self.shared is None:
+            return f"{self.bandwidth} (assumed: pass bandwidth=)" if self.assumed \
+                else str(self.bandwidth)
+        cap = f", links at most {self.bandwidth}" if self.bandwidth else ""
+        return (f"loopback: every task on this host's {self.shared.cores:g} CPUs, "
+                f"{human_bytes(self.shared.bytes_per_s)}/s per transfer{cap}")
+
+
+def task_links(cluster, bandwidth: str | None) -> TaskLinks:
+    """The links of ``cluster``: a cluster whose every task listens on this host shares its
+    CPUs (probed once per device, :func:`ralp.planner.rates_cache.shared_host`); machines of
+    their own are linked at ``bandwidth``, :data:`ASSUMED_BANDWIDTH` if None. Raises
+    :class:`PlannerError` for a rate that does not parse."""
+    if bandwidth is not None:
+        parse_bandwidth(bandwidth)  # a bad rate fails before anything is measured
+    if shares_this_host(cluster):
+        from ralp.planner.rates_cache import shared_host
+
+        return TaskLinks(bandwidth, shared_host())
+    if bandwidth is None:
+        return TaskLinks(ASSUMED_BANDWIDTH, None, assumed=True)
+    return TaskLinks(bandwidth)
 
 
 @dataclass(frozen=True)
@@ -90,18 +136,20 @@ def describe(calibration: Calibration, source: str) -> str:
     return f"{source}, {calibration.machine or 'unknown machine'}"
 
 
-def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration | str, *,
+def choose_for_cluster(model, cluster, bandwidth: str | None,
+                       calibration: Calibration | str, *,
                        batch_size: int = DEFAULT_BATCH_SIZE,
                        threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:
-    """Plain PS or RALP for ``model`` on ``cluster`` (its own workers and PS tasks) with links
-    at ``bandwidth``, from ``calibration`` (a :class:`Calibration` or a calibration JSON
-    path). A calibration lacking this model is completed here, on its host description."""
+    """Plain PS or RALP for ``model`` on ``cluster`` (its own workers and PS tasks; its
+    links by :func:`task_links`), from ``calibration`` (a :class:`Calibration` or a
+    calibration JSON path). A calibration lacking this model is completed here, on its host
+    description."""
     import keras
 
     from ralp.planner.api import calibrate_entry, shape_facts
     from ralp.profiler.api import profile
 
-    parse_bandwidth(bandwidth)  # a bad rate fails before anything is measured
+    links = task_links(cluster, bandwidth)
     image, classes = shape_facts(model)
     if isinstance(calibration, (str, Path)):
         cal, source = Calibration.load(calibration), str(calibration)
@@ -115,10 +163,10 @@ def choose_for_cluster(model, cluster, bandwidth: str, calibration: Calibration 
         cal = replace(cal, entries=[*cal.entries, entry])
         source += f" (+ {model.name} measured here)"
     workload = Workload(profile(model, batch_size, threshold=threshold))
-    return choose_on_tasks(workload, entry.compute, cluster, bandwidth, describe(cal, source))
+    return choose_on_tasks(workload, entry.compute, cluster, links, describe(cal, source))
 
 
-def choose_on_tasks(workload: Workload, compute: Compute, cluster, bandwidth: str,
+def choose_on_tasks(workload: Workload, compute: Compute, cluster, links: TaskLinks,
                     source: str) -> AutoChoice:
     """Plain PS or RALP on ``cluster``'s workers and PS tasks, by the planner's one decision
     rule (:func:`ralp.planner.cluster_plan.decide`): RALP where it is predicted faster by
@@ -126,37 +174,40 @@ def choose_on_tasks(workload: Workload, compute: Compute, cluster, bandwidth: st
     after a split to place. The choice keeps every candidate's
     predicted step and bytes and the skewness rule's verdict beside it."""
     workers, ps = len(cluster.workers), len(cluster.ps)
-    bits = parse_bandwidth(bandwidth)
     candidates = WRAP_CANDIDATES if workload.offloaded else {registry.PS: registry.PS}
-    found = [predict_on_tasks(workload, compute, planned, workers, ps, bits)
+    found = [predict_on_tasks(workload, compute, planned, workers, ps, links.bits,
+                              shared=links.shared)
              for planned in candidates.values()]
-    links = {planned: float(workload.links_on(planned, workers, ps).total)
+    moved = {planned: float(workload.links_on(planned, workers, ps).total)
              for planned in candidates.values()}
     best = decide_mode(found).best
     names = {planned: mode for mode, planned in candidates.items()}
-    return AutoChoice(names[best.mode], workers + ps, bandwidth,
+    return AutoChoice(names[best.mode], workers + ps, links.words,
                       {names[p.mode]: p.images_per_sec for p in found}, source,
                       step_s={names[p.mode]: p.step_time_s for p in found},
-                      bytes_per_step={names[m]: b for m, b in links.items()},
+                      bytes_per_step={names[m]: b for m, b in moved.items()},
                       rule=workload.profile.verdict)
 
 
-def estimate_for_cluster(model, cluster, bandwidth: str, *, batch_size: int = DEFAULT_BATCH_SIZE,
+def estimate_for_cluster(model, cluster, bandwidth: str | None = None, *,
+                         batch_size: int = DEFAULT_BATCH_SIZE,
                          threshold: float = DEFAULT_THRESHOLD) -> AutoChoice:
     """``ralp.wrap``'s default decision, with no calibration and no cluster run: the model's
     compute estimated from its FLOPs at rates a probe of this device measures in about a
-    second (:mod:`ralp.planner.estimate`), its bytes and links from the profiler."""
+    second (:mod:`ralp.planner.estimate`), its bytes from the profiler, its links by
+    :func:`task_links`."""
     from ralp.planner.estimate import estimate_compute
     from ralp.planner.rates_cache import device_rates
     from ralp.profiler.api import profile
 
+    links = task_links(cluster, bandwidth)
     workload = Workload(profile(model, batch_size, threshold=threshold))
     rates = device_rates()
     compute = estimate_compute(workload.table, workload.offloaded, rates)
     probed = (f"{rates.probe_s:.1f} s probe, kept from {_age(rates.measured_at)} ago"
               if rates.cached else f"{rates.probe_s:.1f} s probe")
     source = f"estimated from the model's FLOPs at this host's rates ({probed})"
-    return choose_on_tasks(workload, compute, cluster, bandwidth, source)
+    return choose_on_tasks(workload, compute, cluster, links, source)
 
 
 def _age(measured_at: float) -> str:

@@ -14,10 +14,12 @@ from ralp.planner.modes import MODES, PlannerError, resources
 from ralp.planner.terms import Compute
 from ralp.planner.topology import (
     PSLayout,
+    SharedCPU,
     StanzaLayout,
     Topology,
     ps_family_step_s,
     ring_step_s,
+    shared_cpu_step_s,
     stanza_step_s,
 )
 from ralp.planner.workload import Workload
@@ -148,15 +150,28 @@ def task_layout(workload: Workload, mode: str, workers: int, ps: int,
 
 
 def predict_on_tasks(workload: Workload, compute: Compute, mode: str, workers: int, ps: int,
-                     bandwidth_bits: float, sync: str = "async") -> ClusterPrediction:
-    """:func:`task_layout`'s ``mode`` with every machine's NIC at ``bandwidth_bits``."""
+                     bandwidth_bits: float | None, sync: str = "async",
+                     shared: SharedCPU | None = None) -> ClusterPrediction:
+    """:func:`task_layout`'s ``mode`` with every machine's NIC at ``bandwidth_bits``.
+    ``shared``: every task on this host's CPUs (a ``ralp.LocalCluster``): each transfer at
+    loopback's rate (or ``bandwidth_bits``, if given and slower), and the step no shorter
+    than its compute and its bytes' CPU take on the shared cores
+    (:func:`ralp.planner.topology.shared_cpu_step_s`)."""
     layout, topo = task_layout(workload, mode, workers, ps, compute)
+    if shared is not None:
+        bandwidth_bits = min(bandwidth_bits or math.inf, shared.loopback_bits)
+    elif bandwidth_bits is None:
+        raise PlannerError("a cluster of machines of their own needs its links' rate")
     topo = replace(topo, nic_bits=bandwidth_bits)
     step = ps_family_step_s(compute, layout, topo, sync)
+    links = workload.links_on(mode, workers, ps)
+    if shared is not None:
+        step = max(step, shared_cpu_step_s(compute, workers, links.total,
+                                           workers * links.messages, shared))
     batch = workload.table.batch_size
-    moved = workload.links_on(mode, workers, ps).total / (workers * batch)
     return ClusterPrediction(mode, topo.nodes, 1, workers + ps, workers, ps,
-                             int(bandwidth_bits), workers * batch / step, step, "", moved)
+                             int(bandwidth_bits), workers * batch / step, step, "",
+                             links.total / (workers * batch))
 
 
 def predict_on_devices(workload: Workload, compute: Compute, mode: str, devices: int,

@@ -70,6 +70,39 @@ class Topology:
 
 
 @dataclass(frozen=True)
+class SharedCPU:
+    """Every task on one host's ``cores`` (a ``ralp.LocalCluster``): no wire limits a step,
+    the tasks reach each other over loopback, and every byte and tensor they move costs CPU
+    at both ends on the cores that also compute (:mod:`ralp.planner.loopback` probes it).
+    ``step_cores``: how many cores one task's training step keeps busy; ``bytes_per_s``: one
+    transfer's rate over loopback."""
+
+    cores: float
+    step_cores: float
+    cpu_s_per_byte: float  # gRPC's CPU, both ends, per byte moved between two tasks
+    cpu_s_per_transfer: float  # the same per tensor moved, beyond its bytes
+    bytes_per_s: float
+    probe_s: float = 0.0  # how long the probe took
+    measured_at: float = 0.0  # when (time.time()); 0: not recorded
+    cached: bool = False  # kept from an earlier probe (ralp.planner.rates_cache)
+
+    @property
+    def loopback_bits(self) -> float:
+        return 8 * self.bytes_per_s
+
+
+def shared_cpu_step_s(compute: Compute, workers: int, moved_bytes: float, transfers: float,
+                      host: SharedCPU) -> float:
+    """The shortest step the shared host's cores allow: every worker's batch computed (at
+    ``host.step_cores`` busy cores for ``compute.full_s``: RALP's tail on the PS task is the
+    same work on the same cores) and ``moved_bytes`` and ``transfers`` (all workers' pulls,
+    pushes and boundary exchanges of one step) serialised at both ends, over ``host.cores``."""
+    work = (workers * compute.full_s * host.step_cores + moved_bytes * host.cpu_s_per_byte
+            + transfers * host.cpu_s_per_transfer)
+    return work / host.cores
+
+
+@dataclass(frozen=True)
 class PSLayout:
     """Where a PS-family job's tasks sit. ``workers_per_node[n]``: worker tasks on node
     ``n``, each of ``gpus_per_worker`` GPUs whose gradients it sums inside the node before

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ralp.cluster.spec import ClusterSpec, free_ports
+from ralp.cluster.spec import ClusterSpec
 from ralp.models import build_model
 from ralp.placement.choose import choose_plan
 from ralp.planner.auto import choose_for_cluster
@@ -19,10 +19,10 @@ from ralp.profiler.api import profile
 from ralp.units import parse_bandwidth
 
 BATCH, IMAGE, CLASSES = 8, 32, 1000
-# Two workers and a PS, as the planner sees a real cluster (no shared host). The addresses are
-# closed loopback ports: nothing here may reach another machine, and nothing listens there.
-_PORTS = [f"127.0.0.1:{p}" for p in free_ports(4)]
-REMOTE = ClusterSpec(_PORTS[0], tuple(_PORTS[1:3]), (_PORTS[3],))
+# Two workers and a PS, each a machine of its own (no shared host). The addresses are RFC 5737's
+# documentation range: nothing here connects, and nothing could.
+_HOSTS = [f"192.0.2.{k}:2222" for k in range(1, 5)]
+REMOTE = ClusterSpec(_HOSTS[0], tuple(_HOSTS[1:3]), (_HOSTS[3],))
 
 
 def _calibration(full_s: float, tail_s: float) -> Calibration:

@@ -21,7 +21,7 @@ import pytest
 
 from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
-from ralp.planner.auto import choose_on_tasks
+from ralp.planner.auto import TaskLinks, choose_on_tasks
 from ralp.planner.cluster_plan import MIN_BYTES_SAVED
 from ralp.planner.estimate import DeviceRates, estimate_compute, probe
 from ralp.planner.workload import Workload
@@ -40,7 +40,7 @@ BATCH = 8
 def _decide(model, bandwidth: str = "1gbit"):
     workload = Workload(profile(model, BATCH))
     compute = estimate_compute(workload.table, workload.offloaded, RATES)
-    return choose_on_tasks(workload, compute, CLUSTER, bandwidth, "fixed test rates")
+    return choose_on_tasks(workload, compute, CLUSTER, TaskLinks(bandwidth), "fixed test rates")
 
 
 def _shallow_fc_heavy():

@@ -6,7 +6,7 @@ import pytest
 
 from ralp.cluster.spec import ClusterSpec, free_ports
 from ralp.models import build_model
-from ralp.planner.auto import WRAP_CANDIDATES, choose, choose_on_tasks
+from ralp.planner.auto import WRAP_CANDIDATES, TaskLinks, choose, choose_on_tasks
 from ralp.planner.cluster_plan import (
     DECISION_MARGIN,
     MIN_BYTES_SAVED,
@@ -36,7 +36,8 @@ def test_wrap_the_planner_and_the_bench_give_one_answer(model, image):
     for cluster in CLUSTERS.values():
         workers, ps = len(cluster.workers), len(cluster.ps)
         for bandwidth in ("100mbit", "1gbit", "10gbit"):
-            wrap = choose_on_tasks(work, compute, cluster, bandwidth, "fixed rates").mode
+            wrap = choose_on_tasks(work, compute, cluster, TaskLinks(bandwidth),
+                                   "fixed rates").mode
             candidates = WRAP_CANDIDATES.values() if work.offloaded else ("ps",)
             found = [predict_on_tasks(work, compute, m, workers, ps, parse_bandwidth(bandwidth))
                      for m in candidates]

@@ -6,11 +6,13 @@ from ralp.planner.modes import PlannerError
 from ralp.planner.terms import OVERLAP_SHARE, Compute, behind_backward_s
 from ralp.planner.topology import (
     PSLayout,
+    SharedCPU,
     StanzaLayout,
     Topology,
     ps_family_step_s,
     ring_allreduce_s,
     ring_step_s,
+    shared_cpu_step_s,
     stanza_step_s,
 )
 
@@ -110,3 +112,14 @@ def test_the_busiest_nic_is_where_the_workers_pull_from_every_ps_at_once():
     step = ps_family_step_s(compute, layout, topo, "bsp")
     assert step == pytest.approx(pull + 4e9 / 1000e9 + 1.0
                                  + max(2.0, (1 - OVERLAP_SHARE) * 2.0 + pull + 4e-3))
+
+
+def test_a_shared_hosts_step_is_every_workers_compute_and_moved_bytes_over_its_cores():
+    host = SharedCPU(cores=2, step_cores=1.5, cpu_s_per_byte=1e-9, cpu_s_per_transfer=1e-4,
+                     bytes_per_s=1e9)
+    compute = Compute(0.1, 0.04, head_measured_s=0.06)
+    # 3 workers: 3 x 0.1 s at 1.5 busy cores, 200 MB at 1 ns and 60 tensors at 0.1 ms of CPU
+    # each, on 2 cores
+    assert shared_cpu_step_s(compute, 3, 200e6, 60, host) == pytest.approx(
+        (3 * 0.1 * 1.5 + 0.2 + 0.006) / 2)
+    assert host.loopback_bits == 8e9
