@@ -8,19 +8,23 @@ a shared host a large Dense kernel costs plain PS CPU time a real cluster would 
 NICs. :func:`probe_shared_host` measures, in a fresh process, what the planner's shared-CPU
 term needs (:class:`ralp.planner.topology.SharedCPU`): gRPC's CPU per byte and per tensor
 moved between two ``tf.distribute.Server`` tasks over loopback, one transfer's rate, and how
-many cores one training step keeps busy. It takes about two seconds and is kept per device
-(:mod:`ralp.planner.rates_cache`).
+many cores one training step keeps busy. It takes a few seconds (most of them TensorFlow's start) and is kept per
+device (:mod:`ralp.planner.rates_cache`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+from ralp.planner.modes import PlannerError
 from ralp.planner.topology import SharedCPU
 
 PROBE_BYTES = 16 * 2**20  # one transfer's tensor: large enough that its per-byte cost rules
@@ -79,18 +83,30 @@ def _cpu_quota() -> float | None:
 
 
 def probe_shared_host(timeout: float = PROBE_TIMEOUT_S) -> SharedCPU:
-    """Measure :class:`SharedCPU` for this host in a fresh process (it connects its eager
-    context to two servers of its own, which cannot be undone in a process)."""
-    from ralp.cluster.fresh_process import run_in_fresh_process
-
+    """Measure :class:`SharedCPU` for this host in a fresh Python process (it connects its
+    eager context to two servers of its own, which cannot be undone in a process; a plain
+    subprocess, as ``wrap`` may itself run in a daemonic process that cannot have children).
+    Raises :class:`PlannerError` if the probe fails, saying how."""
     started = time.perf_counter()
-    fields = run_in_fresh_process(_measure, timeout=timeout)
-    return SharedCPU(cores=usable_cores(), **fields,
-                     probe_s=time.perf_counter() - started)
+    package_root = str(Path(__file__).resolve().parents[2])  # ralp importable as here
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1",
+           "PYTHONPATH": path}
+    try:
+        done = subprocess.run([sys.executable, "-m", "ralp.planner.loopback"], env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise PlannerError(f"the loopback probe did not finish within {timeout:.0f} s; "
+                           "pass calibration= to ralp.wrap, or a mode") from None
+    if done.returncode != 0:
+        raise PlannerError("the loopback probe failed: "
+                           + (done.stderr.strip().splitlines() or ["no output"])[-1])
+    fields = json.loads(done.stdout.strip().splitlines()[-1])
+    return SharedCPU(cores=usable_cores(), **fields, probe_s=time.perf_counter() - started)
 
 
 def _measure() -> dict[str, float]:
-    """In the fresh process: two servers over loopback, both in this process, so its CPU
+    """In the probe's process: two servers over loopback, both in this process, so its CPU
     time counts both ends of every transfer."""
     import tensorflow as tf
 
@@ -176,3 +192,7 @@ def _ratio(step, budget_s: float = 0.3) -> float:
     while time.perf_counter() - w < budget_s:
         step()
     return (time.process_time() - c) / (time.perf_counter() - w)
+
+
+if __name__ == "__main__":  # the probe's own process: its figures as one JSON line
+    print(json.dumps(_measure()), flush=True)

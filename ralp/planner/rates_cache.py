@@ -2,8 +2,8 @@
 
 :func:`ralp.planner.estimate.probe` (the FLOP rates) takes about half a second, a fifth of
 ``ralp.wrap``'s default decision on a large model; :func:`ralp.planner.loopback.probe_shared_host`
-(what loopback transfers cost the CPUs, for a cluster whose tasks share this host) about
-two. Their answers depend on the device, not on the model: the CPU, the CPUs this process
+(what loopback transfers cost the CPUs, for a cluster whose tasks share this host) a few
+seconds. Their answers depend on the device, not on the model: the CPU, the CPUs this process
 may use and its CPU budget (a control group's quota), and the TensorFlow and Keras builds.
 So they are kept in memory for the process and in small JSON files for later processes,
 keyed by those facts, as autotuners keep their answers (cuDNN's and XLA's autotuning
