@@ -25,8 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-from lab.tools.first_step import NETWORKS
-
+NETWORKS = {
+    "efficientnetb0": "EfficientNetB0",
+    "mobilenetv3small": "MobileNetV3Small",
+    "resnet50v2": "ResNet50V2",
+    "densenet121": "DenseNet121",
+    "convnexttiny": "ConvNeXtTiny",
+}
 IMAGE, CLASSES, BATCH, EPOCHS = 64, 10, 32, 2
 
 
