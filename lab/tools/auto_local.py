@@ -20,6 +20,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,7 +88,8 @@ def predict_job(spec_json: str, name: str, batch: int) -> dict:
     spec = ClusterSpec.from_dict(json.loads(spec_json))
     choice = estimate_for_cluster(_compiled(name), spec, batch_size=batch)
     return {"chosen": choice.mode, "images_per_sec": dict(choice.predicted_images_per_sec),
-            "bytes_per_step": dict(choice.bytes_per_step or {}), "source": choice.calibration}
+            "bytes_per_step": dict(choice.bytes_per_step or {}), "source": choice.calibration,
+            "links": choice.bandwidth}
 
 
 def train_job(spec_json: str, name: str, mode: str, batch: int, steps: int,
@@ -177,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="per run")
     p.add_argument("--out", help="JSON file of every round")
     args = p.parse_args(argv)
+    # wrap's probes (FLOP rates, the shared host) made once in this run, kept for its rounds
+    os.environ["RALP_CACHE_DIR"] = tempfile.mkdtemp(prefix="ralp-auto-local-")
     rows = []
     for round_index in range(args.repeat):
         for name in args.models:
