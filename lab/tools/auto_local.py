@@ -180,15 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="JSON file of every round")
     args = p.parse_args(argv)
     # wrap's probes (FLOP rates, the shared host) made once in this run, kept for its rounds
-    os.environ["RALP_CACHE_DIR"] = tempfile.mkdtemp(prefix="ralp-auto-local-")
-    rows = []
-    for round_index in range(args.repeat):
-        for name in args.models:
-            for row in one_round(name, round_index, args):
-                rows.append(row)
-                print(line(row), flush=True)
-                if args.out:
-                    Path(args.out).write_text(json.dumps(rows, indent=2))
+    with tempfile.TemporaryDirectory(prefix="ralp-auto-local-") as cache:
+        os.environ["RALP_CACHE_DIR"] = cache
+        rows = []
+        for round_index in range(args.repeat):
+            for name in args.models:
+                for row in one_round(name, round_index, args):
+                    rows.append(row)
+                    print(line(row), flush=True)
+                    if args.out:
+                        Path(args.out).write_text(json.dumps(rows, indent=2))
     return 0
 
 
