@@ -111,6 +111,23 @@ def train_job(spec_json: str, name: str, mode: str, batch: int, steps: int,
             "epochs_images_per_sec": rates, "load": os.getloadavg()[0]}
 
 
+def keras_job(name: str, batch: int, steps: int) -> dict:
+    """In a fresh process: one Keras process's step on the model (``model.fit``, one epoch of
+    ``steps`` after a warm-up epoch), the reference the FLOP estimate is read against."""
+    import numpy as np
+
+    model = _compiled(name)
+    rng = np.random.default_rng(0)
+    x = rng.random((batch * steps, IMAGE, IMAGE, 3), dtype=np.float32)
+    y = rng.integers(0, CLASSES, batch * steps)
+    model.fit(x[:2 * batch], y[:2 * batch], batch_size=batch, epochs=1, verbose=0)
+    began, cpu = time.perf_counter(), time.process_time()
+    model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+    wall = time.perf_counter() - began
+    return {"model": name, "step_s": wall / steps, "images_per_sec": batch * steps / wall,
+            "busy_cores": (time.process_time() - cpu) / wall}
+
+
 def in_fresh_cluster(job, *args, timeout: float) -> dict:
     from ralp import LocalCluster
     from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
@@ -178,7 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--timeout", type=float, default=1800.0, help="per run")
     p.add_argument("--out", help="JSON file of every round")
+    p.add_argument("--keras", action="store_true",
+                   help="instead: one Keras process's step on each model")
     args = p.parse_args(argv)
+    if args.keras:
+        from ralp.cluster.fresh_process import run_in_fresh_process
+
+        for name in args.models:
+            r = run_in_fresh_process(keras_job, name, args.batch_size, args.steps,
+                                     timeout=args.timeout)
+            print(f"{name:<17} one Keras process: step {r['step_s'] * 1e3:5.0f} ms, "
+                  f"{r['images_per_sec']:6.1f} images/s, {r['busy_cores']:.2f} cores busy",
+                  flush=True)
+        return 0
     # wrap's probes (FLOP rates, the shared host) made once in this run, kept for its rounds
     with tempfile.TemporaryDirectory(prefix="ralp-auto-local-") as cache:
         os.environ["RALP_CACHE_DIR"] = cache
