@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralp._named import named_attribute
+from ralp.bench.pace import dilated_link
 from ralp.bench.runspec import SHARED_CPUS, RunSpec
 from ralp.emulation.budget import default_share
 from ralp.errors import RalpError
@@ -123,14 +124,19 @@ class Calibrations:
         self._by_budget: dict[tuple | None, list[dict]] = {}  # budget -> those taken on it
         self._announce = announce
 
-    def for_run(self, run: RunSpec, round_index: int = 0) -> dict | None:
+    def for_run(self, run: RunSpec, round_index: int = 0,
+                dilation: float | None = None) -> dict | None:
         """``run``'s workload's calibration in round ``round_index``, measured now if it has
-        none yet (in this round, where the maker asks for one each round)."""
+        none yet (in this round, where the maker asks for one each round). ``dilation``: the
+        run's links are slowed by it, and so is the fabric's rate the maker is given."""
         key = (*workload_key(run), round_index if self._each_round else 0)
         if key not in self._taken:
             earlier = self._by_budget.setdefault(budget_key(run), [])
+            rate = self._transfer_rate
+            if rate and dilation:
+                rate = dilated_link(rate, None, dilation)[0]
             try:
-                taken = calibrate_workload(run, earlier, self._transfer_rate)
+                taken = calibrate_workload(run, earlier, rate)
                 self._taken[key] = taken
                 earlier.append(taken)
             except CalibrationFailed as e:

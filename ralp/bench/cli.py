@@ -229,7 +229,7 @@ def _run(request: BenchRequest, args) -> int:
     paces = _paces(request, launcher)  # before any run: --dilation checked against the backend
     if backend == "tf-config" or request.jobs:  # another host's devices; jobs not bounded
         request = replace(request, calibrate=False)
-    choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing)
+    choose, assign = _planner_choices(request, backend, launcher, auto, horovod_missing, paces)
     runs = [] if request.jobs else request.runs(modes, choose, assign)  # resolved here, once
     launcher.check(sorted({run.mode for run in runs}) if auto else modes)
     if backend != "tf-config":
@@ -272,18 +272,19 @@ def _launcher(request: BenchRequest, backend: str, modes: list[str]):
 
 
 def _planner_choices(request: BenchRequest, backend: str, launcher, auto: bool,
-                     horovod_missing: str | None) -> tuple:
-    """(--modes auto's chooser, --fc-workers auto's chooser): the planner's picks, or None."""
+                     horovod_missing: str | None, paces=None) -> tuple:
+    """(--modes auto's chooser, --fc-workers auto's chooser): the planner's picks, or None;
+    ``paces``: the links' dilation, which the predictions' compute follows."""
     if not (auto or request.fc_workers == AUTO):
         return None, None
     from ralp.bench.mode_choice import chooser, offered_modes
 
     if auto:
         return chooser(backend, launcher.bandwidth, request.compute_profile,
-                       offered_modes(horovod_missing)), None
+                       offered_modes(horovod_missing), paces), None
     # node assignment: the planner's best split among stanza's alone
     return None, chooser(backend, launcher.bandwidth, request.compute_profile,
-                         (registry.STANZA,))
+                         (registry.STANZA,), paces)
 
 
 def _execute(request: BenchRequest, runs: list, launcher, args, paces=None) -> int:

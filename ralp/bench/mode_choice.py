@@ -7,14 +7,19 @@ the n_c / n_f split the planner's search finds best, kept in the record's ``auto
 throughput is predicted by the planner's core (:mod:`ralp.planner.topology`), each device a
 machine of its own with its link at the run's rate, from one device's compute: measured on
 one device inside the run's budget (:func:`ralp.planner.device.device_entry`; with
-``--device-cpus shared``, in one process here), or ``--compute-profile FILE``'s. The run's
-record keeps the choice and why in its ``auto`` field.
+``--device-cpus shared``, in one process here), or ``--compute-profile FILE``'s. Where the
+run's links are dilated (``--dilation``: the devices' compute against the reference device's),
+that compute is taken in the reference device's time, as the run's figures are reported (the
+dilation the run's first round applies, measured once for both): the choice is the one the
+run's own step, its compute against its slowed links, would make. The run's record keeps the
+choice and why in its ``auto`` field.
 """
 
 from __future__ import annotations
 
 from ralp import modes as registry
 from ralp.bench.config import ChooseMode
+from ralp.bench.pace import Paces
 from ralp.bench.runspec import BenchError
 from ralp.emulation.budget import budget_for
 from ralp.errors import ClusterError
@@ -23,6 +28,7 @@ from ralp.planner.auto import choose, describe
 from ralp.planner.calibration import Calibration, Entry
 from ralp.planner.cluster_plan import predict_on_devices
 from ralp.planner.modes import PREDICTED_MODES, PlannerError
+from ralp.planner.terms import Compute
 from ralp.planner.workload import Workload
 from ralp.units import parse_bandwidth
 
@@ -34,8 +40,9 @@ def offered_modes(horovod_missing: str | None) -> tuple[str, ...]:
 
 
 def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
-            modes: tuple[str, ...]) -> ChooseMode:
-    """The function that resolves mode auto for one (model, N, workload)."""
+            modes: tuple[str, ...], paces: Paces | None = None) -> ChooseMode:
+    """The function that resolves mode auto for one (model, N, workload); ``paces``: the
+    run's dilation of its links, if any."""
     if backend != "netns" or not bandwidth:
         raise BenchError("--modes auto predicts each mode on the simulated cluster from its "
                          "links' rate: use the netns backend (as root) with --bandwidth")
@@ -71,7 +78,8 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
             cal, entry, source = calibration_for((model, batch, image, classes), devices, cpus,
                                                  budget)
             work = Workload(profile(build_model(model, classes, image), batch))
-            found = _predictions(work, entry, devices, bits, modes)
+            compute, source = _in_reference_time(entry.compute, source, paces, cpus, devices)
+            found = _predictions(work, compute, devices, bits, modes)
         except (PlannerError, ClusterError) as e:
             raise BenchError(f"--modes auto, {model} N={devices}: {e}") from None
         picked = choose(found, bandwidth, describe(cal, source))
@@ -83,13 +91,24 @@ def chooser(backend: str, bandwidth: str | None, compute_profile: str | None,
     return choose_mode
 
 
-def _predictions(work: Workload, entry: Entry, devices: int, bits: int,
+def _in_reference_time(compute: Compute, source: str, paces: Paces | None, cpus: str,
+                       devices: int) -> tuple[Compute, str]:
+    """``compute`` (one device's, in the host's time) in the reference device's time where the
+    run dilates its links: divided by the dilation of the run's first round."""
+    pace = paces.of(cpus, devices) if paces is not None else None
+    if pace is None:
+        return compute, source
+    where = f"{source}, in the reference device's time (dilation {pace.dilation:.3g})"
+    return compute.scaled(1 / pace.dilation), where
+
+
+def _predictions(work: Workload, compute: Compute, devices: int, bits: int,
                  modes: tuple[str, ...]) -> list:
     """Every mode of ``modes`` that can use ``devices`` devices, predicted by the core."""
     found = []
     for mode in modes:
         try:
-            found.append(predict_on_devices(work, entry.compute, mode, devices, bits))
+            found.append(predict_on_devices(work, compute, mode, devices, bits))
         except PlannerError:
             continue  # this mode cannot use N devices (plain PS on an odd N)
     if not found:

@@ -162,16 +162,21 @@ class Paces:
 
     def for_run(self, run: RunSpec, round_index: int = 0) -> Pace | None:
         """``run``'s pace in round ``round_index`` (None: nothing dilated)."""
+        return self.of(run.device_cpus, run.devices, round_index)
+
+    def of(self, device_cpus: str, devices: int, round_index: int = 0) -> Pace | None:
+        """The pace of ``devices`` devices budgeted ``device_cpus`` in round ``round_index``
+        (None: nothing dilated), measured on first asking and kept for the round's runs."""
         if self.asked == OFF:
             return None
         if not isinstance(self.asked, str):
             return Pace(float(self.asked))
-        key = (run.device_cpus, run.devices, round_index)
+        key = (device_cpus, devices, round_index)
         if key not in self._taken:
-            pace = measure_pace(run.device_cpus, run.devices)
+            pace = measure_pace(device_cpus, devices)
             self._taken[key] = pace
             if pace is not None:
-                self._announce(f"N={run.devices}: {pace.line(self.bandwidth, self.latency)}")
+                self._announce(f"N={devices}: {pace.line(self.bandwidth, self.latency)}")
                 if pace.dilation > MAX_DILATION:
                     self._announce(too_slow(pace))
         return self._taken[key]

@@ -144,11 +144,12 @@ def run_all(
                 else:
                     bar.update(base + value - bar.n)
 
+            pace = paces.for_run(run, round_index) if paces is not None else None
             calibration = None
             if calibrations is not None:
                 bar.set_postfix_str("calibrating the workload")
-                calibration = calibrations.for_run(run, round_index)
-            pace = paces.for_run(run, round_index) if paces is not None else None
+                calibration = calibrations.for_run(run, round_index,
+                                                   pace.dilation if pace else None)
             record = measure_paced(run, launcher, pace, on_progress)
             record["round"] = round_index
             bar.update(done_before + run.measured_steps - bar.n)

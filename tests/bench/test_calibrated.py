@@ -57,6 +57,21 @@ def test_each_budget_s_earlier_calibrations_go_to_its_later_workloads(monkeypatc
     ]
 
 
+@pytest.mark.parametrize("dilation, rate", [(None, "1gbit"), (2.0, "500mbit"), (0.5, "2gbit")])
+def test_a_dilated_run_s_fabric_rate_is_the_one_its_links_are_shaped_at(monkeypatch, dilation,
+                                                                        rate):
+    asked = []
+
+    def calibrate_workload(run, earlier=(), transfer_rate=None):
+        asked.append(transfer_rate)
+        return {}
+
+    monkeypatch.setattr(calibrated, "calibrate_workload", calibrate_workload)
+    Calibrations(announce=lambda _: None, transfer_rate="1gbit").for_run(_run("lenet"), 0,
+                                                                          dilation)
+    assert asked == [rate]
+
+
 def _asked_in_rounds(monkeypatch) -> list[str]:
     asked = []
 

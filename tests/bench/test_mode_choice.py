@@ -4,12 +4,14 @@ each mode, and the decision's tie rule), with why in the record; bad requests fa
 No cluster is started (tests/bench/test_bench_run.py runs one)."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ralp.bench.config import BenchRequest
 from ralp.bench.mode_choice import chooser, offered_modes
+from ralp.bench.pace import Paces
 from ralp.bench.records import make_record
 from ralp.bench.runspec import BenchError
 from ralp.models import build_model
@@ -33,11 +35,17 @@ def _stanza_rates(work: Workload, compute, devices: int, bits: int) -> dict[int,
         False) for f in range(1, devices // 2 + 1)}
 
 
-def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES) -> dict[str, float]:
+def _direct(model: str, devices: int, bits: int, modes=PREDICTED_MODES,
+            dilation: float = 1.0) -> dict[str, float]:
     """Each mode's images/s from the core's step formulas on the bench's layout of it: the PS
     family on its split of the devices, each task a machine; rings over every device; stanza
-    at its best n_f of 1..N/2 (every FC rank here fits in memory)."""
+    at its best n_f of 1..N/2 (every FC rank here fits in memory). ``dilation``: the compute
+    in the reference device's time (the host's divided by it)."""
     compute = Calibration.load(CALIBRATION).find(model, 8, 75, 1000).compute
+    stacked = compute.tail_stacked_s
+    compute = replace(compute, full_s=compute.full_s / dilation, tail_s=compute.tail_s / dilation,
+                      head_measured_s=compute.head_s / dilation,
+                      tail_stacked_s=None if stacked is None else stacked / dilation)
     work = Workload(profile(build_model(model, 1000, 75), 8))
     out = {}
     for mode in modes:
@@ -89,6 +97,20 @@ def test_auto_runs_the_mode_the_predictions_rank_first(bandwidth, cpus):
         record = make_record(run.to_dict(), {"backend": "netns", "bandwidth": bandwidth})
         assert record["mode"] == run.mode and record["auto"] == run.auto
         assert record["auto"]["why"].startswith(f"auto chose {run.mode}: ")
+
+
+@pytest.mark.parametrize("dilation", [4.0, 0.5])
+def test_on_dilated_links_auto_predicts_the_compute_in_the_reference_devices_time(dilation):
+    """A run whose links are slowed by the host's dilation is reported in the reference
+    device's time: its choice takes the compute in that time against the links as named."""
+    request = _request(compute_profile=str(CALIBRATION), device_cpus=("auto",))
+    choose = chooser("netns", "1gbit", request.compute_profile, PREDICTED_MODES,
+                     Paces(dilation, "1gbit"))
+    for run in request.runs(request.mode_names(), choose):
+        direct = _direct(run.model, run.devices, 10**9, dilation=dilation)
+        assert run.auto["predicted_images_per_sec"] == pytest.approx(direct, rel=1e-9)
+        assert run.mode == _decided(direct)
+        assert f"in the reference device's time (dilation {dilation:g})" in run.auto["why"]
 
 
 def test_without_horovod_auto_chooses_among_the_others():
