@@ -5,8 +5,11 @@ after (one allreduce per gradient), in interleaved rounds (lab/tools/ab_commits.
 in a worktree of its own), then each side's median (lab/tools/ab_summary.py). The host is
 shared: its load average is recorded before and after the rounds
 (``loadavg.txt``). Setting ``stanza``: alexnet in mode stanza at N = 4 with one FC rank
-(the bench's default) and with two (both rings), the same way."""
+(the bench's default) and with two (both rings), the same way. Settings ``zoo-1gbit`` and
+``zoo-10gbit``: mode horovod on the rest of the zoo at 1 Gbit/s and on all of it at 10 Gbit/s
+(the issue's target: overlapped at least as fast as grouped on every zoo model)."""
 
+from lab.experiments._common import ZOO
 from lab.registry import Lab, Step
 
 SUMMARY = "horovod and stanza with per-gradient allreduces against grouped ones, interleaved"
@@ -14,21 +17,30 @@ NEEDS = ("root", "horovod")
 
 BEFORE, AFTER = "960655d", "05b6d2b"
 SETTINGS = {"horovod": "alexnet and vgg11, mode horovod, N = 4, 1 Gbit/s (the issue's)",
-            "stanza": "alexnet, mode stanza with 1 and 2 FC ranks, N = 4, 1 Gbit/s"}
-COMMON = ("--devices", "4", "--bandwidth", "1gbit", "--image-size", "75", "--batch-size", "8",
-          "--steps", "20", "--repeat", "1", "--quiet")
+            "stanza": "alexnet, mode stanza with 1 and 2 FC ranks, N = 4, 1 Gbit/s",
+            "zoo-1gbit": "overfeat, resnet50 and inception3, mode horovod, N = 4, 1 Gbit/s",
+            "zoo-10gbit": "the five zoo models, mode horovod, N = 4, 10 Gbit/s"}
+SHAPE = ("--devices", "4", "--image-size", "75", "--batch-size", "8", "--steps", "20",
+         "--repeat", "1", "--quiet")
+COMMON = ("--bandwidth", "1gbit", *SHAPE)
+REST = tuple(m for m in ZOO if m not in ("alexnet", "vgg11"))
 BENCH = {"horovod": {"": ("--models", "alexnet", "vgg11", "--modes", "horovod", *COMMON)},
          "stanza": {f"_stanza_fc{f}": ("--models", "alexnet", "--modes", "stanza",
-                                       "--fc-workers", f, *COMMON) for f in ("1", "2")}}
+                                       "--fc-workers", f, *COMMON) for f in ("1", "2")},
+         "zoo-1gbit": {"_zoo": ("--models", *REST, "--modes", "horovod", *COMMON)},
+         "zoo-10gbit": {"_zoo": ("--models", *ZOO, "--modes", "horovod",
+                                 "--bandwidth", "10gbit", *SHAPE)}}
 
 
 def steps(lab: Lab) -> list[Step]:
     load = lab.path("loadavg.txt" if lab.setting == "horovod" else f"loadavg_{lab.setting}.txt")
     out = [Step(("cat", "/proc/loadavg"), stdout=load)]
     for tail, bench in BENCH[lab.setting].items():
-        prefix = lab.path(f"overlap_gain{tail}_n4_1gbit")
+        rate = bench[bench.index("--bandwidth") + 1]
+        prefix = lab.path(f"overlap_gain{tail}_n4_{rate}")
         out += [Step(("lab/tools/ab_commits.sh", BEFORE, AFTER, "2", prefix, "--", *bench)),
                 Step(("cat", "/proc/loadavg"), stdout=load, append=True),
                 Step((lab.python, "-m", "lab.tools.ab_summary", prefix),
-                     stdout=lab.path(f"overlap_gain{tail}_summary.txt"))]
+                     stdout=lab.path(f"overlap_gain{tail}_{rate}_summary.txt"
+                                     if tail == "_zoo" else f"overlap_gain{tail}_summary.txt"))]
     return out

@@ -145,6 +145,7 @@ def steps(lab: Lab) -> list[Step]:
                  of("heldout-n6", "heldout_alexnet_n6_calibration"), "--overlap-from",
                  ring("ring_wire_n6"), stdout=out("heldout_alexnet_n6_validation_wire.txt")),
     ]
+    found += reference_table(lab, ring("ring_wire_n4"))
     # the collective runs at N = 8 with each of the rings' terms lent
     for rate in ("1gbit", "10gbit"):
         records = of("collective", f"collective_n8_{rate}")
@@ -153,3 +154,16 @@ def steps(lab: Lab) -> list[Step]:
             found.append(in_step(lab, records, "--overlap-from", ring(lent),
                                   stdout=out(f"collective_n8_{rate}_validation{tail}.txt")))
     return found
+
+
+def reference_table(lab: Lab, lent: str) -> list[Step]:
+    """The README table's records (Horovod and Stanza reducing behind the backward pass, links
+    dilated): they carry the bench's default calibration, a device's compute only, so the
+    host's byte and ring terms are lent from ring-overlap's calibration of their budget; past
+    the epoch's first cycles and in step."""
+    records = [lab.of("reference-table", f"reference_table_{rate}.json")
+               for rate in ("1gbit", "10gbit")]
+    return [validate(lab, *records, "--overlap-from", lent,
+                     stdout=lab.path("reference_table_validation.txt")),
+            in_step(lab, *records, "--overlap-from", lent,
+                    stdout=lab.path("reference_table_validation_in_step.txt"))]

@@ -98,8 +98,7 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: HostCalibr
         on = entry.host_for(cal.host)
         if capacity is not None:  # one fitted figure for every process count
             on = replace(on, capacity=capacity, capacities=())
-        if overlaps is not None and on.device_cpus:
-            on = with_overlaps(on, overlaps)
+        on = _host_terms(on, overlaps, source, r)
         # on the shape it ran (the mode's resources, or --workers/--ps given by hand), on the
         # link it ran on; a dilated run's prediction in the reference device's time, as its
         # images/s (ralp.bench.pace): its calibration is the host's, its link the applied one
@@ -111,6 +110,30 @@ def predict_records(records: Iterable[tuple[str, dict]], calibration: HostCalibr
                         p.images_per_sec * (r.get("dilation") or 1.0),
                         r["images_per_sec"], cal is not calibration))
     return rows
+
+
+def compute_only(host: Host) -> bool:
+    """Whether ``host`` is the product's calibration (``python -m ralp.planner --calibrate``,
+    which the bench takes by default): a device's compute, none of the host's byte or ring
+    terms."""
+    return (not host.shared and host.device_cpus is None and not host.cpu_s_per_byte
+            and host.ring_cpu_s_per_byte is None)
+
+
+def _host_terms(on: Host, overlaps: Host | None, source: str, record: dict) -> Host:
+    """The host a budgeted record is predicted on: its calibration's, with the rings' and
+    transfers' terms ``overlaps`` lends where that one lacks them; a compute-only calibration
+    takes all of the lent host's terms, and without one it is refused (its transfers would
+    cost no CPU: every prediction too fast)."""
+    if compute_only(on):
+        if overlaps is None:
+            raise PlannerError(
+                f"{source + ': ' if source else ''}the {record['model']} {record['mode']} record carries the "
+                "product's calibration, a device's compute only: give --overlap-from FILE, a "
+                "lab calibration of its budget (python -m lab.planner --calibrate), for the "
+                "host's byte and ring terms")
+        return replace(overlaps, capacity=on.capacity, capacities=on.capacities)
+    return with_overlaps(on, overlaps) if overlaps is not None and on.device_cpus else on
 
 
 def lent_for(record: dict, lent: Sequence[Host]) -> Host | None:

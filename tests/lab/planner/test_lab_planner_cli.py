@@ -11,6 +11,7 @@ import pytest
 from lab.planner.cli import run
 from lab.planner.host import Host
 from lab.planner.host_calibration import HostCalibration, HostEntry
+from ralp.planner.modes import PlannerError
 
 pytestmark = pytest.mark.slow  # every test runs the CLI in a fresh interpreter (TensorFlow's import each)
 
@@ -327,3 +328,28 @@ def test_a_calibration_for_a_name_two_files_share_is_refused(tmp_path, capsys):
     assert run(["--validate", str(TURNS["750mbit"]), str(other), "--compute-profile-for",
                 f"{other}={TURNS_CALIBRATION['500mbit']}"]) == 2
     assert "2 files of --validate are named turns_one_ps" in capsys.readouterr().err
+
+
+def test_a_record_calibrated_for_compute_only_takes_the_lent_host_or_is_refused():
+    # the bench's default calibration (the product's) measures a device's compute, none of
+    # the host's byte or ring terms: predicted on it alone, a ring's CPU would cost nothing
+    from lab.planner import validate
+    from lab.planner.predict import predict_on
+    from ralp.planner.cli import zoo_workload
+
+    zoo = json.loads((DATA / "devices_zoo_1gbit.json").read_text())
+    record = next(r for r in zoo if r["model"] == "alexnet" and r["mode"] == "horovod")
+    cal = validate.own_calibration(record)
+    lent = cal.host
+    compute_only = HostCalibration(Host(False), cal.entries).to_dict()
+    product = {**record, "calibration": compute_only}
+    assert validate.compute_only(validate.own_calibration(product).host)
+    with pytest.raises(PlannerError, match="--overlap-from"):
+        validate.predict_record(product, None, zoo_workload)
+    entry = cal.find("alexnet", 8, 75, 1000)
+    expected = predict_on(zoo_workload("alexnet", 8, 75, 1000), entry.compute, lent,
+                          "horovod", 4, 0, 10**9).images_per_sec
+    assert validate.predict_record(product, None, zoo_workload, lent) == pytest.approx(expected)
+    bare = predict_on(zoo_workload("alexnet", 8, 75, 1000), entry.compute, Host(False),
+                      "horovod", 4, 0, 10**9).images_per_sec
+    assert bare > 1.05 * expected  # what it was predicted on before: no transfer costs CPU
