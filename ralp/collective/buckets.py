@@ -38,23 +38,3 @@ def backward_buckets(sizes: Sequence[int], first_bytes: int = FIRST_BUCKET_BYTES
     if current:
         buckets.append(current)
     return buckets
-
-
-def gradient_bytes(variable) -> int:
-    """The bytes of ``variable``'s (dense) gradient."""
-    import math
-
-    import numpy as np
-
-    return math.prod(variable.shape) * np.dtype(variable.dtype).itemsize
-
-
-def summed_in_buckets(sum_group, grads: Sequence, buckets: list[list[int]], name: str) -> list:
-    """``grads`` summed one bucket at a time: ``sum_group(values, name.format(k))`` for the
-    k-th bucket, each depending only on its own gradients."""
-    summed = list(grads)
-    for k, bucket in enumerate(buckets):
-        parts = sum_group([grads[i] for i in bucket], name.format(k))
-        for i, part in zip(bucket, parts, strict=True):
-            summed[i] = part
-    return summed

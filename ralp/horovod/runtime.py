@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ralp.collective.buckets import backward_buckets, gradient_bytes, summed_in_buckets
 from ralp.horovod.collectives import HorovodCollectives, broadcast_variables
 from ralp.training.ranks import RankRuntime
 
 # Horovod matches collectives across ranks by name: every rank names its step's sums alike.
-DEN, BUCKET = "ralp_den", "ralp_grad_{}"  # BUCKET: the k-th bucket of gradients
+DEN, GRADIENT = "ralp_den", "ralp_grad_{}"  # GRADIENT: of the k-th trainable variable
 
 
 def init_horovod(hvd=None):
@@ -79,8 +78,7 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
         hvd, model, optimizer = self.hvd, self.model, self.optimizer
         variables = model.trainable_variables
         share = 1.0 / hvd.size()
-        summed, summed_group = horovod_sum(tf, hvd), horovod_group_sum(tf, hvd)
-        buckets = backward_buckets([gradient_bytes(v) for v in variables])
+        summed = horovod_sum(tf, hvd)
 
         @tf.function
         def train_step(batch):
@@ -91,8 +89,8 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
                 num, den = objective.loss_sums(y, predictions, weights, share)
             total = summed(tf.reshape(den, [1]), DEN)  # starts before the backward pass
             grads = tape.gradient(num, variables)
-            # one allreduce per bucket: each starts when the backward pass fills it
-            grads = summed_in_buckets(summed_group, grads, buckets, BUCKET)
+            # one allreduce per gradient: each starts when the backward pass produces it
+            grads = [summed(g, GRADIENT.format(k)) for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(model, variables)
             update = [plus(tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)), r)
                       for g, r in zip(grads, reg_grads, strict=True)]
@@ -149,17 +147,5 @@ def horovod_sum(tf, hvd, process_set=None):
 
     def total(tensor, name: str):
         return allreduce(tensor, op=hvd.Sum, name=name, ignore_name_scope=True, **where)
-
-    return total
-
-
-def horovod_group_sum(tf, hvd, process_set=None):
-    """``sum(tensors, name)``: one Horovod grouped allreduce of ``tensors`` (a sum over
-    ``process_set``'s ranks, every rank naming it alike), left alone by AutoGraph."""
-    grouped = tf.autograph.experimental.do_not_convert(hvd.grouped_allreduce)
-    where = {} if process_set is None else {"process_set": process_set}
-
-    def total(tensors, name: str):
-        return grouped(list(tensors), op=hvd.Sum, name=name, ignore_name_scope=True, **where)
 
     return total
