@@ -7,7 +7,10 @@ shared: its load average is recorded before and after the rounds
 (``loadavg.txt``). Setting ``stanza``: alexnet in mode stanza at N = 4 with one FC rank
 (the bench's default) and with two (both rings), the same way. Settings ``zoo-1gbit`` and
 ``zoo-10gbit``: mode horovod on the rest of the zoo at 1 Gbit/s and on all of it at 10 Gbit/s
-(the issue's target: overlapped at least as fast as grouped on every zoo model)."""
+(the issue's target: overlapped at least as fast as grouped on every zoo model). Setting
+``buckets-10gbit``: the per-gradient sums (before) against DDP's backward buckets (after: 1 MiB
+first, 25 MiB after, one grouped allreduce each; a commit reverted right after it) on the two
+models the per-gradient sums lost most on at 10 Gbit/s."""
 
 from lab.experiments._common import ZOO
 from lab.registry import Lab, Step
@@ -16,10 +19,13 @@ SUMMARY = "horovod and stanza with per-gradient allreduces against grouped ones,
 NEEDS = ("root", "horovod")
 
 BEFORE, AFTER = "960655d", "05b6d2b"
+COMMITS = {"buckets-10gbit": ("8e88978", "87fb38b")}  # other settings: (BEFORE, AFTER)
 SETTINGS = {"horovod": "alexnet and vgg11, mode horovod, N = 4, 1 Gbit/s (the issue's)",
             "stanza": "alexnet, mode stanza with 1 and 2 FC ranks, N = 4, 1 Gbit/s",
             "zoo-1gbit": "overfeat, resnet50 and inception3, mode horovod, N = 4, 1 Gbit/s",
-            "zoo-10gbit": "the five zoo models, mode horovod, N = 4, 10 Gbit/s"}
+            "zoo-10gbit": "the five zoo models, mode horovod, N = 4, 10 Gbit/s",
+            "buckets-10gbit": "inception3 and overfeat, per-gradient sums against backward "
+                              "buckets, mode horovod, N = 4, 10 Gbit/s"}
 SHAPE = ("--devices", "4", "--image-size", "75", "--batch-size", "8", "--steps", "20",
          "--repeat", "1", "--quiet")
 COMMON = ("--bandwidth", "1gbit", *SHAPE)
@@ -29,18 +35,21 @@ BENCH = {"horovod": {"": ("--models", "alexnet", "vgg11", "--modes", "horovod", 
                                        "--fc-workers", f, *COMMON) for f in ("1", "2")},
          "zoo-1gbit": {"_zoo": ("--models", *REST, "--modes", "horovod", *COMMON)},
          "zoo-10gbit": {"_zoo": ("--models", *ZOO, "--modes", "horovod",
-                                 "--bandwidth", "10gbit", *SHAPE)}}
+                                 "--bandwidth", "10gbit", *SHAPE)},
+         "buckets-10gbit": {"_buckets": ("--models", "inception3", "overfeat", "--modes",
+                                         "horovod", "--bandwidth", "10gbit", *SHAPE)}}
 
 
 def steps(lab: Lab) -> list[Step]:
     load = lab.path("loadavg.txt" if lab.setting == "horovod" else f"loadavg_{lab.setting}.txt")
+    before, after = COMMITS.get(lab.setting, (BEFORE, AFTER))
     out = [Step(("cat", "/proc/loadavg"), stdout=load)]
     for tail, bench in BENCH[lab.setting].items():
         rate = bench[bench.index("--bandwidth") + 1]
         prefix = lab.path(f"overlap_gain{tail}_n4_{rate}")
-        out += [Step(("lab/tools/ab_commits.sh", BEFORE, AFTER, "2", prefix, "--", *bench)),
+        out += [Step(("lab/tools/ab_commits.sh", before, after, "2", prefix, "--", *bench)),
                 Step(("cat", "/proc/loadavg"), stdout=load, append=True),
                 Step((lab.python, "-m", "lab.tools.ab_summary", prefix),
                      stdout=lab.path(f"overlap_gain{tail}_{rate}_summary.txt"
-                                     if tail == "_zoo" else f"overlap_gain{tail}_summary.txt"))]
+                                     if tail in ("_zoo", "_buckets") else f"overlap_gain{tail}_summary.txt"))]
     return out
