@@ -1,18 +1,25 @@
 """Every mode's step against its bound: alexnet, vgg11 and resnet50 at 75 px, batch 8, N = 4
 budgeted devices, every mode, at 1 and 10 Gbit/s; each record's ``bound_ratio`` = step /
-max(compute in the device's budget, the busiest link direction's wire time)."""
+max(compute in the device's budget, the busiest link direction's wire time). Setting ``sides``
+runs nothing: the records of both rates read again with the busiest device's CPU as a third
+side of the bound (lab/tools/bound_sides.py; the bench records it since)."""
 
 from lab.experiments._common import SMALL, bench, netns, outputs
 from lab.registry import Lab, Step
 
 SUMMARY = "each mode's step over its bound (compute, or the busiest link's wire time)"
 NEEDS = ("root", "horovod")
-SETTINGS = {"1gbit": "links at 1 Gbit/s", "10gbit": "links at 10 Gbit/s"}
+SETTINGS = {"1gbit": "links at 1 Gbit/s", "10gbit": "links at 10 Gbit/s",
+            "sides": "no run: both rates' records with the busiest device's CPU as a side"}
 
 MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "collective", "--devices", "4")
 
 
 def steps(lab: Lab) -> list[Step]:
+    if lab.setting == "sides":
+        records = [lab.path(f"bound_ratios_{rate}.json") for rate in ("1gbit", "10gbit")]
+        return [Step((lab.python, "-m", "lab.tools.bound_sides", *records),
+                     stdout=lab.path("bound_sides.txt"))]
     rate = lab.setting or "1gbit"
     return [bench(lab, *netns(rate), "--models", "alexnet", "vgg11", "resnet50", *SMALL, *MODES,
                   "--steps", "10", "--repeat", "1", "--quiet",

@@ -201,7 +201,7 @@ def reference_time_figures(record: dict, dilation: float | None) -> dict:
     for key, scale in (("images_per_sec", dilation), ("images_per_sec_iqr", dilation),
                        ("step_time_s", 1 / dilation), ("step_time_iqr_s", 1 / dilation),
                        ("compute_step_time_s", 1 / dilation), ("wire_step_time_s", 1 / dilation),
-                       ("bound_step_time_s", 1 / dilation)):
+                       ("cpu_step_time_s", 1 / dilation), ("bound_step_time_s", 1 / dilation)):
         value = record.get(key)
         if value is not None:  # a figure, or an interquartile range [q1, q3]
             out[key] = [v * scale for v in value] if isinstance(value, list) else value * scale

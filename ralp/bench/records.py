@@ -26,7 +26,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "images_per_sec", "images_per_sec_iqr", "step_time_s", "step_time_iqr_s",
     "bytes_per_step_measured", "bytes_per_step_predicted", "bytes_ratio",
     "ps_bytes_per_step_measured", "ps_bytes_per_step_predicted",
-    "compute_step_time_s", "wire_step_time_s", "bound_step_time_s", "bound_ratio",
+    "compute_step_time_s", "wire_step_time_s", "cpu_step_time_s", "bound_step_time_s",
+    "bound_ratio",
     "sync_max_gap", "sync_waiting_s",
     "speedup_vs_ps", "speedup_vs_horovod", "host_kept_up",
     # the simulated cluster in the reference device's time (ralp.bench.pace): the figures
@@ -43,7 +44,8 @@ EXTRA_KEYS: tuple[str, ...] = (
     "busiest_direction_bytes", "links", "scenario",
     "trunk_bytes_measured", "trace_pulls", "pull_batches", "pull_predicted_s",
     "pull_hidden_share", "pull_active_s", "traced_step_s", "control_bytes_per_s",
-    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "round", "window", "pace_probe",
+    "ps_control_bytes_per_s", "auto", "calibration", "cpu", "busiest_cpu_task", "round",
+    "window", "pace_probe",
 )
 
 BASELINE_MODE = registry.PS

@@ -16,6 +16,7 @@ from pathlib import Path
 from statistics import fmean
 
 from ralp._text import human_bytes, text_grid
+from ralp.bench.bound import bound_side
 from ralp.bench.records import (
     EXTRA_KEYS,
     RECORD_KEYS,
@@ -51,16 +52,14 @@ def _bytes(n: float | None) -> str:
 
 
 def _bound(r: dict) -> str:
-    """The step over its bound, and which side the bound is: compute alone, or the busiest
-    link direction's wire time (records before the wire time carry neither: '-')."""
-    ratio, compute, wire = (r.get("bound_ratio"), r.get("compute_step_time_s"),
-                            r.get("wire_step_time_s"))
+    """The step over its bound, and which side the bound is: compute alone, the busiest
+    link direction's wire time, or the busiest device's CPU time ("cpu ps:0"); records
+    before the wire time carry no side: '-'."""
+    ratio = r.get("bound_ratio")
     if ratio is None:
         return "-"
-    if compute is None and wire is None:
-        return f"{ratio:.2f}"
-    side = "wire" if (wire or 0.0) > (compute or 0.0) else "compute"
-    return f"{ratio:.2f} {side}"
+    side = bound_side(r)
+    return f"{ratio:.2f}" if side is None else f"{ratio:.2f} {side}"
 
 
 def _mode_cell(r: dict) -> str:

@@ -19,7 +19,8 @@ from ralp.bench.records import SPEC_KEYS, succeeded
 # What one setting's summary carries of its rounds: (field, summary) pairs.
 SPREAD_FIELDS = ("images_per_sec", "speedup_vs_ps", "speedup_vs_horovod")
 MEDIAN_FIELDS = ("step_time_s", "bytes_per_step_measured", "bytes_per_step_predicted",
-                 "bytes_ratio", "compute_step_time_s", "wire_step_time_s", "bound_step_time_s",
+                 "bytes_ratio", "compute_step_time_s", "wire_step_time_s", "cpu_step_time_s",
+                 "bound_step_time_s",
                  "bound_ratio", "device_pace", "dilation", "host_images_per_sec",
                  "host_step_time_s")
 

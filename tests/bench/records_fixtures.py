@@ -17,7 +17,8 @@ def record(**overrides) -> dict:
         "bytes_per_step_measured": 1.2e9, "bytes_per_step_predicted": 1.19e9,
         "bytes_ratio": 1.2e9 / 1.19e9,
         "ps_bytes_per_step_measured": 1.2e9, "ps_bytes_per_step_predicted": 1.19e9,
-        "compute_step_time_s": 0.2, "wire_step_time_s": 0.7, "bound_step_time_s": 0.7,
+        "compute_step_time_s": 0.2, "wire_step_time_s": 0.7, "cpu_step_time_s": None,
+        "bound_step_time_s": 0.7,
         "bound_ratio": 0.96 / 0.7,
         "sync_max_gap": None, "sync_waiting_s": None,
         "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True,
@@ -25,7 +26,8 @@ def record(**overrides) -> dict:
         "applied_bandwidth": None, "applied_latency": None, "host_images_per_sec": None,
         "host_step_time_s": None, "error": None,
     }
-    assert set(overrides) <= set(r) | {"scenario", "round", "cpu", "calibration"}, (
+    assert set(overrides) <= set(r) | {"scenario", "round", "cpu", "calibration",
+                                 "busiest_cpu_task", "measured_steps"}, (
         set(overrides) - set(r))
     r.update(overrides)
     return r

@@ -160,6 +160,9 @@ def test_horovod_records_get_a_vs_horovod_column_and_speedup():
 
 def test_the_bound_column_names_the_longer_side_and_old_records_still_show():
     assert "1.37 wire" in to_table([record()]).splitlines()[3]
+    busy = record(cpu_step_time_s=0.8, busiest_cpu_task="ps:0", bound_step_time_s=0.8,
+                  bound_ratio=1.2)
+    assert "1.20 cpu ps:0" in to_table([busy]).splitlines()[3]
     # a record written before the wire time: its network figure was no bound, so none shows
     old = record(bound_ratio=None)
     del old["wire_step_time_s"], old["bound_step_time_s"]
