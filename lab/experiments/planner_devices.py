@@ -146,6 +146,7 @@ def steps(lab: Lab) -> list[Step]:
                  ring("ring_wire_n6"), stdout=out("heldout_alexnet_n6_validation_wire.txt")),
     ]
     found += reference_table(lab, ring("ring_wire_n4"))
+    found += steady_dilated(lab, ring("ring_wire_n4"))
     # the collective runs at N = 8 with each of the rings' terms lent
     for rate in ("1gbit", "10gbit"):
         records = of("collective", f"collective_n8_{rate}")
@@ -167,3 +168,15 @@ def reference_table(lab: Lab, lent: str) -> list[Step]:
                      stdout=lab.path("reference_table_validation.txt")),
             in_step(lab, *records, "--overlap-from", lent,
                     stdout=lab.path("reference_table_validation_in_step.txt"))]
+
+
+def steady_dilated(lab: Lab, lent: str) -> list[Step]:
+    """The steady set's N = 4, 1 Gbit/s settings measured again in the reference device's
+    time (devices-steady's ``-dilated`` settings): the bench's default calibration, so the
+    host's byte terms are lent as for the reference table; past the first cycles and in step."""
+    records = [lab.of("devices-steady", f"{stem}_dilated.json")
+               for stem in ("devices_n4_1gbit_steady", "devices_n4_1gbit_steady_rest")]
+    return [validate(lab, *records, "--overlap-from", lent,
+                     stdout=lab.path("devices_steady_dilated_validation.txt")),
+            in_step(lab, *records, "--overlap-from", lent,
+                    stdout=lab.path("devices_steady_dilated_validation_in_step.txt"))]
