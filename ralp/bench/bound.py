@@ -60,7 +60,9 @@ def bound_side(record: Mapping) -> str | None:
     if not known:
         return None
     side = max(known, key=known.__getitem__)
-    return f"cpu {record['busiest_cpu_task']}" if side == "cpu" else side
+    if side == "cpu" and record.get("busiest_cpu_task"):
+        return f"cpu {record['busiest_cpu_task']}"
+    return side
 
 
 def bound_figures(record: Mapping) -> dict:
