@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 
-from ralp.cluster.fresh_process import run_in_fresh_process
+from ralp.cluster.fresh_process import ChildError, run_in_fresh_process
 from ralp.cluster.local import LocalCluster
 from ralp.modes import PS, RALP
 
@@ -30,8 +31,31 @@ class AuditSettings:
     pulls: str = "default"  # how workers pull their variables: "default", "layer", "ibatch"
 
 
+# gRPC's answer when a task could not read a request off the wire: a transport fault, not
+# a placement; the audit runs again once on a new cluster.
+TRANSPORT_FAULTS = ("Unable to parse request",)
+AUDIT_ATTEMPTS = 2
+
+
 def audit(settings: AuditSettings, timeout: float = 600.0) -> dict:
-    """Audit ``settings.model`` on a fresh local cluster; returns the report."""
+    """Audit ``settings.model`` on a fresh local cluster; returns the report.
+
+    A step that fails on a transport fault (:data:`TRANSPORT_FAULTS`) is audited again on a
+    new cluster, once, with a line on stderr; any other failure is raised as it is.
+    """
+    for _ in range(AUDIT_ATTEMPTS - 1):
+        try:
+            return _audit_on_new_cluster(settings, timeout)
+        except ChildError as e:
+            faults = [fault for fault in TRANSPORT_FAULTS if fault in str(e)]
+            if not faults:
+                raise
+            print(f"ralp.audit: the step failed on a transport fault ({faults[0]!r}); "
+                  "auditing again on a new cluster", file=sys.stderr)
+    return _audit_on_new_cluster(settings, timeout)
+
+
+def _audit_on_new_cluster(settings: AuditSettings, timeout: float) -> dict:
     from ralp.audit.analysis import dump_env
 
     with tempfile.TemporaryDirectory(prefix="ralp-audit-") as dump_dir:
