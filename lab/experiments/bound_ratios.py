@@ -2,7 +2,9 @@
 budgeted devices, every mode, at 1 and 10 Gbit/s; each record's ``bound_ratio`` = step /
 max(compute in the device's budget, the busiest link direction's wire time). Setting ``sides``
 runs nothing: the records of both rates read again with the busiest device's CPU as a third
-side of the bound (lab/tools/bound_sides.py; the bench records it since)."""
+side of the bound (lab/tools/bound_sides.py; the bench records it since), and each step against
+its busiest link used in turns; setting ``reference-sides`` reads the reference table's records
+(3 rounds) the same way."""
 
 from lab.experiments._common import SMALL, bench, netns, outputs
 from lab.registry import Lab, Step
@@ -10,12 +12,18 @@ from lab.registry import Lab, Step
 SUMMARY = "each mode's step over its bound (compute, or the busiest link's wire time)"
 NEEDS = ("root", "horovod")
 SETTINGS = {"1gbit": "links at 1 Gbit/s", "10gbit": "links at 10 Gbit/s",
-            "sides": "no run: both rates' records with the busiest device's CPU as a side"}
+            "sides": "no run: both rates' records with the busiest device's CPU as a side",
+            "reference-sides": "no run: the reference table's records read as by sides"}
 
 MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "collective", "--devices", "4")
 
 
 def steps(lab: Lab) -> list[Step]:
+    if lab.setting == "reference-sides":
+        records = [lab.of("reference-table", f"reference_table_{rate}.json")
+                   for rate in ("1gbit", "10gbit")]
+        return [Step((lab.python, "-m", "lab.tools.bound_sides", *records),
+                     stdout=lab.path("bound_sides_reference.txt"))]
     if lab.setting == "sides":
         records = [lab.path(f"bound_ratios_{rate}.json") for rate in ("1gbit", "10gbit")]
         return [Step((lab.python, "-m", "lab.tools.bound_sides", *records),

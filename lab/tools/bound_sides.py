@@ -9,6 +9,11 @@ its budget.
 A dilated record keeps its step, compute and wire times in the reference device's time and
 its ``cpu`` field in the host's: the CPU side is read against the host's step
 (``host_step_time_s``), a ratio of two times being the same in either.
+
+The last column reads a wire-bound step against its link used in turns (:func:`turns`): the
+busiest link's bytes in both directions at its rate, per step. A link is full duplex, so that
+is no bound; a step near it says the link's two directions were busy one after the other
+(a PS task's pulls, then its pushes), not both at once.
 """
 
 from __future__ import annotations
@@ -35,6 +40,22 @@ def sides(record: dict) -> dict | None:
             "cpu_share": cpu[0] / host_step}
 
 
+def turns(record: dict) -> tuple[float, str] | None:
+    """step / (the busiest link's bytes both ways at its rate, per step) and that link.
+
+    The record's ``links`` count the whole run and its ``busiest_direction_bytes`` the
+    measured window; each link's two directions are scaled by the same window share as the
+    busiest direction's, which ``wire_step_time_s`` turns into seconds per step."""
+    links, wire = record.get("links"), record.get("wire_step_time_s")
+    busiest = (record.get("busiest_direction") or "").split()
+    if not (links and wire and len(busiest) == 2 and links.get(busiest[0], {}).get(busiest[1])):
+        return None
+    per_byte = wire / links[busiest[0]][busiest[1]]  # s per step per whole-run byte
+    both = {task: (row["tx"] + row["rx"]) * per_byte for task, row in links.items()}
+    task = max(both, key=both.__getitem__)
+    return record["step_time_s"] / both[task], task
+
+
 def table(records: list[dict]) -> str:
     """One line per (model, link, mode): rounds, median old ratio, median new ratio, the
     side most rounds name, and the busiest device's median share of its budget."""
@@ -42,14 +63,18 @@ def table(records: list[dict]) -> str:
     for r in records:
         found = sides(r)
         if found:
+            found["turns"] = turns(r)
             groups.setdefault((r["model"], r["bandwidth"], r["mode"]), []).append(found)
-    lines = ["model       link    mode        rounds  step/max(c,w)  step/max(c,w,cpu)  side"]
+    lines = ["model       link    mode        rounds  step/max(c,w)  step/max(c,w,cpu)  side"
+             "          step/turns"]
     for (model, link, mode), rows in groups.items():
         named = [row["side"] for row in rows]
         side = max(set(named), key=named.count)
+        read = [row["turns"] for row in rows if row["turns"]]
+        in_turns = (f"{median(t[0] for t in read):.2f} {read[0][1]}" if read else "-")
         lines.append(f"{model:<11} {link:<7} {mode:<11} {len(rows):>6}  "
                      f"{median(r['old'] for r in rows):>13.2f}  "
-                     f"{median(r['new'] for r in rows):>17.2f}  {side}")
+                     f"{median(r['new'] for r in rows):>17.2f}  {side:<13}  {in_turns}")
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@ dilated record's CPU side is read against the host's step, and a side only lower
 
 import pytest
 
-from lab.tools.bound_sides import sides, table
+from lab.tools.bound_sides import sides, table, turns
 from tests.bench.records_fixtures import record
 
 
@@ -24,3 +24,15 @@ def test_a_dilated_records_cpu_side_is_read_in_the_hosts_time():
     idle = sides({**r, "cpu": _busy(0.05)})  # its CPU side is below the wire: unchanged
     assert idle["side"] == "wire" and idle["new"] == idle["old"]
     assert "cpu ps:0" in table([r, r]) and sides({**r, "bound_ratio": None}) is None
+
+
+def test_a_step_is_read_against_its_busiest_link_used_in_turns():
+    # whole-run counters; the window's busiest direction (ps:0 tx) is 0.5 s per step
+    links = {"ps:0": {"tx": 200, "rx": 180}, "worker:0": {"tx": 150, "rx": 150}}
+    r = {**record(step_time_s=0.95, wire_step_time_s=0.5), "links": links,
+         "busiest_direction": "ps:0 tx"}
+    ratio, link = turns(r)
+    assert link == "ps:0" and ratio == pytest.approx(0.95 / (0.5 * 380 / 200))
+    assert "1.00 ps:0" in table([r])
+    assert turns({**r, "links": None}) is None
+    assert turns({**r, "busiest_direction": "ps:1 tx"}) is None
