@@ -57,22 +57,24 @@ def turns(record: dict) -> tuple[float, str] | None:
 
 
 def table(records: list[dict]) -> str:
-    """One line per (model, link, mode): rounds, median old ratio, median new ratio, the
-    side most rounds name, and the busiest device's median share of its budget."""
+    """One line per (model, link, mode, warm-up steps per worker): rounds, median old ratio,
+    median new ratio, the side most rounds name, and the median step against the busiest
+    link used in turns."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         found = sides(r)
         if found:
             found["turns"] = turns(r)
-            groups.setdefault((r["model"], r["bandwidth"], r["mode"]), []).append(found)
-    lines = ["model       link    mode        rounds  step/max(c,w)  step/max(c,w,cpu)  side"
-             "          step/turns"]
-    for (model, link, mode), rows in groups.items():
+            key = (r["model"], r["bandwidth"], r["mode"], r.get("warmup"))
+            groups.setdefault(key, []).append(found)
+    lines = ["model       link    mode        warmup  rounds  step/max(c,w)  step/max(c,w,cpu)  "
+             "side           step/turns"]
+    for (model, link, mode, warmup), rows in groups.items():
         named = [row["side"] for row in rows]
         side = max(set(named), key=named.count)
         read = [row["turns"] for row in rows if row["turns"]]
         in_turns = (f"{median(t[0] for t in read):.2f} {read[0][1]}" if read else "-")
-        lines.append(f"{model:<11} {link:<7} {mode:<11} {len(rows):>6}  "
+        lines.append(f"{model:<11} {link:<7} {mode:<11} {warmup or '-':>6}  {len(rows):>6}  "
                      f"{median(r['old'] for r in rows):>13.2f}  "
                      f"{median(r['new'] for r in rows):>17.2f}  {side:<13}  {in_turns}")
     return "\n".join(lines)
