@@ -10,7 +10,8 @@ shared: its load average is recorded before and after the rounds
 (the issue's target: overlapped at least as fast as grouped on every zoo model). Setting
 ``buckets-10gbit``: the per-gradient sums (before) against DDP's backward buckets (after: 1 MiB
 first, 25 MiB after, one grouped allreduce each; a commit reverted right after it) on the two
-models the per-gradient sums lost most on at 10 Gbit/s."""
+models the per-gradient sums lost most on at 10 Gbit/s. Setting ``cpu-10gbit`` runs nothing:
+both 10 Gbit/s settings' records summed up again with each side's CPU per worker batch."""
 
 from lab.experiments._common import ZOO
 from lab.registry import Lab, Step
@@ -25,7 +26,8 @@ SETTINGS = {"horovod": "alexnet and vgg11, mode horovod, N = 4, 1 Gbit/s (the is
             "zoo-1gbit": "overfeat, resnet50 and inception3, mode horovod, N = 4, 1 Gbit/s",
             "zoo-10gbit": "the five zoo models, mode horovod, N = 4, 10 Gbit/s",
             "buckets-10gbit": "inception3 and overfeat, per-gradient sums against backward "
-                              "buckets, mode horovod, N = 4, 10 Gbit/s"}
+                              "buckets, mode horovod, N = 4, 10 Gbit/s",
+            "cpu-10gbit": "no run: zoo-10gbit and buckets-10gbit with their CPU per batch"}
 SHAPE = ("--devices", "4", "--image-size", "75", "--batch-size", "8", "--steps", "20",
          "--repeat", "1", "--quiet")
 COMMON = ("--bandwidth", "1gbit", *SHAPE)
@@ -41,6 +43,11 @@ BENCH = {"horovod": {"": ("--models", "alexnet", "vgg11", "--modes", "horovod", 
 
 
 def steps(lab: Lab) -> list[Step]:
+    if lab.setting == "cpu-10gbit":
+        return [Step((lab.python, "-m", "lab.tools.ab_summary", "--cpu",
+                      lab.path(f"overlap_gain{tail}_n4_10gbit")),
+                     stdout=lab.path(f"overlap_gain{tail}_10gbit_cpu.txt"))
+                for tail in ("_zoo", "_buckets")]
     load = lab.path("loadavg.txt" if lab.setting == "horovod" else f"loadavg_{lab.setting}.txt")
     before, after = COMMITS.get(lab.setting, (BEFORE, AFTER))
     out = [Step(("cat", "/proc/loadavg"), stdout=load)]
