@@ -31,6 +31,7 @@ PROBE = "probe"  # the probe's one control group
 PROBE_STEPS = 5  # timed steps, as the reference was timed
 PROBE_TIMEOUT_S = 900.0
 MAX_DILATION = 20.0  # beyond it the bench still runs, and says the host is too slow
+PACE_TOLERANCE = 0.15  # a round's two probes further apart: its links' dilation is in doubt
 
 
 @dataclass(frozen=True)
@@ -150,14 +151,28 @@ def _probe_step(reference: ReferenceDevice, steps: int) -> float:
     return entry.full_s
 
 
+def held_fields(before: Pace | None, after: Pace | None) -> dict:
+    """What a round's records carry of the probe taken again after the round's runs: its pace,
+    how far it moved from ``before`` (the one their links were dilated by), and whether it
+    held within :data:`PACE_TOLERANCE` ({} where either was not measured)."""
+    if before is None or after is None or before.pace is None or after.pace is None:
+        return {}
+    drift = after.pace / before.pace - 1
+    return {"device_pace_after": after.pace, "pace_drift": drift,
+            "pace_held": abs(drift) <= PACE_TOLERANCE}
+
+
 class Paces:
     """Each budget's pace in each round, measured on first asking (``--dilation auto``), or
-    one factor given for every run. ``announce`` gets each pace's line."""
+    one factor given for every run; with ``auto``, measured again after each round's runs
+    (:meth:`recheck`), since one probe says nothing of the host's pace while the runs went
+    on. ``announce`` gets each pace's line."""
 
     def __init__(self, asked: str | float = AUTO, bandwidth: str | None = None,
                  latency: str | None = None, announce=print):
         self.asked, self.bandwidth, self.latency = asked, bandwidth, latency
         self._taken: dict[tuple, Pace | None] = {}
+        self._after: dict[tuple, Pace | None] = {}
         self._announce = announce
 
     def for_run(self, run: RunSpec, round_index: int = 0) -> Pace | None:
@@ -180,6 +195,26 @@ class Paces:
                 if pace.dilation > MAX_DILATION:
                     self._announce(too_slow(pace))
         return self._taken[key]
+
+    def recheck(self, round_index: int) -> None:
+        """Measure again each budget whose pace round ``round_index`` measured, after its runs,
+        and say whether it held."""
+        for key, before in list(self._taken.items()):
+            if key[2] != round_index or before is None or before.probe_step_s is None:
+                continue
+            after = self._after[key] = measure_pace(key[0], key[1])
+            fields = held_fields(before, after)
+            if fields:
+                verdict = "held" if fields["pace_held"] else (
+                    f"moved by more than {PACE_TOLERANCE:.0%}: the round's records are marked")
+                self._announce(f"N={key[1]}: pace {after.pace:.3g} after the round's runs "
+                               f"({before.pace:.3g} before): {verdict}")
+
+    def held_for_run(self, run: RunSpec, round_index: int = 0) -> dict:
+        """:func:`held_fields` of ``run``'s budget in round ``round_index`` (after
+        :meth:`recheck`; {} before it, or where nothing was measured)."""
+        key = (run.device_cpus, run.devices, round_index)
+        return held_fields(self._taken.get(key), self._after.get(key))
 
 
 def too_slow(pace: Pace) -> str:

@@ -33,6 +33,7 @@ FIGURE_KEYS: tuple[str, ...] = (
     # the simulated cluster in the reference device's time (ralp.bench.pace): the figures
     # above are in its time where ``dilation`` is set, the host's beside them
     "reference_device", "device_pace", "dilation", "applied_bandwidth", "applied_latency",
+    "device_pace_after", "pace_drift", "pace_held",
     "host_images_per_sec", "host_step_time_s", "error",
 )
 RECORD_KEYS: tuple[str, ...] = SPEC_KEYS + FIGURE_KEYS

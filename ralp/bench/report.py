@@ -17,6 +17,7 @@ from statistics import fmean
 
 from ralp._text import human_bytes, text_grid
 from ralp.bench.bound import bound_side
+from ralp.bench.pace import PACE_TOLERANCE
 from ralp.bench.records import (
     EXTRA_KEYS,
     RECORD_KEYS,
@@ -75,12 +76,17 @@ def _mode_cell(r: dict) -> str:
 
 
 def _flagged(r: dict) -> bool:
-    """The host could not keep up with the devices' budgets (in some round of a summary)."""
-    return bool(r.get("flagged")) or r.get("host_kept_up") is False
+    """The host could not keep up with the devices' budgets, or its pace moved during the
+    round (in some round of a summary)."""
+    return (bool(r.get("flagged")) or bool(r.get("pace_moved"))
+            or r.get("host_kept_up") is False or r.get("pace_held") is False)
 
 
 FLAG_NOTE = ("! the host could not keep up: the devices' budgets plus the CPU spent outside "
              "them reached its CPUs, so some device got less than its budget; read with care")
+PACE_NOTE = ("! the host's pace moved during the round: probed again after its runs, a device's "
+             "pace differed from the one its links were dilated by by more than "
+             f"{PACE_TOLERANCE:.0%}; read with care")
 
 
 def _with_spread(r: dict, field: str, spec: str) -> str:
@@ -206,8 +212,10 @@ def to_table(records: Sequence[dict]) -> str:
         rounds = sorted({r["rounds"] for r in records})
         out.append(f"medians over {'/'.join(map(str, rounds))} rounds [min-max]; ratios: "
                    "median of the per-round ratios")
-    if any(_flagged(r) for r in records):
+    if any(r.get("flagged") or r.get("host_kept_up") is False for r in records):
         out.append(FLAG_NOTE)
+    if any(r.get("pace_moved") or r.get("pace_held") is False for r in records):
+        out.append(PACE_NOTE)
     return "\n".join(out)
 
 

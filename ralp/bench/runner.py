@@ -121,7 +121,8 @@ def run_all(
     ``calibrations``: calibrate each workload before its first run in each round
     (:mod:`ralp.bench.calibrated`), keep it in that round's records and read each record
     against its bound (:mod:`ralp.bench.bound`). ``paces``: run each on links dilated by
-    its budget's pace in its round, its figures in the reference device's time
+    its budget's pace in its round, its figures in the reference device's time, the pace
+    measured again after the round's runs and each of its records saying whether it held
     (:mod:`ralp.bench.pace`). ``repeat``: the whole
     matrix that many rounds, the order rotated by one each round (:func:`rounds`); each record
     keeps its ``round``."""
@@ -130,9 +131,9 @@ def run_all(
     plan = rounds(list(runs), repeat)
     total = sum(run.measured_steps for _, run in plan)
     bar = tqdm(total=total, unit="step", disable=not progress, dynamic_ncols=True)
-    records = []
+    records: list[dict] = []
     try:
-        for round_index, run in plan:
+        for index, (round_index, run) in enumerate(plan):
             done_before = bar.n
             counter = f"round {round_index + 1}/{repeat} " if repeat > 1 else ""
             bar.set_description(f"{counter}{run.label} [{launcher.backend}]")
@@ -144,25 +145,47 @@ def run_all(
                 else:
                     bar.update(base + value - bar.n)
 
-            pace = paces.for_run(run, round_index) if paces is not None else None
-            calibration = None
-            if calibrations is not None:
-                bar.set_postfix_str("calibrating the workload")
-                calibration = calibrations.for_run(run, round_index,
-                                                   pace.dilation if pace else None)
-            record = measure_paced(run, launcher, pace, on_progress)
-            record["round"] = round_index
+            record = _measure_in_round(run, round_index, launcher, calibrations, paces,
+                                       on_progress, bar.set_postfix_str)
             bar.update(done_before + run.measured_steps - bar.n)
-            if calibrations is not None:
-                record["calibration"] = calibration
-            record.update(bound_figures(record))
-            record.update(reference_time_figures(record, pace.dilation if pace else None))
             records.append(record)
+            if paces is not None and (index + 1 == len(plan) or plan[index + 1][0] != round_index):
+                bar.set_postfix_str("probing the host's pace again")
+                _recheck_round(paces, round_index, records, plan[: len(records)])
             if on_record:
                 on_record(record)
     finally:
         bar.close()
     return records
+
+
+def _recheck_round(paces: Paces, round_index: int, records: Sequence[dict],
+                   plan: Sequence[tuple[int, RunSpec]]) -> None:
+    """After round ``round_index``'s last run: its budgets' paces probed again, and each of
+    its ``records`` (one per ``plan`` entry) told whether its budget's pace held."""
+    paces.recheck(round_index)
+    for record, (k, run) in zip(records, plan, strict=True):
+        if k == round_index:
+            record.update(paces.held_for_run(run, round_index))
+
+
+def _measure_in_round(run: RunSpec, round_index: int, launcher: Launcher,
+                      calibrations: Calibrations | None, paces: Paces | None,
+                      on_progress: Callable, say: Callable[[str], None]) -> dict:
+    """One run of round ``round_index``: its budget's pace (links dilated by it), its
+    workload's calibration, its record with its bound and its figures in reference time."""
+    pace = paces.for_run(run, round_index) if paces is not None else None
+    calibration = None
+    if calibrations is not None:
+        say("calibrating the workload")
+        calibration = calibrations.for_run(run, round_index, pace.dilation if pace else None)
+    record = measure_paced(run, launcher, pace, on_progress)
+    record["round"] = round_index
+    if calibrations is not None:
+        record["calibration"] = calibration
+    record.update(bound_figures(record))
+    record.update(reference_time_figures(record, pace.dilation if pace else None))
+    return record
 
 
 def rounds(items: Sequence[T], repeat: int) -> list[tuple[int, T]]:

@@ -23,7 +23,8 @@ def record(**overrides) -> dict:
         "sync_max_gap": None, "sync_waiting_s": None,
         "speedup_vs_ps": None, "speedup_vs_horovod": None, "host_kept_up": True,
         "reference_device": None, "device_pace": None, "dilation": None,
-        "applied_bandwidth": None, "applied_latency": None, "host_images_per_sec": None,
+        "applied_bandwidth": None, "applied_latency": None, "device_pace_after": None,
+        "pace_drift": None, "pace_held": None, "host_images_per_sec": None,
         "host_step_time_s": None, "error": None,
     }
     assert set(overrides) <= set(r) | {"scenario", "round", "cpu", "calibration",

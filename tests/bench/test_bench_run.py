@@ -136,9 +136,9 @@ def test_each_workload_is_calibrated_once_in_its_budget_and_bounds_every_record(
 
 def _check_dilated(ps: dict, ralp: dict, stdout: str) -> None:
     """Each record of a budgeted netns run says its reference device, its budget's pace
-    (measured once, before the first run), the dilation, the nominal and the applied link,
-    and gives its figures in the reference's time."""
-    from ralp.bench.pace import REFERENCE_DEVICE, dilated_link
+    (measured once, before the first run, and again after the round's runs), the dilation,
+    the nominal and the applied link, and gives its figures in the reference's time."""
+    from ralp.bench.pace import PACE_TOLERANCE, REFERENCE_DEVICE, dilated_link
 
     if not (ps.get("cpu") or {}).get("budget_cpus"):
         return  # shared CPUs: no device to pace
@@ -153,6 +153,11 @@ def _check_dilated(ps: dict, ralp: dict, stdout: str) -> None:
         assert r["applied_bandwidth"] == dilated_link("1gbit", None, r["dilation"])[0]
         assert r["images_per_sec"] == pytest.approx(r["host_images_per_sec"] * r["dilation"])
         assert r["step_time_s"] == pytest.approx(r["host_step_time_s"] / r["dilation"])
+        assert r["device_pace_after"] > 0 and r["pace_drift"] == pytest.approx(
+            r["device_pace_after"] / r["device_pace"] - 1)
+        assert r["pace_held"] is (abs(r["pace_drift"]) <= PACE_TOLERANCE)
+    assert ps["device_pace_after"] == ralp["device_pace_after"]  # one probe after the round
+    assert "after the round's runs" in stdout
     assert stdout.startswith("devices:") and f"dilation {ps['dilation']:.3g}" in stdout
     assert "reference device: " in stdout
 

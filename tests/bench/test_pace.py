@@ -5,18 +5,23 @@ import subprocess
 
 import pytest
 
+from ralp.bench import pace as pace_module
+from ralp.bench import runner
 from ralp.bench.launcher import Launcher
 from ralp.bench.pace import (
+    PACE_TOLERANCE,
     REFERENCE_DEVICE,
     Pace,
     Paces,
     dilated_link,
     dilation_choice,
+    held_fields,
     measure_pace,
     reference_time_figures,
 )
-from ralp.bench.report import to_table
-from ralp.bench.runner import dilated_launcher
+from ralp.bench.report import PACE_NOTE, to_table
+from ralp.bench.rounds import summarize
+from ralp.bench.runner import dilated_launcher, run_all
 from ralp.bench.runspec import BenchError, RunSpec
 from ralp.units import parse_bandwidth, parse_latency
 from tests.bench.records_fixtures import record
@@ -105,3 +110,71 @@ def test_a_dilated_runs_links_are_shaped_to_the_applied_rate():
             capture_output=True, text=True, check=True).stdout
     rates = {line.split(" rate ")[1].split()[0] for line in shaped.splitlines() if " rate " in line}
     assert rates == {"250Mbit"}, shaped
+
+
+def _probed(pace: float, cpus: float = 0.4) -> Pace:
+    """A pace as a probe inside a ``cpus``-CPU budget would give it."""
+    return Pace(1 / pace, device_cpus=cpus, probe_step_s=REFERENCE_DEVICE.step_s / pace)
+
+
+def test_a_pace_holds_within_the_tolerance_and_moves_beyond_it():
+    assert PACE_TOLERANCE == 0.15
+    held = held_fields(_probed(0.8), _probed(0.8 * 1.14))
+    assert held["pace_held"] is True and held["pace_drift"] == pytest.approx(0.14)
+    assert held["device_pace_after"] == pytest.approx(0.912)
+    assert held_fields(_probed(0.8), _probed(0.8 * 0.84))["pace_held"] is False
+    assert held_fields(_probed(0.8), _probed(0.8 * 1.16))["pace_held"] is False
+    assert held_fields(Pace(2.0), _probed(0.5)) == {}  # a dilation given by hand: no pace
+    assert held_fields(_probed(0.8), None) == {}
+
+
+def test_each_rounds_records_say_whether_the_pace_held_after_its_runs(monkeypatch):
+    """The pace is probed again once per budget after each round's last run, and every
+    record of that round (of that budget) carries it; the next round probes afresh."""
+    # round 0: 0.4 CPU, 0.2 CPU, both again after; round 1: 0.2, 0.4, both again after
+    probes = iter([0.9, 0.88, 0.92, 0.7, 0.8, 0.9, 0.79, 0.91])
+    events = []
+
+    def fake_probe(device_cpus, devices, *args, **kwargs):
+        events.append(("probe", device_cpus))
+        return _probed(next(probes), float(device_cpus))
+
+    def fake_measure(run, launcher, pace, on_progress=None):
+        events.append(("run", run.device_cpus))
+        return {"mode": run.mode, "device_cpus": run.device_cpus, "images_per_sec": 1.0,
+                "step_time_s": 1.0, "dilation": pace.dilation}
+
+    monkeypatch.setattr(pace_module, "measure_pace", fake_probe)
+    monkeypatch.setattr(runner, "measure_paced", fake_measure)
+    monkeypatch.setattr(runner, "bound_figures", lambda record: {})
+    runs = [RunSpec.for_devices("lenet", mode, 2, device_cpus=cpus, image_size=28,
+                                num_classes=10) for cpus in ("0.4", "0.2") for mode in ("ps",)]
+    said = []
+    paces = Paces("auto", "1gbit", announce=said.append)
+    records = run_all(runs, Launcher("netns", bandwidth="1gbit"), paces=paces, progress=False,
+                      repeat=2)
+    assert events == [("probe", "0.4"), ("run", "0.4"), ("probe", "0.2"), ("run", "0.2"),
+                      ("probe", "0.4"), ("probe", "0.2"),  # after round 0's runs
+                      ("probe", "0.2"), ("run", "0.2"), ("probe", "0.4"), ("run", "0.4"),
+                      ("probe", "0.2"), ("probe", "0.4")]
+    held = {(r["round"], r["device_cpus"]): r["pace_held"] for r in records}
+    assert held == {(0, "0.4"): True, (0, "0.2"): False, (1, "0.2"): True, (1, "0.4"): True}
+    moved = next(r for r in records if r["pace_held"] is False)
+    assert moved["pace_drift"] == pytest.approx(0.7 / 0.88 - 1)
+    assert moved["dilation"] == pytest.approx(1 / 0.88)  # dilated by the pace before its run
+    assert sum("after the round's runs" in line for line in said) == 4
+    assert sum("moved by more than 15%" in line for line in said) == 1
+
+
+def test_a_round_whose_pace_moved_is_marked_in_the_table_and_its_summary():
+    moved = record(bandwidth="1gbit", device_pace=0.8, dilation=1.25, device_pace_after=0.6,
+                   pace_drift=-0.25, pace_held=False)
+    table = to_table([moved])
+    assert " !" in table and PACE_NOTE in table
+    assert "could not keep up" not in table  # the host kept up: only the pace moved
+    steady = record(bandwidth="1gbit", device_pace=0.8, dilation=1.25, device_pace_after=0.8,
+                    pace_drift=0.0, pace_held=True)
+    assert PACE_NOTE not in to_table([steady])
+    (summary,) = summarize([{**moved, "round": 0}, {**steady, "round": 1}])
+    assert (summary["pace_moved"], summary["flagged"]) == (1, 0)
+    assert PACE_NOTE in to_table([summary])
