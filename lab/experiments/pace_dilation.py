@@ -51,7 +51,7 @@ def busier(lab: Lab) -> list[Step]:
                 run = (lab.python, "-m", "lab.tools.cpu_load", "--cpus", load, "--", *run)
             out.append(Step(run, may_fail=True))
     return out + [tool(lab, "pace_ratios", lab.path("busier"), "--reference", names[0],
-                       stdout="busier_summary.txt")]
+                       stdout=lab.path("busier_summary.txt"))]
 
 
 def steps(lab: Lab) -> list[Step]:

@@ -23,7 +23,9 @@ import time
 from dataclasses import asdict, dataclass
 
 from ralp.bench.runspec import BenchError, RunSpec
+from ralp.cluster.fresh_process import ChildError
 from ralp.emulation.budget import budget_for
+from ralp.errors import ClusterError
 from ralp.units import format_bandwidth, format_latency, parse_bandwidth, parse_latency
 
 AUTO, OFF = "auto", "off"  # --dilation: measure the pace and dilate; nothing dilated
@@ -132,13 +134,13 @@ def measure_pace(device_cpus: str, devices: int, reference: ReferenceDevice = RE
         return None
     started = time.time()
     with budget.groups([PROBE]) as groups:
-        step_s = run_in_fresh_process(_probe_step, reference, steps, group=groups.group(PROBE),
+        step_s = run_in_fresh_process(probe_step, reference, steps, group=groups.group(PROBE),
                                       env=budget.task_env(), timeout=PROBE_TIMEOUT_S)
     return Pace(step_s / reference.step_s, budget.cpus, step_s, reference, started,
                 round(time.time() - started, 1))
 
 
-def _probe_step(reference: ReferenceDevice, steps: int) -> float:
+def probe_step(reference: ReferenceDevice, steps: int) -> float:
     """The reference's training step, timed here as the planner's calibration times it."""
     from ralp.models import build_model
     from ralp.planner.calibration import measure
@@ -202,7 +204,12 @@ class Paces:
         for key, before in list(self._taken.items()):
             if key[2] != round_index or before is None or before.probe_step_s is None:
                 continue
-            after = self._after[key] = measure_pace(key[0], key[1])
+            try:
+                after = self._after[key] = measure_pace(key[0], key[1])
+            except (ChildError, ClusterError) as e:  # a check: its failure loses no record
+                self._announce(f"N={key[1]}: could not probe the pace again after the "
+                               f"round's runs ({e}); its records say nothing of it")
+                continue
             fields = held_fields(before, after)
             if fields:
                 verdict = "held" if fields["pace_held"] else (

@@ -149,11 +149,11 @@ def run_all(
                                        on_progress, bar.set_postfix_str)
             bar.update(done_before + run.measured_steps - bar.n)
             records.append(record)
+            if on_record:  # before the probe after the round, which adds to records given
+                on_record(record)
             if paces is not None and (index + 1 == len(plan) or plan[index + 1][0] != round_index):
                 bar.set_postfix_str("probing the host's pace again")
                 _recheck_round(paces, round_index, records, plan[: len(records)])
-            if on_record:
-                on_record(record)
     finally:
         bar.close()
     return records

@@ -178,3 +178,30 @@ def test_a_round_whose_pace_moved_is_marked_in_the_table_and_its_summary():
     (summary,) = summarize([{**moved, "round": 0}, {**steady, "round": 1}])
     assert (summary["pace_moved"], summary["flagged"]) == (1, 0)
     assert PACE_NOTE in to_table([summary])
+
+
+def test_a_failed_probe_after_the_round_loses_no_record(monkeypatch):
+    """The probe after the round is a check: where it fails, every record still reaches the
+    caller (the last one too), unmarked, and the bench says why."""
+    from ralp.cluster.fresh_process import ChildError
+
+    probes = iter([0.9])
+
+    def fake_probe(device_cpus, devices, *args, **kwargs):
+        for pace in probes:
+            return _probed(pace, float(device_cpus))
+        raise ChildError("the probe's process failed")
+
+    monkeypatch.setattr(pace_module, "measure_pace", fake_probe)
+    monkeypatch.setattr(runner, "measure_paced", lambda run, launcher, pace, on_progress=None:
+                        {"mode": run.mode, "images_per_sec": 1.0, "step_time_s": 1.0})
+    monkeypatch.setattr(runner, "bound_figures", lambda record: {})
+    runs = [RunSpec.for_devices("lenet", mode, 2, device_cpus="0.4", image_size=28,
+                                num_classes=10) for mode in ("ps", "ralp-n")]
+    said, got = [], []
+    records = run_all(runs, Launcher("netns", bandwidth="1gbit"),
+                      paces=Paces("auto", "1gbit", announce=said.append), progress=False,
+                      on_record=got.append)
+    assert got == records and [r["mode"] for r in got] == ["ps", "ralp-n"]
+    assert all("pace_held" not in r for r in got)
+    assert any("could not probe the pace again" in line and "failed" in line for line in said)
