@@ -16,7 +16,9 @@ SETTINGS = {"dilated": "alexnet, links dilated by each budget's pace (--dilation
             "vgg11": "vgg11, links dilated by each budget's pace",
             "main-job": "the main job as the README runs it, at both budgets, 3 rounds",
             "busier": "alexnet and vgg11 on a quiet, slower and busier host, 2 rounds, and "
-                      "an overloaded one, 1 round"}
+                      "an overloaded one, 1 round",
+            "probe-contention": "the pace probe alone and on 4 devices of 0.25 CPU at once, "
+                                "on a quiet and on the busier host"}
 
 MODES = ("--modes", "ps", "ralp-n", "horovod", "stanza", "--devices", "4")
 RUNS = {"dilated": ("alexnet", "auto", "alexnet_1gbit"),
@@ -54,9 +56,22 @@ def busier(lab: Lab) -> list[Step]:
                        stdout=lab.path("busier_summary.txt"))]
 
 
+def probe_contention(lab: Lab) -> list[Step]:
+    """The pace probe alone and on every device at once, 3 rounds, quiet and beside the
+    busier host's load: whether one device's probe sees what a full host does to them."""
+    probe = (lab.python, "-m", "lab.tools.probe_contention", "--device-cpus", "0.25",
+             "--devices", "4", "--rounds", "3")
+    out = lab.path("probe_contention.txt")
+    return [Step(probe, stdout=out),
+            Step((lab.python, "-m", "lab.tools.cpu_load", "--cpus", HOSTS["busier-0.25"][1],
+                  "--", *probe), stdout=out, append=True)]
+
+
 def steps(lab: Lab) -> list[Step]:
     if lab.setting == "busier":
         return busier(lab)
+    if lab.setting == "probe-contention":
+        return probe_contention(lab)
     if lab.setting == "main-job":
         return [bench(lab, "--device-cpus", "0.425", "0.25", "--repeat", "3", "--quiet",
                       "--out", lab.path("main_job.json"), may_fail=True)]
