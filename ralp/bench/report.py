@@ -27,6 +27,7 @@ from ralp.bench.records import (
     succeeded,
 )
 from ralp.bench.rounds import repeated, summarize
+from ralp.emulation.budget import BUSY_BESIDE_CPUS
 from ralp.modes import HOROVOD
 
 MAX_WIDTH = 120
@@ -78,12 +79,21 @@ def _mode_cell(r: dict) -> str:
 def _flagged(r: dict) -> bool:
     """The host could not keep up with the devices' budgets, or its pace moved during the
     round (in some round of a summary)."""
-    return (bool(r.get("flagged")) or bool(r.get("pace_moved"))
+    return (bool(r.get("flagged")) or bool(r.get("pace_moved")) or _busy_beside(r)
             or r.get("host_kept_up") is False or r.get("pace_held") is False)
+
+
+def _busy_beside(r: dict) -> bool:
+    """Other work ran on the host beside the run (in some round of a summary)."""
+    return bool(r.get("busy_beside")) or bool((r.get("cpu") or {}).get("busy_beside"))
 
 
 FLAG_NOTE = ("! the host could not keep up: the devices' budgets plus the CPU spent outside "
              "them reached its CPUs, so some device got less than its budget; read with care")
+BUSY_NOTE = ("! the host was busy beside the run: more than "
+             f"{BUSY_BESIDE_CPUS:g} CPU ran outside the devices' budgets, beyond what the run's "
+             "own outside work takes, so the devices were likely slower than their budgets (and "
+             "pace) say; read with care")
 PACE_NOTE = ("! the host's pace moved during the round: probed again after its runs, a device's "
              "pace differed from the one its links were dilated by by more than "
              f"{PACE_TOLERANCE:.0%}; read with care")
@@ -214,6 +224,8 @@ def to_table(records: Sequence[dict]) -> str:
                    "median of the per-round ratios")
     if any(r.get("flagged") or r.get("host_kept_up") is False for r in records):
         out.append(FLAG_NOTE)
+    if any(_busy_beside(r) for r in records):
+        out.append(BUSY_NOTE)
     if any(r.get("pace_moved") or r.get("pace_held") is False for r in records):
         out.append(PACE_NOTE)
     return "\n".join(out)

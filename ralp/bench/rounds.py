@@ -49,7 +49,8 @@ def spread(values: Sequence[float]) -> dict | None:
 def summarize(records: Sequence[dict]) -> list[dict]:
     """One summary per setting, in order of first appearance: the first record's fields,
     ``rounds`` and ``failed`` counts, ``flagged`` (rounds whose host could not keep up),
-    ``pace_moved`` (rounds whose pace did not hold, :func:`ralp.bench.pace.held_fields`), each
+    ``pace_moved`` (rounds whose pace did not hold, :func:`ralp.bench.pace.held_fields`),
+    ``busy_beside`` (rounds with other work on the host, :func:`ralp.emulation.budget.fidelity`), each
     of :data:`SPREAD_FIELDS` as its median with ``<field>_spread`` (:func:`spread`) and each
     of :data:`MEDIAN_FIELDS` as its median. Speedups must be filled first (per round)."""
     groups: dict[tuple, list[dict]] = {}
@@ -62,6 +63,7 @@ def summarize(records: Sequence[dict]) -> list[dict]:
         summary.update(rounds=len(rows), failed=len(rows) - len(ok),
                        flagged=sum(1 for r in ok if r.get("host_kept_up") is False),
                        pace_moved=sum(1 for r in ok if r.get("pace_held") is False),
+                       busy_beside=sum(1 for r in ok if (r.get("cpu") or {}).get("busy_beside")),
                        error=None if ok else rows[0].get("error"))
         for field in SPREAD_FIELDS:
             values = [r[field] for r in ok if r.get(field) is not None]

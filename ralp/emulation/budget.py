@@ -30,6 +30,10 @@ from ralp.errors import ClusterError
 
 SHARED = "shared"
 AUTO = "auto"
+# CPU outside the budgets beyond which something else ran on the host beside the run: the
+# run's own outside work (its coordinator or driver, the kernel's network work) is what the
+# reserve is kept for, and stays near it.
+BUSY_BESIDE_CPUS = 2 * DEVICE_RESERVE_CPUS
 
 
 def host_cpus() -> int:
@@ -144,7 +148,9 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
     """The ``cpu`` field of a record: each task's CPU use against its budget and the share of
     CFS periods it was throttled; the host's CPU outside the budgets (``unbudgeted`` tasks,
     such as the coordinator, counted there and shown apart) and stolen; and ``kept_up``:
-    False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs; and
+    False when the budgets plus the unbudgeted and stolen CPU reached the host's CPUs;
+    ``busy_beside``: True when the CPU outside the budgets passed :data:`BUSY_BESIDE_CPUS`
+    (other work on the host, which slows the devices beyond what their budgets say); and
     the fields of the budget's device watcher (:meth:`~ralp.emulation.watchers.DeviceWatcher.window`),
     whose own groups' CPU counts as unbudgeted and is its to report."""
     out: dict = {"budget_cpus": budget.cpus, "period_us": budget.period_us,
@@ -181,6 +187,7 @@ def fidelity(budget: Budget, before: CpuSnapshot | None, after: CpuSnapshot | No
         return {**out, "kept_up": None}
     demand = budget.cpus * budgeted + outside + steal
     out["kept_up"] = bool(demand < budget.host_cpus)
+    out["busy_beside"] = bool(outside > BUSY_BESIDE_CPUS)
     return out
 
 

@@ -19,7 +19,7 @@ from ralp.bench.pace import (
     measure_pace,
     reference_time_figures,
 )
-from ralp.bench.report import PACE_NOTE, to_table
+from ralp.bench.report import BUSY_NOTE, PACE_NOTE, to_table
 from ralp.bench.rounds import summarize
 from ralp.bench.runner import dilated_launcher, run_all
 from ralp.bench.runspec import BenchError, RunSpec
@@ -205,3 +205,13 @@ def test_a_failed_probe_after_the_round_loses_no_record(monkeypatch):
     assert got == records and [r["mode"] for r in got] == ["ps", "ralp-n"]
     assert all("pace_held" not in r for r in got)
     assert any("could not probe the pace again" in line and "failed" in line for line in said)
+
+
+def test_a_run_beside_other_work_is_marked_in_the_table_and_its_summary():
+    busy = record(cpu={"busy_beside": True, "kept_up": True, "unbudgeted_cpus": 0.85})
+    table = to_table([busy])
+    assert " !" in table and BUSY_NOTE in table and PACE_NOTE not in table
+    quiet = record(cpu={"busy_beside": False, "kept_up": True, "unbudgeted_cpus": 0.1})
+    assert " !" not in to_table([quiet]) and BUSY_NOTE not in to_table([quiet])
+    (summary,) = summarize([{**quiet, "round": 0}, {**busy, "round": 1}])
+    assert summary["busy_beside"] == 1 and BUSY_NOTE in to_table([summary])

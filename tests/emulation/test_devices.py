@@ -202,6 +202,7 @@ def test_fidelity_flags_a_host_that_could_not_keep_up():
     assert figures["tasks"]["w1"]["throttled_share"] == 0.3
     assert figures["unbudgeted_cpus"] == pytest.approx(0.5)  # 1.3 - 0.8: coordinator + kernel
     assert figures["kept_up"] is True  # 2 x 0.5 + 0.5 < 2
+    assert figures["busy_beside"] is False  # the run's own outside work: about the reserve
     stolen = _snapshot(10.0, 13.0, 5.0, w0=(4.0, 1000, 100), w1=(4.0, 1000, 300),
                        chief=(3.0, 0, 0))
     assert fidelity(Budget(0.5, 2), before, stolen, unbudgeted=("chief",))["kept_up"] is False
@@ -209,3 +210,18 @@ def test_fidelity_flags_a_host_that_could_not_keep_up():
                      chief=(3.0, 0, 0))
     assert fidelity(Budget(0.5, 2), before, busy, unbudgeted=("chief",))["kept_up"] is False
     assert fidelity(Budget(None, 2), before, busy)["kept_up"] is None  # shared: no budget
+
+
+def test_fidelity_says_when_other_work_ran_beside_the_run():
+    """CPU outside the budgets beyond twice the reserve: something else ran on the host, even
+    where the budgets plus it still fit in the host's CPUs."""
+    from ralp.emulation.budget import BUSY_BESIDE_CPUS
+
+    assert pytest.approx(0.6) == BUSY_BESIDE_CPUS
+    before = _snapshot(0.0, 0.0, 0.0, w0=(0.0, 0, 0), w1=(0.0, 0, 0))
+    for outside, beside in ((0.5, False), (0.7, True)):
+        after = _snapshot(10.0, 5.0 + 10 * outside, 0.0, w0=(2.5, 1000, 0), w1=(2.5, 1000, 0))
+        figures = fidelity(Budget(0.25, 2), before, after)
+        assert figures["unbudgeted_cpus"] == pytest.approx(outside)
+        assert figures["kept_up"] is True  # 2 x 0.25 + 0.7 < 2: no device went short
+        assert figures["busy_beside"] is beside
