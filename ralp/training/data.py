@@ -17,9 +17,11 @@ batch and one update of its own. Each worker reads its own share:
   may get no rows of a small last batch). Every sample is used once per epoch. With
   ``drop_remainder`` (stanza, whose FC ranks stack a fixed number of rows) the last partial
   batch of each pass is left out, of arrays and of a dataset alike.
-- **arrays, asynchronous**: worker w of W owns rows w, w + W, ...; each pass over its shard is
-  reshuffled and batched (its last batch smaller). An epoch is the steps of one pass over
-  every shard; a faster worker may start its next pass before a slower one ends.
+- **arrays, asynchronous**: the same global batches as one Keras process (every epoch's
+  permutation, shared, cut into batches of ``batch_size``, the last one smaller), batch k of
+  an epoch dealt to worker k mod W whole. An epoch is its batches; a faster worker may start
+  its next epoch's batches before a slower one ends. (Cutting each worker's own shard
+  instead would leave W small last batches per epoch, each a whole update from a few rows.)
 - **a dataset**: each batch is one global batch; synchronous steps split it over the
   workers as above, asynchronous steps give batch k to worker k mod W whole (tf.data's
   ``AutoShardPolicy.DATA``: every worker reads the whole pipeline and keeps its part). An
@@ -158,51 +160,49 @@ class ArrayData:
         return self.steps or self.pass_steps(sharding)
 
     def pass_steps(self, sharding: Sharding) -> int:
-        B, W = self.batch_size, sharding.workers
+        B = self.batch_size
         if sharding.synchronous and sharding.drop_remainder:
             return _full_batches(self.rows // B, f"{self.rows} samples", B)
-        if sharding.synchronous:
-            return math.ceil(self.rows / B)
-        return sum(math.ceil(len(range(w, self.rows, W)) / B) for w in range(W))
+        return math.ceil(self.rows / B)
 
     def _gather(self, indices, own):
         return (*tf.nest.map_structure(lambda t: tf.gather(t, indices), self._tensors), own)
 
-    def _sync_indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
+    def _epoch_order(self, seed: int, e) -> tf.Tensor:
+        """Epoch ``e``'s order of the rows: a permutation every worker draws alike from the
+        shared ``seed`` (the rows in order with ``shuffle=False``)."""
+        rows = tf.range(self.rows, dtype=tf.int64)
+        if not self.shuffle:
+            return rows
+        return tf.random.experimental.stateless_shuffle(
+            rows, seed=tf.stack([tf.cast(seed, tf.int64), e]))
+
+    def _indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
+        """Every epoch's global batches, as one Keras process cuts them from the epoch's
+        order: a synchronous step's batch split over the workers, an asynchronous one's batch
+        k dealt to worker k mod W whole."""
         B, W, N = self.batch_size, sharding.workers, self.rows
         steps = self.pass_steps(sharding)
         sizes = tf.constant([min(B, N - k * B) for k in range(steps)], tf.int64)
-        w, shuffle = _index(worker), self.shuffle
+        w = _index(worker)
 
         def epoch(e):
-            order = (tf.random.experimental.stateless_shuffle(
-                tf.range(N, dtype=tf.int64), seed=tf.stack([tf.cast(seed, tf.int64), e]))
-                if shuffle else tf.range(N, dtype=tf.int64))
+            order = self._epoch_order(seed, e)
 
-            def rows_of(k):
-                first = k * B
-                return _own_rows((order[first:first + sizes[k]],), w, W)
+            def batch(k):
+                return order[k * B:k * B + sizes[k]]
 
-            return tf.data.Dataset.range(steps).map(rows_of)
+            if sharding.synchronous:
+                return tf.data.Dataset.range(steps).map(
+                    lambda k: _own_rows((batch(k),), w, W))
+            return tf.data.Dataset.range(w, steps, W).map(
+                lambda k: (batch(k), tf.cast(sizes[k], tf.int32)))
 
         return tf.data.Dataset.range(2**62).flat_map(epoch)
 
-    def _async_indices(self, sharding: Sharding, worker, seed: int) -> tf.data.Dataset:
-        W, w, B, shuffle = sharding.workers, _index(worker), self.batch_size, self.shuffle
-        shard = tf.range(w, self.rows, W, dtype=tf.int64)
-
-        def one_pass(p):
-            order = (tf.random.experimental.stateless_shuffle(
-                shard, seed=tf.stack([tf.cast(seed, tf.int64) + w, p])) if shuffle else shard)
-            return tf.data.Dataset.from_tensor_slices(order).batch(B)
-
-        return tf.data.Dataset.range(2**62).flat_map(one_pass).map(lambda i: (i, tf.shape(i)[0]))
-
     def worker_dataset(self, sharding: Sharding, worker, *, seed: int, skip: int = 0,
                        remote: bool = False) -> tf.data.Dataset:
-        indices = (self._sync_indices if sharding.synchronous else self._async_indices)(
-            sharding, worker, seed)
-        return indices.skip(skip).map(self._gather).prefetch(2)
+        return self._indices(sharding, worker, seed).skip(skip).map(self._gather).prefetch(2)
 
 
 def _full_batches(full: int, what: str, batch: int) -> int:

@@ -83,17 +83,24 @@ def test_drop_remainder_keeps_full_batches():
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_asynchronous_workers_read_their_own_shards(workers):
+def test_asynchronous_workers_are_dealt_one_keras_processs_batches(workers):
+    """Batch k of an epoch goes to worker k mod W whole: the same batches as one process (one
+    partial batch per epoch, not one per worker), every row once per epoch."""
     x, y = _ids(50)
     data = fit_data(x, y, sample_weight=None, class_weight=None, batch_size=6,
                     steps_per_epoch=None, shuffle=True, model=_model(), loss=SPARSE)
     sharding = Sharding(workers, synchronous=False)
     steps = data.steps_per_epoch(sharding)
-    shards = [np.arange(w, 50, workers) for w in range(workers)]
-    assert steps == sum(-(-len(s) // 6) for s in shards)
-    for w, shard in enumerate(shards):
-        one_pass = _rows(data, sharding, w, -(-len(shard) // 6))
-        assert sorted(i for r in one_pass for i in r) == list(shard)
+    assert steps == 9
+    one_process = _rows(data, Sharding(1, synchronous=True), 0, 2 * steps)
+    for w in range(workers):
+        dealt = len(range(w, steps, workers))
+        ours = _rows(data, sharding, w, 2 * dealt)  # two epochs
+        theirs = [one_process[e * steps + k] for e in range(2) for k in range(w, steps, workers)]
+        assert ours == theirs
+    first_epoch = one_process[:steps]
+    assert sorted(i for r in first_epoch for i in r) == list(range(50))
+    assert [len(r) for r in first_epoch] == [6] * 8 + [2]
 
 
 def test_a_dataset_is_split_per_global_batch_or_dealt_whole():
