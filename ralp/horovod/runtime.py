@@ -87,10 +87,10 @@ class HorovodRuntime(HorovodCollectives, RankRuntime):
                 predictions = model(x, training=True)
                 y, predictions, weights = own(rows, y, predictions, weights)
                 num, den = objective.loss_sums(y, predictions, weights, share)
+            total = summed(tf.reshape(den, [1]), DEN)  # starts before the backward pass
             grads = tape.gradient(num, variables)
-            # lab A/B only: one grouped allreduce after the backward pass (reverted next)
-            grouped = tf.autograph.experimental.do_not_convert(hvd.grouped_allreduce)
-            *grads, total = grouped([*grads, tf.reshape(den, [1])], op=hvd.Sum)
+            # one allreduce per gradient: each starts when the backward pass produces it
+            grads = [summed(g, GRADIENT.format(k)) for k, g in enumerate(grads)]
             reg, reg_grads = regularization_gradients(model, variables)
             update = [plus(tf.math.divide_no_nan(g, tf.cast(total[0], g.dtype)), r)
                       for g, r in zip(grads, reg_grads, strict=True)]
