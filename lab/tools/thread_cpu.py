@@ -11,7 +11,7 @@ theirs ``tf_...``), ``python`` (any other thread named as the process is: a Horo
 background and Gloo threads, which Horovod starts unnamed, and Python's own threads) or
 ``other``. Each sample is the CPU seconds each kind has used so far in each group (a thread
 that has exited keeps its last reading), so differences between samples are what each kind
-used in between.
+used in between; the last reading of every thread (kind, CPU seconds, name) closes the file.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def thread_reading(pid: int, tid: int) -> tuple[str, float] | None:
-    """``(kind, CPU seconds)`` of thread ``tid`` of process ``pid``, None once it is gone."""
+def thread_reading(pid: int, tid: int) -> tuple[str, float, str] | None:
+    """``(kind, CPU seconds, name)`` of thread ``tid`` of process ``pid``, None once it is
+    gone."""
     try:
         with open(f"/proc/{pid}/task/{tid}/stat") as f:
             text = f.read()
@@ -81,7 +82,7 @@ def thread_reading(pid: int, tid: int) -> tuple[str, float] | None:
         kind = "python"
     else:
         kind = "other"
-    return kind, cpu
+    return kind, cpu, name
 
 
 def _tgid(tid: int) -> int | None:
@@ -100,7 +101,7 @@ class Sampler:
 
     def __init__(self, root_pid: int, limit_dir: str, thread_file: str):
         self.root_pid, self.limit_dir, self.thread_file = root_pid, limit_dir, thread_file
-        self.threads: dict[str, dict[int, tuple[str, float]]] = {}  # group -> tid -> reading
+        self.threads: dict[str, dict[int, tuple[str, float, str]]] = {}  # group -> tid -> reading
         self.samples: list[dict] = []
         self.start = time.monotonic()
 
@@ -135,7 +136,7 @@ class Sampler:
 
     def by_kind(self, group: str) -> dict[str, float]:
         out = dict.fromkeys(KINDS, 0.0)
-        for kind, cpu in self.threads[group].values():
+        for kind, cpu, _ in self.threads[group].values():
             out[kind] += cpu
         return {k: round(v, 3) for k, v in out.items()}
 

@@ -47,12 +47,12 @@ def test_a_runs_threads_are_counted_by_kind(tmp_path):
     last = result["samples"][-1]["groups"][group]
     assert 0.8 <= last["python"] <= 1.6, last  # the spinning thread
     assert last["main"] < 0.5 and last["tf"] < 0.1 and last["other"] < 0.1, last
-    kinds = sorted(kind for kind, _ in result["threads"][group].values())
-    assert kinds == ["main", "python", "tf"], kinds
+    kinds = sorted((kind, name) for kind, _, name in result["threads"][group].values())
+    assert [k for k, _ in kinds] == ["main", "python", "tf"] and kinds[2][1] == "tf_sleeper"
 
 
 def test_a_thread_is_read_by_its_kind_and_processes_by_their_parents():
-    kind, cpu = thread_reading(os.getpid(), os.getpid())
+    kind, cpu, _ = thread_reading(os.getpid(), os.getpid())
     assert kind == "main" and cpu > 0
     assert thread_reading(os.getpid(), 2**22 + 7) is None
     assert os.getpid() in descendants(os.getppid())
