@@ -52,8 +52,10 @@ def train(
     )
     # mode auto predicts from the links' rate: loopback here, unshaped; say 10 Gbit/s
     auto = {"bandwidth": "10gbit", "calibration": calibration} if mode == "auto" else {}
+    # Asynchronous steps apply gradients computed on weights a step or two old: a smaller
+    # learning rate than one process would take keeps SGD with momentum steady.
     trainer = ralp.wrap(build_cnn(), spec, mode=mode, batch_size=32,
-                        optimizer=keras.optimizers.SGD(0.05, momentum=0.9), **auto)
+                        optimizer=keras.optimizers.SGD(0.02, momentum=0.9), **auto)
     if trainer.auto:
         print(trainer.auto.why)
     print(trainer.plan)
